@@ -1,0 +1,50 @@
+"""spades_engine: the rules of Spades (Piki) as a pure, deterministic library.
+
+Start with ``Match`` and a ``Ruleset`` (or a preset from ``preset``)::
+
+    from spades_engine import Match, preset
+    m = Match(preset("classic"), seed=42)
+"""
+
+from .actions import BLIND_NIL, LOOK, Action, Bid, BlindNil, Look, PassCards, Play, parse_action
+from .cards import Card, card_name, parse_card, parse_hand
+from .deck import DealError
+from .errors import IllegalAction, Reason, SnapshotError
+from .events import Audience, Event, event_to_dict
+from .match import Match
+from .ruleset import PRESETS, BagRule, FirstLead, Ruleset, RulesetError, SetPenalty, preset
+from .state import Phase
+from .view import SeatView
+
+__all__ = [
+    "BLIND_NIL",
+    "LOOK",
+    "PRESETS",
+    "Action",
+    "Audience",
+    "BagRule",
+    "Bid",
+    "BlindNil",
+    "Card",
+    "DealError",
+    "Event",
+    "FirstLead",
+    "IllegalAction",
+    "Look",
+    "Match",
+    "PassCards",
+    "Phase",
+    "Play",
+    "Reason",
+    "Ruleset",
+    "RulesetError",
+    "SeatView",
+    "SetPenalty",
+    "SnapshotError",
+    "card_name",
+    "event_to_dict",
+    "parse_action",
+    "parse_card",
+    "parse_hand",
+    "preset",
+]

@@ -1,0 +1,93 @@
+"""What a seat can do.  Instances are immutable and the common ones are shared."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .cards import Card, CardError, card_name, parse_card
+
+
+@dataclass(frozen=True, slots=True)
+class Bid:
+    """Bid a number of tricks; 0 is Nil."""
+
+    tricks: int
+
+    def __str__(self) -> str:
+        return f"bid {self.tricks}"
+
+
+@dataclass(frozen=True, slots=True)
+class BlindNil:
+    """Bid Nil without having seen one's cards."""
+
+    def __str__(self) -> str:
+        return "blind_nil"
+
+
+@dataclass(frozen=True, slots=True)
+class Look:
+    """Look at one's cards, giving up the chance of a blind nil this hand."""
+
+    def __str__(self) -> str:
+        return "look"
+
+
+@dataclass(frozen=True, slots=True)
+class PassCards:
+    """Pass cards face down to the partner in a blind nil exchange."""
+
+    cards: tuple[Card, ...]
+
+    def __str__(self) -> str:
+        return "pass " + " ".join(card_name(c) for c in self.cards)
+
+
+@dataclass(frozen=True, slots=True)
+class Play:
+    card: Card
+
+    def __str__(self) -> str:
+        return f"play {card_name(self.card)}"
+
+
+Action = Bid | BlindNil | Look | PassCards | Play
+
+# Shared instances keep legal-move generation free of allocation.
+PLAYS: tuple[Play, ...] = tuple(Play(Card(i)) for i in range(64))
+BIDS: tuple[Bid, ...] = tuple(Bid(i) for i in range(19))
+BLIND_NIL = BlindNil()
+LOOK = Look()
+
+
+def play(c: int) -> Play:
+    return PLAYS[c]
+
+
+def bid(n: int) -> Bid:
+    return BIDS[n] if 0 <= n < len(BIDS) else Bid(n)
+
+
+def parse_action(text: str) -> Action:
+    """Parse the text form used in game records: ``bid 3``, ``blind_nil``, ``look``,
+    ``pass AS KH``, ``play QS``."""
+    words = text.split()
+    if not words:
+        raise ValueError("empty action")
+    verb, args = words[0].lower(), words[1:]
+    try:
+        if verb == "bid" and len(args) == 1:
+            return bid(int(args[0]))
+        if verb == "blind_nil" and not args:
+            return BLIND_NIL
+        if verb == "look" and not args:
+            return LOOK
+        if verb == "pass" and args:
+            return PassCards(tuple(parse_card(a) for a in args))
+        if verb == "play" and len(args) == 1:
+            return PLAYS[parse_card(args[0])]
+    except (CardError, ValueError) as e:
+        raise ValueError(f"bad action {text!r}: {e}") from None
+    raise ValueError(
+        f"bad action {text!r}: expected 'bid N', 'blind_nil', 'look', 'pass C C' or 'play C'"
+    )

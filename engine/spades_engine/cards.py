@@ -1,0 +1,119 @@
+"""Cards as small integers and hands as bitmasks.
+
+A card is ``suit * 16 + rank``.  Suits are numbered so that spades, the trump
+suit, is the highest (3).  Ranks 0..12 are 2..A; the two jokers live in the
+spade suit above the ace (13 = Little Joker, 14 = Big Joker), because under
+RULES.md they follow, trump and break spades exactly as spades do.  With that
+layout "is it a spade" and "which card is higher" are plain integer tests, and
+a set of cards is one ``int`` whose bits are the cards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import NewType
+
+Card = NewType("Card", int)
+"""A card index: ``suit * 16 + rank``."""
+
+CLUBS, DIAMONDS, HEARTS, SPADES = 0, 1, 2, 3
+SUITS = (CLUBS, DIAMONDS, HEARTS, SPADES)
+SUIT_LETTERS = "CDHS"
+SUIT_NAMES = ("clubs", "diamonds", "hearts", "spades")
+RANK_LETTERS = "23456789TJQKA"
+TWO, ACE = 0, 12
+LITTLE_JOKER_RANK, BIG_JOKER_RANK = 13, 14
+
+LITTLE_JOKER = Card(SPADES * 16 + LITTLE_JOKER_RANK)
+BIG_JOKER = Card(SPADES * 16 + BIG_JOKER_RANK)
+TWO_OF_CLUBS = Card(CLUBS * 16 + TWO)
+
+SUIT_MASKS = tuple(0xFFFF << (16 * s) for s in SUITS)
+SPADE_MASK = SUIT_MASKS[SPADES]
+
+
+class CardError(ValueError):
+    """A card name or index that does not denote a card."""
+
+
+def card(suit: int, rank: int) -> Card:
+    return Card(suit * 16 + rank)
+
+
+def suit_of(c: int) -> int:
+    return c >> 4
+
+
+def rank_of(c: int) -> int:
+    return c & 15
+
+
+def is_joker(c: int) -> bool:
+    return c in (LITTLE_JOKER, BIG_JOKER)
+
+
+def card_name(c: int) -> str:
+    """The short name of a card: ``"QS"``, ``"TH"``, ``"2C"``, ``"LJ"``, ``"BJ"``."""
+    if c == LITTLE_JOKER:
+        return "LJ"
+    if c == BIG_JOKER:
+        return "BJ"
+    s, r = c >> 4, c & 15
+    if not (0 <= s <= 3 and 0 <= r <= ACE):
+        raise CardError(f"{c} is not a card index")
+    return RANK_LETTERS[r] + SUIT_LETTERS[s]
+
+
+def parse_card(text: str) -> Card:
+    """Parse a card name; accepts ``10H`` as well as ``TH`` and any letter case."""
+    t = text.strip().upper()
+    if t == "LJ":
+        return LITTLE_JOKER
+    if t == "BJ":
+        return BIG_JOKER
+    if t.startswith("10"):
+        t = "T" + t[2:]
+    if len(t) != 2 or t[0] not in RANK_LETTERS or t[1] not in SUIT_LETTERS:
+        raise CardError(
+            f"{text!r} is not a card: use rank 2-9/T/J/Q/K/A then suit C/D/H/S, or LJ/BJ"
+        )
+    return Card(SUIT_LETTERS.index(t[1]) * 16 + RANK_LETTERS.index(t[0]))
+
+
+def cards_of(mask: int) -> list[Card]:
+    """The cards of a bitmask, lowest index first."""
+    out: list[Card] = []
+    while mask:
+        low = mask & -mask
+        out.append(Card(low.bit_length() - 1))
+        mask ^= low
+    return out
+
+
+def iter_cards(mask: int) -> Iterator[Card]:
+    while mask:
+        low = mask & -mask
+        yield Card(low.bit_length() - 1)
+        mask ^= low
+
+
+def mask_of(cards: Iterable[int]) -> int:
+    m = 0
+    for c in cards:
+        m |= 1 << c
+    return m
+
+
+def hand_str(mask: int) -> str:
+    return " ".join(card_name(c) for c in cards_of(mask))
+
+
+def parse_hand(text: str) -> int:
+    """Parse a space- or comma-separated list of card names into a mask."""
+    m = 0
+    for part in text.replace(",", " ").split():
+        c = parse_card(part)
+        if m >> c & 1:
+            raise CardError(f"card {card_name(c)} appears twice")
+        m |= 1 << c
+    return m

@@ -1,0 +1,93 @@
+"""Shuffling and dealing from an explicit seed.
+
+The deal for a seed is part of the record format: it must stay the same across
+Python versions and be reproducible from other languages.  Seeds are derived
+with SplitMix64 (written out here), the shuffle uses Mersenne Twister.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+from .cards import Card, card_name, cards_of
+from .ruleset import Ruleset
+
+_MASK64 = (1 << 64) - 1
+
+
+class DealError(ValueError):
+    """An explicit deal that is not a partition of the ruleset's deck."""
+
+
+class SplitMix64:
+    __slots__ = ("state",)
+
+    def __init__(self, seed: int) -> None:
+        self.state = seed & _MASK64
+
+    def next_u64(self) -> int:
+        self.state = (self.state + 0x9E3779B97F4A7C15) & _MASK64
+        z = self.state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+        return z ^ (z >> 31)
+
+    def below(self, n: int) -> int:
+        """A uniform integer in [0, n), by rejection so no value is favoured."""
+        limit = _MASK64 - (_MASK64 % n)
+        while True:
+            x = self.next_u64()
+            if x < limit:
+                return x % n
+
+
+def hand_seed(match_seed: int, hand_number: int) -> int:
+    """Each hand's shuffle has its own stream, so hands can be dealt independently."""
+    return SplitMix64(match_seed ^ (hand_number * 0xD1B54A32D192ED03)).next_u64()
+
+
+def first_dealer(match_seed: int, players: int) -> int:
+    return SplitMix64(match_seed ^ 0xA0761D6478BD642F).below(players)
+
+
+def shuffled(cards: Sequence[Card], seed: int) -> list[Card]:
+    """Fisher-Yates driven by Mersenne Twister ``random()``, whose sequence for an
+    integer seed Python guarantees across versions (and which other languages
+    reproduce with init_by_array); the C implementation keeps dealing cheap."""
+    out = list(cards)
+    rnd = random.Random(seed).random
+    for i in range(len(out) - 1, 0, -1):
+        j = int(rnd() * (i + 1))
+        out[i], out[j] = out[j], out[i]
+    return out
+
+
+def deal(ruleset: Ruleset, seed: int, dealer: int) -> tuple[int, ...]:
+    """Deal one card at a time clockwise from the dealer's left; returns hand masks by seat."""
+    n = ruleset.players
+    hands = [0] * n
+    seat = (dealer + 1) % n
+    for c in shuffled(cards_of(ruleset.deck_mask), seed):
+        hands[seat] |= 1 << c
+        seat = (seat + 1) % n
+    return tuple(hands)
+
+
+def check_deal(ruleset: Ruleset, hands: Sequence[int]) -> None:
+    """Refuse a deal that is not every card of the deck split evenly between the seats."""
+    if len(hands) != ruleset.players:
+        raise DealError(f"a deal needs {ruleset.players} hands, got {len(hands)}")
+    seen = 0
+    for seat, h in enumerate(hands):
+        if h & seen:
+            dup = ", ".join(card_name(c) for c in cards_of(h & seen))
+            raise DealError(f"seat {seat} is dealt card(s) already dealt to another seat: {dup}")
+        if h & ~ruleset.deck_mask:
+            extra = ", ".join(card_name(c) for c in cards_of(h & ~ruleset.deck_mask))
+            raise DealError(f"seat {seat} holds card(s) not in this ruleset's deck: {extra}")
+        if h.bit_count() != ruleset.hand_size:
+            raise DealError(
+                f"seat {seat} holds {h.bit_count()} cards; each seat is dealt {ruleset.hand_size}"
+            )
+        seen |= h

@@ -1,0 +1,79 @@
+"""The blind nil exchange: the blind nil bidder and the partner each pass cards
+face down to the other.  Choices are simultaneous, so neither sees what it
+will receive before choosing what to give."""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+from .actions import Action, PassCards
+from .cards import Card, card_name, cards_of
+from .errors import IllegalAction, Reason
+from .events import EVERYONE, CardsChosen, CardsPassed, Event, ExchangeStarted, to_team
+from .state import MatchState
+
+
+def exchange_seats(st: MatchState) -> tuple[int, ...]:
+    """Both partners of every team with a blind nil bid, when the table exchanges."""
+    r, h = st.rules, st.hand
+    if not (r.blind_nil and r.blind_nil_exchange and r.partnerships):
+        return ()
+    seats: set[int] = set()
+    for seat in range(r.players):
+        if h.blind[seat]:
+            seats.update((seat, (seat + 2) % 4))
+    return tuple(sorted(seats))
+
+
+def begin_exchange(st: MatchState, seats: tuple[int, ...]) -> list[Event]:
+    st.hand.exchange_seats = seats
+    st.hand.to_act = -1
+    return [ExchangeStarted(EVERYONE, seats, st.rules.blind_nil_exchange)]
+
+
+def legal_exchange_actions(st: MatchState, seat: int) -> list[Action]:
+    h = st.hand
+    if seat not in h.exchange_seats or seat in h.exchange_chosen:
+        return []
+    cards = cards_of(h.hands[seat])
+    return [PassCards(combo) for combo in combinations(cards, st.rules.blind_nil_exchange)]
+
+
+def apply_pass(st: MatchState, seat: int, action: PassCards) -> list[Event]:
+    h, k = st.hand, st.rules.blind_nil_exchange
+    if seat not in h.exchange_seats:
+        raise IllegalAction(Reason.NOT_IN_EXCHANGE, "you are not part of this exchange", seat)
+    if seat in h.exchange_chosen:
+        raise IllegalAction(Reason.ALREADY_PASSED, "you have already chosen cards to pass", seat)
+    mask = 0
+    for c in action.cards:
+        if type(c) is not int or not 0 <= c < 64:
+            raise IllegalAction(Reason.CARD_NOT_IN_HAND, f"{c!r} is not a card", seat)
+        mask |= 1 << c
+    if len(action.cards) != k or mask.bit_count() != k:
+        raise IllegalAction(Reason.WRONG_PASS_COUNT, f"pass exactly {k} different cards", seat)
+    missing = mask & ~h.hands[seat]
+    if missing:
+        names = ", ".join(card_name(c) for c in cards_of(missing))
+        raise IllegalAction(Reason.CARD_NOT_IN_HAND, f"you do not hold {names}", seat)
+    h.exchange_chosen[seat] = mask
+    events: list[Event] = [CardsChosen(EVERYONE, seat)]
+    if len(h.exchange_chosen) == len(h.exchange_seats):
+        events.extend(_swap(st))
+    return events
+
+
+def _swap(st: MatchState) -> list[Event]:
+    h = st.hand
+    events: list[Event] = []
+    for giver in h.exchange_seats:
+        taker = (giver + 2) % 4
+        given = h.exchange_chosen[giver]
+        h.hands[giver] &= ~given
+        cards: tuple[Card, ...] = tuple(cards_of(given))
+        h.received[taker] = cards
+        events.append(CardsPassed(to_team(giver & 1), giver, taker, cards))
+    for taker, cards in h.received.items():
+        for c in cards:
+            h.hands[taker] |= 1 << c
+    return events

@@ -1,0 +1,219 @@
+"""``Match``: the public entry point of the engine.
+
+It routes an action to the handler of the current phase and keeps the list
+of applied actions (the game record).  The rules themselves live in the
+bidding, exchange, play, hand and scoring modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .actions import Action, Bid, BlindNil, Look, PassCards, Play
+from .bidding import apply_bid, apply_blind_nil, apply_look, legal_bidding_actions
+from .cards import mask_of
+from .deck import check_deal, first_dealer
+from .errors import IllegalAction, Reason
+from .events import Event
+from .exchange import apply_pass, begin_exchange, exchange_seats, legal_exchange_actions
+from .hand import deal_hand, finish_hand
+from .play import apply_play, begin_play, legal_play_actions
+from .ruleset import Ruleset
+from .state import HandState, MatchState, Phase
+from .view import SeatView, make_view
+
+_PHASE_NAMES = {
+    Bid: (Phase.BIDDING,),
+    BlindNil: (Phase.BIDDING,),
+    Look: (Phase.BIDDING,),
+    PassCards: (Phase.EXCHANGE,),
+    Play: (Phase.PLAYING,),
+}
+
+
+class Match:
+    """One match, from the first deal to the match result.
+
+    >>> m = Match(Ruleset(), seed=7)
+    >>> seat = m.to_act
+    >>> events = m.apply(seat, m.legal_actions(seat)[0])
+    """
+
+    def __init__(
+        self,
+        rules: Ruleset | None = None,
+        *,
+        seed: int = 0,
+        deals: Sequence[Sequence[Sequence[int]]] = (),
+        dealer: int | None = None,
+    ) -> None:
+        """Start a match; the first hand is dealt at once (see ``opening_events``).
+
+        ``deals`` are explicit hands (cards by seat) for the first hands, so a
+        deal from elsewhere can be replayed; later hands come from ``seed``.
+        ``dealer`` is the first dealer, drawn from the seed when not given.
+        """
+        r = rules if rules is not None else Ruleset()
+        masks = tuple(tuple(mask_of(cards) for cards in d) for d in deals)
+        for d in masks:
+            check_deal(r, d)
+        if dealer is None:
+            dealer = first_dealer(seed, r.players)
+        elif not 0 <= dealer < r.players:
+            raise ValueError(f"dealer must be a seat from 0 to {r.players - 1}")
+        self._st = MatchState(
+            rules=r,
+            seed=seed,
+            deals=masks,
+            first_dealer=dealer,
+            phase=Phase.BIDDING,
+            hand=_EMPTY_HAND,
+            scores=[0] * r.sides,
+            bags=[0] * r.sides,
+        )
+        self.actions: list[tuple[int, Action]] = []
+        self.opening_events: list[Event] = deal_hand(self._st, 0, dealer)
+
+    # -- reading ---------------------------------------------------------------
+    @property
+    def rules(self) -> Ruleset:
+        return self._st.rules
+
+    @property
+    def seed(self) -> int:
+        return self._st.seed
+
+    @property
+    def phase(self) -> Phase:
+        return self._st.phase
+
+    @property
+    def is_over(self) -> bool:
+        return self._st.phase is Phase.MATCH_OVER
+
+    @property
+    def to_act(self) -> int:
+        """The seat whose turn it is; -1 during the exchange (its seats act in any
+        order) and once the match is over."""
+        return self._st.hand.to_act
+
+    @property
+    def hand_number(self) -> int:
+        return self._st.hand.number
+
+    @property
+    def scores(self) -> tuple[int, ...]:
+        return tuple(self._st.scores)
+
+    @property
+    def bags(self) -> tuple[int, ...]:
+        return tuple(self._st.bags)
+
+    @property
+    def winner(self) -> int | None:
+        return self._st.winner
+
+    @property
+    def state(self) -> MatchState:
+        """The full state, every hand included: for the server and tests, never a client."""
+        return self._st
+
+    def seats_to_act(self) -> list[int]:
+        """Every seat with at least one legal action now."""
+        return [s for s in range(self.rules.players) if self.legal_actions(s)]
+
+    def legal_actions(self, seat: int) -> list[Action]:
+        st = self._st
+        if not 0 <= seat < st.rules.players:
+            return []
+        phase = st.phase
+        if phase is Phase.PLAYING:
+            return legal_play_actions(st, seat)
+        if phase is Phase.BIDDING:
+            return legal_bidding_actions(st, seat)
+        if phase is Phase.EXCHANGE:
+            return legal_exchange_actions(st, seat)
+        return []
+
+    def view(self, seat: int | None) -> SeatView:
+        """What ``seat`` may know now; ``None`` for a spectator."""
+        if seat is not None and not 0 <= seat < self.rules.players:
+            raise IllegalAction(Reason.INVALID_SEAT, f"no seat {seat} at this table", seat)
+        return make_view(self._st, seat, self.legal_actions(seat) if seat is not None else [])
+
+    # -- acting ----------------------------------------------------------------
+    def apply(self, seat: int, action: Action) -> list[Event]:
+        """Apply one seat's action and return the events it caused.
+
+        Raises ``IllegalAction`` (with a stable ``reason``) and changes nothing
+        when the rules do not allow it.
+        """
+        st = self._st
+        if type(seat) is not int or not 0 <= seat < st.rules.players:
+            raise IllegalAction(Reason.INVALID_SEAT, f"no seat {seat!r} at this table", None)
+        phase = st.phase
+        kind = type(action)
+        if kind is Play and phase is Phase.PLAYING:
+            events, hand_done = apply_play(st, seat, action)  # type: ignore[arg-type]
+            if hand_done:
+                events.extend(finish_hand(st))
+        elif phase is Phase.MATCH_OVER:
+            raise IllegalAction(Reason.MATCH_OVER, "the match is over", seat)
+        elif kind not in _PHASE_NAMES:
+            raise IllegalAction(Reason.UNKNOWN_ACTION, f"{action!r} is not an action", seat)
+        elif phase not in _PHASE_NAMES[kind]:
+            raise IllegalAction(
+                Reason.WRONG_PHASE, f"{kind.__name__} is not allowed during {phase.value}", seat
+            )
+        else:
+            events = self._apply_other(seat, action)
+        st.action_count += 1
+        self.actions.append((seat, action))
+        return events
+
+    def _apply_other(self, seat: int, action: Action) -> list[Event]:
+        st = self._st
+        if isinstance(action, Bid):
+            events = apply_bid(st, seat, action)
+        elif isinstance(action, BlindNil):
+            events = apply_blind_nil(st, seat, action)
+        elif isinstance(action, Look):
+            return apply_look(st, seat, action)
+        elif isinstance(action, PassCards):
+            events = apply_pass(st, seat, action)
+            if len(st.hand.exchange_chosen) == len(st.hand.exchange_seats):
+                begin_play(st)
+            return events
+        else:  # a Play outside the playing phase is caught by the caller
+            raise AssertionError(action)
+        if st.phase is Phase.BIDDING and all(b is not None for b in st.hand.bids):
+            seats = exchange_seats(st)
+            if seats:
+                st.phase = Phase.EXCHANGE
+                events.extend(begin_exchange(st, seats))
+            else:
+                begin_play(st)
+        return events
+
+    # -- persistence -------------------------------------------------------------
+    def to_snapshot(self) -> bytes:
+        from .snapshot import dump_snapshot
+
+        return dump_snapshot(self)
+
+    @classmethod
+    def from_snapshot(cls, data: bytes) -> Match:
+        from .snapshot import load_snapshot
+
+        return load_snapshot(data)
+
+    @classmethod
+    def _restore(cls, st: MatchState, actions: list[tuple[int, Action]]) -> Match:
+        m = cls.__new__(cls)
+        m._st = st
+        m.actions = actions
+        m.opening_events = []
+        return m
+
+
+_EMPTY_HAND = HandState(0, 0, (), [], [], [], [], [], 0)

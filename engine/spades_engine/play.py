@@ -1,0 +1,89 @@
+"""Playing the tricks of a hand."""
+
+from __future__ import annotations
+
+from .actions import PLAYS, Action, Play
+from .cards import SPADES, TWO_OF_CLUBS, card_name
+from .errors import IllegalAction, Reason
+from .events import EVERYONE, CardPlayed, Event, TrickWon
+from .ruleset import FirstLead
+from .state import MatchState, Phase
+from .trick import legal_play_mask, trick_winner_index
+
+
+def begin_play(st: MatchState) -> None:
+    h, r = st.hand, st.rules
+    if r.first_lead is FirstLead.DEALER:
+        leader = h.dealer
+    elif r.first_lead is FirstLead.TWO_OF_CLUBS:
+        leader = next(s for s in range(r.players) if h.hands[s] >> TWO_OF_CLUBS & 1)
+    else:
+        leader = (h.dealer + 1) % r.players
+    st.phase = Phase.PLAYING
+    h.leader = h.to_act = leader
+
+
+def legal_play_actions(st: MatchState, seat: int) -> list[Action]:
+    h = st.hand
+    if seat != h.to_act:
+        return []
+    m = legal_play_mask(h.hands[seat], h.led_suit, h.spades_broken)
+    out: list[Action] = []
+    while m:  # inlined bit iteration: this runs once per card played
+        low = m & -m
+        out.append(PLAYS[low.bit_length() - 1])
+        m ^= low
+    return out
+
+
+def apply_play(st: MatchState, seat: int, action: Play) -> tuple[list[Event], bool]:
+    """Play a card; returns the events and whether the hand is now finished."""
+    h = st.hand
+    if seat != h.to_act:
+        raise IllegalAction(
+            Reason.NOT_YOUR_TURN, f"it is seat {h.to_act}'s turn to play, not seat {seat}'s", seat
+        )
+    c = action.card
+    hand = h.hands[seat]
+    if type(c) is not int or not 0 <= c < 64 or not hand >> c & 1:
+        raise IllegalAction(Reason.CARD_NOT_IN_HAND, f"you do not hold {_name(c)}", seat)
+    if not legal_play_mask(hand, h.led_suit, h.spades_broken) >> c & 1:
+        raise _why_illegal(h.led_suit, seat)
+    h.hands[seat] = hand & ~(1 << c)
+    if c >> 4 == SPADES:
+        h.spades_broken = True
+    if not h.trick:
+        h.led_suit = c >> 4
+    trick = h.trick
+    trick.append(c)
+    events: list[Event] = [CardPlayed(EVERYONE, seat, c)]
+    n = st.rules.players
+    if len(trick) < n:
+        h.to_act = (seat + 1) % n
+        return events, False
+    winner = (h.leader + trick_winner_index(trick)) % n
+    cards = tuple(trick)
+    h.tricks_won[winner] += 1
+    h.completed.append((h.leader, cards, winner))
+    events.append(TrickWon(EVERYONE, len(h.completed), winner, cards, h.leader))
+    h.trick = []
+    h.led_suit = -1
+    h.leader = h.to_act = winner
+    return events, len(h.completed) == st.rules.tricks_per_hand
+
+
+def _name(c: object) -> str:
+    try:
+        return card_name(c)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return repr(c)
+
+
+def _why_illegal(led_suit: int, seat: int) -> IllegalAction:
+    if led_suit >= 0:
+        return IllegalAction(Reason.MUST_FOLLOW_SUIT, "you must follow the suit led", seat)
+    return IllegalAction(
+        Reason.SPADES_NOT_BROKEN,
+        "spades cannot be led until a spade has been played, unless you hold only spades",
+        seat,
+    )

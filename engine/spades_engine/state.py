@@ -1,0 +1,70 @@
+"""The match state as plain data.
+
+Phase handlers (bidding, exchange, play) change it in place, and only after
+every check has passed, so a rejected action leaves it untouched.  Keeping it
+plain data makes snapshots a straight field-by-field copy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from .cards import Card
+from .events import SideScore
+from .ruleset import Ruleset
+
+
+class Phase(StrEnum):
+    BIDDING = "bidding"
+    EXCHANGE = "exchange"
+    PLAYING = "playing"
+    MATCH_OVER = "match_over"
+
+
+@dataclass(slots=True)
+class HandState:
+    number: int  # 0-based hand index within the match
+    dealer: int
+    dealt: tuple[int, ...]  # the hands as dealt (masks), for records and checks
+    hands: list[int]  # cards still held (masks)
+    face_down: list[bool]  # True while the owner has not seen its cards
+    bids: list[int | None]
+    blind: list[bool]
+    tricks_won: list[int]
+    to_act: int
+    # blind nil exchange: seats that must pass, and what each has chosen (mask)
+    exchange_seats: tuple[int, ...] = ()
+    exchange_chosen: dict[int, int] = field(default_factory=dict)
+    received: dict[int, tuple[Card, ...]] = field(default_factory=dict)
+    # play
+    leader: int = -1
+    trick: list[Card] = field(default_factory=list)  # cards of the trick in progress
+    led_suit: int = -1
+    spades_broken: bool = False
+    completed: list[tuple[int, tuple[Card, ...], int]] = field(default_factory=list)
+    # (leader, cards in play order, winner) of each finished trick
+
+
+@dataclass(slots=True)
+class MatchState:
+    rules: Ruleset
+    seed: int
+    deals: tuple[tuple[int, ...], ...]  # explicit deals (masks), used before the seed
+    first_dealer: int
+    phase: Phase
+    hand: HandState
+    scores: list[int]
+    bags: list[int]
+    results: list[tuple[SideScore, ...]] = field(default_factory=list)
+    hand_bids: list[tuple[int, ...]] = field(default_factory=list)
+    hand_tricks: list[tuple[int, ...]] = field(default_factory=list)
+    winner: int | None = None
+    action_count: int = 0
+
+    def side_of(self, seat: int) -> int:
+        return self.rules.side_of(seat)
+
+    def team_of(self, seat: int) -> int | None:
+        """The audience team of a seat (None in cutthroat, where no team exists)."""
+        return seat & 1 if self.rules.partnerships else None

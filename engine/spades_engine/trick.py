@@ -1,0 +1,34 @@
+"""Trick rules on bitmasks: which cards may be played, and who wins a trick."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .cards import SPADE_MASK, SPADES, SUIT_MASKS
+
+_NON_SPADES = ~SPADE_MASK
+
+
+def legal_play_mask(hand: int, led_suit: int, spades_broken: bool) -> int:
+    """Cards of ``hand`` that may be played; ``led_suit`` is -1 when leading.
+
+    Follow suit if able, otherwise anything.  A lead may be a spade only once
+    spades are broken or when the hand holds nothing else.
+    """
+    if led_suit < 0:
+        if spades_broken:
+            return hand
+        return hand & _NON_SPADES or hand
+    return hand & SUIT_MASKS[led_suit] or hand
+
+
+def trick_winner_index(cards: Sequence[int]) -> int:
+    """Index in play order of the winning card: the highest spade (jokers are
+    the top spades), else the highest card of the suit led."""
+    best = cards[0]
+    best_i = 0
+    for i in range(1, len(cards)):
+        c = cards[i]
+        if (c >> 4 == best >> 4 and c > best) or (c >> 4 == SPADES and best >> 4 != SPADES):
+            best, best_i = c, i
+    return best_i

@@ -1,0 +1,102 @@
+"""Per-seat views: the state as one viewer may know it.
+
+A view is built field by field from what is public plus the viewer's own
+cards; nothing is copied wholesale from the state, so a new state field
+cannot leak by accident.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .actions import Action
+from .cards import Card, cards_of
+from .events import SideScore
+from .ruleset import Ruleset
+from .state import MatchState, Phase
+
+
+@dataclass(frozen=True, slots=True)
+class TrickView:
+    leader: int
+    cards: tuple[Card, ...]  # play order, starting with the lead
+    winner: int
+
+
+@dataclass(frozen=True, slots=True)
+class SeatView:
+    seat: int | None  # None: a spectator
+    rules: Ruleset
+    phase: Phase
+    hand_number: int
+    dealer: int
+    to_act: int
+    scores: tuple[int, ...]  # by side
+    bags: tuple[int, ...]  # by side
+    bids: tuple[int | None, ...]  # by seat, None until the seat has bid
+    blind: tuple[bool, ...]
+    tricks_won: tuple[int, ...]
+    hand_sizes: tuple[int, ...]
+    face_down: tuple[bool, ...]  # seats that have not yet seen their cards
+    hand: tuple[Card, ...] | None  # the viewer's cards; None if unseen or a spectator
+    trick: tuple[Card, ...]  # the trick in progress, in play order
+    leader: int
+    led_suit: int  # -1 when no card of the trick has been played
+    spades_broken: bool
+    tricks: tuple[TrickView, ...]  # the finished tricks of this hand
+    exchange_seats: tuple[int, ...]
+    exchange_chosen: tuple[int, ...]  # seats that have chosen their cards to pass
+    passed: tuple[Card, ...]  # cards the viewer chose to pass
+    received: tuple[Card, ...]  # cards the viewer received in the exchange
+    legal_actions: tuple[Action, ...]
+    results: tuple[tuple[SideScore, ...], ...]  # every finished hand, by side
+    winner: int | None
+
+    def played_cards(self) -> int:
+        """Mask of every card played this hand, the trick in progress included."""
+        m = 0
+        for t in self.tricks:
+            for c in t.cards:
+                m |= 1 << c
+        for c in self.trick:
+            m |= 1 << c
+        return m
+
+
+def make_view(st: MatchState, seat: int | None, legal: list[Action]) -> SeatView:
+    h = st.hand
+    mine = seat is not None and not h.face_down[seat]
+    hand = tuple(cards_of(h.hands[seat])) if mine and seat is not None else None
+    passed: tuple[Card, ...] = ()
+    received: tuple[Card, ...] = ()
+    if seat is not None:
+        passed = tuple(cards_of(h.exchange_chosen.get(seat, 0)))
+        received = h.received.get(seat, ())
+    return SeatView(
+        seat=seat,
+        rules=st.rules,
+        phase=st.phase,
+        hand_number=h.number,
+        dealer=h.dealer,
+        to_act=h.to_act,
+        scores=tuple(st.scores),
+        bags=tuple(st.bags),
+        bids=tuple(h.bids),
+        blind=tuple(h.blind),
+        tricks_won=tuple(h.tricks_won),
+        hand_sizes=tuple(m.bit_count() for m in h.hands),
+        face_down=tuple(h.face_down),
+        hand=hand,
+        trick=tuple(h.trick),
+        leader=h.leader,
+        led_suit=h.led_suit,
+        spades_broken=h.spades_broken,
+        tricks=tuple(TrickView(lead, cards, win) for lead, cards, win in h.completed),
+        exchange_seats=h.exchange_seats,
+        exchange_chosen=tuple(sorted(h.exchange_chosen)),
+        passed=passed,
+        received=received,
+        legal_actions=tuple(legal),
+        results=tuple(st.results),
+        winner=st.winner,
+    )
