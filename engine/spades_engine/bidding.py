@@ -20,8 +20,14 @@ def legal_bidding_actions(st: MatchState, seat: int) -> list[Action]:
 
 def apply_look(st: MatchState, seat: int, _action: Look) -> list[Event]:
     h = st.hand
-    if not h.face_down[seat] or h.bids[seat] is not None:
+    if not h.face_down[seat]:
         raise IllegalAction(Reason.ALREADY_LOOKED, "you can already see your cards", seat)
+    if h.bids[seat] is not None:
+        raise IllegalAction(
+            Reason.ALREADY_LOOKED,
+            "you bid blind nil: your cards stay face down until bidding closes",
+            seat,
+        )
     h.face_down[seat] = False
     return [
         LookedAtCards(EVERYONE, seat),

@@ -64,6 +64,10 @@ class Ruleset:
     hand_size: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        # Store enum options as enums even when given as their string values:
+        # the rules compare them by identity (``is FirstLead.DEALER``).
+        for name in _ENUMS:
+            object.__setattr__(self, name, _coerce(name, getattr(self, name)))
         _validate(self)
         deck = _deck_mask(self.players, self.jokers)
         object.__setattr__(self, "deck_mask", deck)

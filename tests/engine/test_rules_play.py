@@ -1,0 +1,175 @@
+"""RULES.md §1 Play: follow suit, spades break, trick winners, 13 tricks."""
+
+from __future__ import annotations
+
+import itertools
+
+from rules_helpers import (
+    act,
+    bid_all,
+    cards,
+    controlled_deal,
+    deal,
+    names,
+    of_type,
+    play_tricks,
+    reject,
+)
+
+from spades_engine import Match, Phase, Play, Reason, parse_card, preset
+
+# Seat 0 holds only clubs; seat 1 hearts and spades; seat 2 hearts and
+# diamonds; seat 3 diamonds and spades (the ace, then the low ones).
+DEAL = deal(
+    "AC KC QC JC TC 9C 8C 7C 6C 5C 4C 3C 2C",
+    "AH KH QH JH TH 9H 8H KS QS JS TS 9S 2S",
+    "7H 6H 5H 4H 3H 2H AD KD QD JD TD 9D 8D",
+    "7D 6D 5D 4D 3D 2D AS 8S 7S 6S 5S 4S 3S",
+)
+
+
+def started(dealer: int, hands: list[list[int]] = DEAL) -> Match:
+    m = Match(preset("classic"), deals=[hands], dealer=dealer)
+    bid_all(m, [1, 1, 1, 1])
+    assert m.phase is Phase.PLAYING
+    return m
+
+
+def legal_names(m: Match, seat: int) -> set[str]:
+    return names(a.card for a in m.legal_actions(seat))  # type: ignore[union-attr]
+
+
+def test_the_player_left_of_the_dealer_leads_the_first_trick() -> None:
+    for dealer in range(4):
+        assert started(dealer).to_act == (dealer + 1) % 4
+
+
+def test_spades_cannot_be_led_before_they_are_broken() -> None:
+    m = started(dealer=0)  # seat 1 leads, holding hearts and spades
+    assert legal_names(m, 1) == {"AH", "KH", "QH", "JH", "TH", "9H", "8H"}
+    reject(m, 1, Play(parse_card("KS")), Reason.SPADES_NOT_BROKEN)
+    act(m, "play 8H", "play 2H", "play 7D", "play AC")  # no spade played: still unbroken
+    assert m.to_act == 1
+    assert not m.view(None).spades_broken
+    reject(m, 1, Play(parse_card("2S")), Reason.SPADES_NOT_BROKEN)
+
+
+def test_a_spade_played_to_a_trick_breaks_spades_for_later_leads() -> None:
+    m = started(dealer=0)
+    act(m, "play 9H", "play 3H")
+    act(m, "play 3S")  # seat 3 is void in hearts and trumps
+    act(m, "play KC")
+    assert m.to_act == 3
+    assert m.view(2).spades_broken
+    assert {"AS", "4S", "7D"} <= legal_names(m, 3)  # seat 3 may now lead a spade
+    act(m, "play 4S")
+    assert m.view(None).led_suit == 3
+
+
+def test_a_leader_holding_only_spades_may_lead_one_before_spades_are_broken() -> None:
+    hands = deal(
+        "AC KC QC JC TC 9C 8C 7C 6C 5C 4C 3C 2C",
+        "AS KS QS JS TS 9S 8S 7S 6S 5S 4S 3S 2S",
+        "AH KH QH JH TH 9H 8H 7H 6H 5H 4H 3H 2H",
+        "AD KD QD JD TD 9D 8D 7D 6D 5D 4D 3D 2D",
+    )
+    m = started(dealer=0, hands=hands)
+    assert len(m.legal_actions(1)) == 13
+    events = act(m, "play 2S", "play 2H", "play 2D", "play AC")
+    (won,) = of_type(events, "TrickWon")
+    assert won.winner == 1
+
+
+def test_players_must_follow_the_led_suit_when_able() -> None:
+    m = started(dealer=0)
+    act(m, "play 8H")
+    assert legal_names(m, 2) == {"7H", "6H", "5H", "4H", "3H", "2H"}
+    reject(m, 2, Play(parse_card("AD")), Reason.MUST_FOLLOW_SUIT)
+    act(m, "play 2H")
+    act(m, "play 7D")  # seat 3 is void: need not trump
+    act(m, "play AC")  # seat 0 is void
+    # a spade lead must be followed too, even by a seat holding higher hearts
+    m2 = started(dealer=0)
+    act(m2, "play 9H", "play 3H", "play 3S", "play KC", "play 4S", "play QC")
+    reject(m2, 1, Play(parse_card("AH")), Reason.MUST_FOLLOW_SUIT)
+    assert legal_names(m2, 1) == {"KS", "QS", "JS", "TS", "9S", "2S"}
+
+
+def test_a_void_player_may_play_any_card_a_spade_included() -> None:
+    m = started(dealer=0)
+    act(m, "play 8H", "play 2H")
+    assert len(m.legal_actions(3)) == 13  # void in hearts: every card, spades too
+
+
+def test_the_highest_card_of_the_led_suit_wins_when_no_spade_is_played() -> None:
+    m = started(dealer=0)
+    events = act(m, "play 8H", "play 7H", "play 7D", "play AC")
+    (won,) = of_type(events, "TrickWon")
+    assert (won.winner, won.leader) == (1, 1)  # the 8 of hearts beats higher off-suit cards
+    assert names(won.cards) == {"8H", "7H", "7D", "AC"}
+
+
+def test_the_lowest_spade_beats_the_led_suit() -> None:
+    m = started(dealer=0)
+    events = act(m, "play AH", "play 7H", "play 3S", "play AC")
+    assert of_type(events, "TrickWon")[0].winner == 3
+
+
+def test_the_highest_spade_wins_when_several_are_played() -> None:
+    m = started(dealer=3)  # seat 0 leads a club: seats 1 and 3 both trump
+    events = act(m, "play 2C", "play 2S", "play 2H", "play 3S")
+    assert of_type(events, "TrickWon")[0].winner == 3  # the later, higher trump
+    m = started(dealer=3)
+    events = act(m, "play 2C", "play 9S", "play 2H", "play 8S")
+    assert of_type(events, "TrickWon")[0].winner == 1  # a later, lower trump loses
+
+
+def test_the_winner_leads_the_next_trick_and_a_hand_is_13_tricks() -> None:
+    d, script = controlled_deal([2, 5, 3, 3])
+    m = Match(preset("classic"), deals=[d], dealer=0)
+    bid_all(m, [2, 5, 3, 3])
+    events = []
+    for k, trick in enumerate(script):
+        events += play_tricks(m, [trick])
+        if k < 12:
+            last = of_type(events, "TrickWon")[-1]
+            assert m.to_act == last.winner
+            assert m.view(None).tricks_won == tuple(
+                sum(1 for t in of_type(events, "TrickWon") if t.winner == s) for s in range(4)
+            )
+    won = of_type(events, "TrickWon")
+    assert len(won) == 13
+    assert [t.trick_number for t in won] == list(range(1, 14))
+    for before, after in itertools.pairwise(won):
+        assert after.leader == before.winner
+    assert [sum(t.winner == s for t in won) for s in range(4)] == [2, 5, 3, 3]
+    assert len(of_type(events, "HandScored")) == 1
+    assert m.hand_number == 1  # the next hand is dealt
+
+
+def test_tricks_and_bids_are_public_during_the_hand() -> None:
+    m = started(dealer=0)
+    act(m, "play 8H", "play 7H", "play 7D", "play AC")
+    for viewer in (None, 0, 1, 2, 3):
+        v = m.view(viewer)
+        assert v.tricks_won == (0, 1, 0, 0)
+        assert v.bids == (1, 1, 1, 1)
+        assert [names(t.cards) for t in v.tricks] == [{"8H", "7H", "7D", "AC"}]
+
+
+def test_a_card_not_held_or_out_of_turn_is_refused() -> None:
+    m = started(dealer=0)
+    reject(m, 1, Play(parse_card("AC")), Reason.CARD_NOT_IN_HAND)  # seat 0 holds it
+    reject(m, 1, Play(99), Reason.CARD_NOT_IN_HAND)  # type: ignore[arg-type]
+    reject(m, 2, Play(parse_card("7H")), Reason.NOT_YOUR_TURN)
+    act(m, "play AH")
+    reject(m, 1, Play(parse_card("KH")), Reason.NOT_YOUR_TURN)
+    reject(m, 2, Play(parse_card("AH")), Reason.CARD_NOT_IN_HAND)  # already played
+
+
+def test_cards_leave_the_hand_once_played() -> None:
+    m = started(dealer=0)
+    act(m, "play AH")
+    assert "AH" not in names(m.view(1).hand or ())
+    assert names(m.view(1).hand or ()) == names(cards("KH QH JH TH 9H 8H KS QS JS TS 9S 2S"))
+    assert m.view(None).hand_sizes == (13, 12, 13, 13)

@@ -1,0 +1,202 @@
+"""RULES.md §1 Scoring (and the bag-rule and set-penalty variants of §3).
+
+Whole hands are played from controlled deals (seat s takes exactly the
+tricks asked for); ``score_hand`` is also checked directly."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from rules_helpers import controlled_match, of_type, play_hand
+
+from spades_engine import Match, Ruleset, preset
+from spades_engine.scoring import score_hand
+
+
+def play(
+    rules: Ruleset, hands: Sequence[tuple[Sequence[int], Sequence[int]]]
+) -> tuple[Match, list[object]]:
+    """Play hands given as (bids by seat, tricks by seat); returns the match and
+    the HandScored events."""
+    m, scripts = controlled_match(rules, [t for _, t in hands])
+    scored = []
+    for (bids, _), script in zip(hands, scripts, strict=True):
+        scored += of_type(play_hand(m, bids, script), "HandScored")
+    return m, scored
+
+
+def test_a_made_contract_scores_ten_per_bid_plus_one_per_overtrick_as_bags() -> None:
+    m, [hs] = play(preset("classic"), [([3, 2, 3, 2], [4, 3, 3, 3])])
+    a, b = hs.sides
+    assert (a.contract, a.tricks, a.contract_points, a.bags_taken) == (6, 7, 61, 1)
+    assert (b.contract, b.tricks, b.contract_points, b.bags_taken) == (4, 6, 42, 2)
+    assert m.scores == (61, 42)
+    assert m.bags == (1, 2)
+
+
+def test_a_set_contract_loses_ten_per_bid_and_takes_no_bags() -> None:
+    m, [hs] = play(preset("classic"), [([5, 3, 4, 3], [4, 3, 3, 3])])
+    assert m.scores == (-90, 60)
+    assert m.bags == (0, 0)
+    assert hs.sides[0].hand_points == -90
+
+
+def test_a_set_penalty_of_zero_scores_a_broken_contract_as_nothing() -> None:
+    m, _ = play(preset("classic", set_penalty="zero"), [([5, 3, 4, 3], [4, 3, 3, 3])])
+    assert m.scores == (0, 60)
+
+
+def test_a_made_nil_scores_100_on_top_of_the_partners_contract() -> None:
+    m, [hs] = play(preset("classic"), [([0, 4, 4, 4], [0, 4, 5, 4])])
+    assert hs.sides[0].nil_points == 100
+    assert m.scores == (100 + 40 + 1, 80)
+    assert m.bags == (1, 0)
+
+
+def test_a_nil_bidders_tricks_count_toward_the_team_and_as_bags() -> None:
+    # seat 0 bids nil and takes 2; seat 2 bids 4 and takes 3: the team's 5
+    # tricks make the 4 with one bag, and the nil fails.
+    m, [hs] = play(preset("classic"), [([0, 4, 4, 3], [2, 4, 3, 4])])
+    a = hs.sides[0]
+    assert (a.contract, a.tricks, a.bags_taken) == (4, 5, 1)
+    assert (a.contract_points, a.nil_points) == (41, -100)
+    assert m.scores == (-59, 71)
+    assert m.bags == (1, 1)
+
+
+def test_a_failed_nils_tricks_can_make_the_partners_contract() -> None:
+    # seat 2 bids 5 but takes 3: the nil bidder's 2 tricks make the contract
+    m, _ = play(preset("classic"), [([0, 3, 5, 3], [2, 4, 3, 4])])
+    assert m.scores == (50 - 100, 30 + 30 + 2)
+    assert m.bags == (0, 2)
+
+
+def test_a_failed_nil_while_the_partner_makes_the_contract_alone() -> None:
+    m, [hs] = play(preset("classic"), [([0, 3, 6, 3], [1, 3, 7, 2])])
+    a = hs.sides[0]
+    assert (a.tricks, a.contract_points, a.nil_points, a.hand_points) == (8, 62, -100, -38)
+    assert m.scores == (-38, -60)
+
+
+def test_both_partners_nil_made_and_one_failed() -> None:
+    m, [hs] = play(preset("classic"), [([0, 7, 0, 6], [0, 7, 0, 6])])
+    assert hs.sides[0].nil_points == 200
+    assert m.scores == (200, 130)
+    # one of the two takes a trick: that trick is a bag on a contract of 0
+    m, [hs] = play(preset("classic"), [([0, 6, 0, 6], [1, 6, 0, 6])])
+    a = hs.sides[0]
+    assert (a.contract, a.tricks, a.contract_points, a.nil_points) == (0, 1, 1, 0)
+    assert m.scores == (1, 120)
+    assert m.bags == (1, 0)
+
+
+def test_bags_reaching_10_cost_100_and_the_remainder_carries() -> None:
+    rules = preset("classic")
+    m, scored = play(
+        rules,
+        [
+            ([1, 1, 1, 1], [5, 2, 5, 1]),  # A: 10 tricks on 2 -> 8 bags
+            ([1, 1, 1, 1], [3, 4, 2, 4]),  # A: 5 tricks on 2 -> 3 more: 11
+        ],
+    )
+    first, second = scored
+    assert (first.sides[0].score, first.sides[0].bags) == (28, 8)
+    a = second.sides[0]
+    assert (a.bags_taken, a.bag_penalty, a.hand_points, a.bags) == (3, -100, -77, 1)
+    assert m.scores == (28 - 77, 21 + 26)
+    assert m.bags == (1, 7)
+
+
+def test_five_bag_rule_costs_50_and_can_strike_twice_in_one_hand() -> None:
+    rules = preset("classic", bag_rule="5_for_50")
+    m, scored = play(
+        rules,
+        [
+            ([1, 1, 1, 1], [3, 4, 3, 3]),  # A 6 on 2: 4 bags; B 7 on 2: 5 bags -> -50
+            ([1, 1, 1, 1], [5, 2, 4, 2]),  # A 9 on 2: 4 + 7 = 11 bags -> -100, 1 left
+        ],
+    )
+    first, second = scored
+    assert (first.sides[1].bag_penalty, first.sides[1].bags, first.sides[1].score) == (-50, 0, -25)
+    a = second.sides[0]
+    assert (a.bags_taken, a.bag_penalty, a.bags) == (7, -100, 1)
+    assert m.scores == (24 + 27 - 100, -25 + 22)
+    assert m.bags == (1, 2)
+
+
+def test_with_bags_off_overtricks_score_but_never_cost() -> None:
+    m, [hs] = play(preset("classic", bag_rule="off"), [([1, 1, 1, 1], [6, 0, 6, 1])])
+    assert m.scores == (30, -20)
+    assert m.bags == (0, 0)
+    assert hs.sides[0].bag_penalty == 0
+
+
+def test_scores_accumulate_across_hands() -> None:
+    m, scored = play(
+        preset("classic"),
+        [([3, 2, 3, 2], [4, 3, 3, 3]), ([0, 4, 4, 3], [2, 4, 3, 4])],
+    )
+    assert [tuple(s.score for s in hs.sides) for hs in scored] == [(61, 42), (2, 113)]
+    assert m.scores == (2, 113)
+    assert m.view(None).results == tuple(hs.sides for hs in scored)
+
+
+# -- score_hand directly -----------------------------------------------------
+
+
+def side_totals(rules: Ruleset, bids, tricks, scores=(0, 0), bags=(0, 0), blind=None):  # type: ignore[no-untyped-def]
+    blind = blind or [False] * len(bids)
+    return [(s.score, s.bags) for s in score_hand(rules, bids, blind, tricks, scores, bags)]
+
+
+@pytest.mark.parametrize(
+    ("bids", "tricks", "scores", "bags", "expected"),
+    [
+        ((3, 2, 3, 2), (4, 3, 3, 3), (0, 0), (0, 0), [(61, 1), (42, 2)]),
+        ((5, 3, 4, 3), (4, 3, 3, 3), (100, 100), (0, 0), [(10, 0), (160, 0)]),
+        # exactly 10 bags: -100 and none left
+        ((2, 2, 2, 2), (3, 2, 3, 5), (0, 0), (8, 0), [(42 - 100, 0), (43, 3)]),
+        # 9 bags stay 9
+        ((2, 2, 2, 2), (3, 2, 2, 6), (0, 0), (8, 0), [(41, 9), (44, 4)]),
+        # nil made and failed on the same table
+        ((0, 0, 6, 6), (0, 1, 6, 6), (0, 0), (0, 0), [(160, 0), (-100 + 61, 1)]),
+        # a team taking 0 tricks on a contract of 0 (both nil) scores just the nils
+        ((0, 6, 0, 6), (0, 7, 0, 6), (0, 0), (0, 0), [(200, 0), (121, 1)]),
+    ],
+)
+def test_score_hand_classic(bids, tricks, scores, bags, expected) -> None:  # type: ignore[no-untyped-def]
+    assert side_totals(preset("classic"), bids, tricks, scores, bags) == expected
+
+
+def test_score_hand_blind_nil_is_worth_200() -> None:
+    rules = preset("polish")
+    blind = [False, True, False, False]
+    made = side_totals(rules, (4, 0, 4, 4), (4, 0, 5, 4), blind=blind)
+    failed = side_totals(rules, (4, 0, 4, 4), (4, 1, 5, 3), blind=blind)
+    assert made[1] == (240, 0)
+    assert failed[1] == (-200 + 40, 0)
+
+
+def test_score_hand_five_bag_rule_crossing_twice() -> None:
+    rules = preset("classic", bag_rule="5_for_50")
+    assert side_totals(rules, (1, 1, 1, 1), (5, 2, 4, 2), bags=(4, 0)) == [
+        (27 - 100, 1),
+        (22, 2),
+    ]
+
+
+def test_score_hand_thirteen_bid_doubles_and_its_failure_takes_13_bags() -> None:
+    on = preset("classic", thirteen_bid=True)
+    off = preset("classic")
+    assert side_totals(on, (7, 1, 6, 1), (7, 0, 6, 0))[0] == (260, 0)
+    assert side_totals(off, (7, 1, 6, 1), (7, 0, 6, 0))[0] == (130, 0)
+    assert side_totals(on, (13, 1, 0, 1), (13, 0, 0, 0))[0] == (2 * (130 + 100), 0)
+    assert side_totals(on, (7, 1, 6, 1), (7, 1, 5, 0))[0] == (-130 - 100, 3)
+    assert side_totals(off, (7, 1, 6, 1), (7, 1, 5, 0))[0] == (-130, 0)
+
+
+def test_score_hand_cutthroat_scores_every_player_alone() -> None:
+    rules = preset("classic", partnerships=False)
+    got = side_totals(rules, (4, 3, 2, 4), (4, 3, 3, 3), (0, 0, 0, 0), (0, 0, 0, 0))
+    assert got == [(40, 0), (30, 0), (21, 1), (-40, 0)]
