@@ -8,7 +8,7 @@ from .errors import IllegalAction, Reason
 from .events import EVERYONE, CardPlayed, Event, TrickWon
 from .ruleset import FirstLead
 from .state import MatchState, Phase
-from .trick import legal_play_mask, trick_winner_index
+from .trick import SUIT_RANKS, legal_play_mask, trick_winner_index
 
 
 def begin_play(st: MatchState) -> None:
@@ -29,10 +29,12 @@ def legal_play_actions(st: MatchState, seat: int) -> list[Action]:
         return []
     m = legal_play_mask(h.hands[seat], h.led_suit, h.spades_broken)
     out: list[Action] = []
-    while m:  # inlined bit iteration: this runs once per card played
-        low = m & -m
-        out.append(PLAYS[low.bit_length() - 1])
-        m ^= low
+    base = 0
+    while m:  # suit by suit through a table, lowest card first: this runs once per card played
+        for rank in SUIT_RANKS[m & 0x7FFF]:
+            out.append(PLAYS[base + rank])
+        m >>= 16
+        base += 16
     return out
 
 
@@ -49,7 +51,7 @@ def apply_play(st: MatchState, seat: int, action: Play) -> tuple[list[Event], bo
         raise IllegalAction(Reason.CARD_NOT_IN_HAND, f"you do not hold {_name(c)}", seat)
     if not legal_play_mask(hand, h.led_suit, h.spades_broken) >> c & 1:
         raise _why_illegal(h.led_suit, seat)
-    h.hands[seat] = hand & ~(1 << c)
+    h.hands[seat] = hand ^ 1 << c  # c is in hand
     if c >> 4 == SPADES:
         h.spades_broken = True
     if not h.trick:

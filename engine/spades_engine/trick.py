@@ -9,6 +9,22 @@ from .cards import SPADE_MASK, SPADES, SUIT_MASKS
 _NON_SPADES = ~SPADE_MASK
 
 
+def _build_suit_ranks() -> tuple[tuple[int, ...], ...]:
+    table: list[tuple[int, ...]] = [()]
+    for rank in range(15):  # doubling: table[i | 1 << rank] = table[i] + (rank,)
+        table += [(*t, rank) for t in table]
+    return tuple(table)
+
+
+SUIT_RANKS: tuple[tuple[int, ...], ...] = _build_suit_ranks()
+"""``SUIT_RANKS[chunk]``: the ranks whose bits are set in a 15-bit suit chunk
+(``hand >> 16 * suit & 0x7FFF``), lowest first.
+
+Listing a hand suit by suit through this table is about twice as fast as
+peeling bits off the 64-bit mask, which costs a big-int allocation per step.
+"""
+
+
 def legal_play_mask(hand: int, led_suit: int, spades_broken: bool) -> int:
     """Cards of ``hand`` that may be played; ``led_suit`` is -1 when leading.
 

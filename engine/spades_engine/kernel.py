@@ -1,0 +1,404 @@
+"""A fast simulation kernel for the play of a hand, for Monte-Carlo bots.
+
+The public ``Match`` checks every action, records it and emits events; a bot
+that plays thousands of random hands per decision needs none of that.  This
+module plays the same rules (the play rules of RULES.md section 1, for 3, 4 or
+5 players, jokers included) on plain integers, with no validation, no events
+and no objects made per card: the hot loop (:func:`_playout`) is table
+look-ups and small-int arithmetic, inlined, about half a microsecond a card.
+
+Cards and hands are those of :mod:`spades_engine.cards`: a card is
+``suit * 16 + rank`` with spades the highest suit (3) and the jokers spade
+ranks 13 and 14, and a hand is an ``int`` whose bits are its cards.  With that
+layout every spade is numerically above every other card, so "does ``c`` beat
+the best card so far" is a plain comparison:
+
+* a card of the suit of the best card wins when it is higher;
+* a spade beats any non-spade;
+* any other card never wins.
+
+Random choices.  Wherever the kernel picks a card at random it takes the
+``k``-th lowest legal card with ``k = int(rnd() * number_of_legal_cards)``,
+one ``rnd()`` call per card.  Driving the public ``Match`` with the same rule
+(``acts[int(rnd() * len(acts))]`` over ``legal_actions``, which lists cards
+lowest first) from the same ``rnd`` stream therefore replays a kernel playout
+card for card; the tests rely on that.
+
+Entry points:
+
+* :class:`SimState`: a position in the play of a hand, built from the hands
+  (for a bot: its own hand plus a determinization of the unseen cards), who
+  leads, tricks already won, the cards of the trick in progress and whether
+  spades are broken.  :func:`legal_mask` and :func:`play` step it.
+* :func:`playout_random`: uniformly random legal plays to the end of the hand.
+* :func:`random_hand`: deal, random bids, random play and scoring of one full
+  hand, through :func:`spades_engine.scoring.score_hand`.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+
+from .cards import TWO_OF_CLUBS
+from .events import SideScore
+from .ruleset import FirstLead, Ruleset
+from .scoring import score_hand
+from .trick import SUIT_RANKS
+
+__all__ = [
+    "RANKS",
+    "SimState",
+    "deal_random",
+    "first_leader",
+    "legal_mask",
+    "play",
+    "playout_random",
+    "random_bids",
+    "random_hand",
+    "trick_winner",
+]
+
+Rnd = Callable[[], float]
+"""A source of uniform floats in [0, 1), typically ``random.Random(seed).random``."""
+
+NON_SPADES = (1 << 48) - 1
+"""Every card of clubs, diamonds and hearts."""
+_SUIT_MASKS = (0xFFFF, 0xFFFF << 16, 0xFFFF << 32, 0xFFFF << 48)
+_SPADE_LOW = 48  # the lowest spade card index: c >= 48 means c is a spade
+_CARD_BITS = 0x7FFF_7FFF_7FFF_7FFF  # every bit that can be a card (ranks 0..14)
+
+
+RANKS = SUIT_RANKS
+"""``RANKS[chunk]``: the ranks set in a 15-bit suit chunk, lowest first
+(``trick.SUIT_RANKS``).
+
+A random card of a suit is ``suit * 16 + t[int(rnd() * len(t))]`` with
+``t = RANKS[hand >> 16 * suit & 0x7FFF]``: one table look-up, no loop.
+"""
+
+_BIT = tuple(1 << rank for rank in range(16))
+
+_FOLLOW_SLOTS: dict[int, tuple[tuple[tuple[int, ...], ...], ...]] = {
+    n: tuple(
+        tuple(tuple((lead + i) % n * 4 + suit for i in range(1, n)) for suit in range(4))
+        for lead in range(n)
+    )
+    for n in range(2, 7)
+}
+"""``_FOLLOW_SLOTS[players][leader][suit]``: the slots ``4 * seat + suit`` of
+the other seats, in play order (see :func:`_suit_chunks`)."""
+
+
+class SimState:
+    """A position in the play of a hand.
+
+    ``hands`` are the cards still held by seat (masks), ``leader`` led the
+    trick in progress, ``trick`` holds its cards in play order, ``to_act`` is
+    the seat to play, ``led_suit`` is -1 before the lead, and ``tricks_won``
+    counts tricks by seat.  Fields are public and mutable; :func:`play`
+    advances the state, :meth:`copy` keeps a position for repeated playouts.
+    """
+
+    __slots__ = ("hands", "leader", "led_suit", "spades_broken", "to_act", "trick", "tricks_won")
+
+    def __init__(
+        self,
+        hands: Sequence[int],
+        leader: int,
+        tricks_won: Sequence[int] | None = None,
+        trick: Sequence[int] = (),
+        spades_broken: bool = False,
+    ) -> None:
+        """Build a position; the number of seats is ``len(hands)``.
+
+        ``trick`` are the cards already played to the trick in progress, from
+        ``leader`` on; they are not in ``hands``.  A spade in ``trick`` breaks
+        spades, as it does in the engine.  Raises ``ValueError`` when the
+        description is not a possible position (overlapping hands, or hand
+        sizes that do not fit the trick in progress).
+        """
+        n = len(hands)
+        if not 2 <= n <= 6 or not 0 <= leader < n or len(trick) >= n:
+            raise ValueError(f"bad position: {n} hands, leader {leader}, {len(trick)} trick cards")
+        self.hands: list[int] = list(hands)
+        self.leader = leader
+        self.to_act = (leader + len(trick)) % n
+        self.trick: list[int] = list(trick)
+        self.led_suit = trick[0] >> 4 if trick else -1
+        self.spades_broken = spades_broken or any(c >= _SPADE_LOW for c in trick)
+        self.tricks_won: list[int] = list(tricks_won) if tricks_won is not None else [0] * n
+        if len(self.tricks_won) != n:
+            raise ValueError("tricks_won needs one count per seat")
+        seen = 0
+        for c in trick:
+            if not (0 <= c < 64 and _CARD_BITS >> c & 1) or seen >> c & 1:
+                raise ValueError(f"{c} in the trick is not a card, or is there twice")
+            seen |= 1 << c
+        size = hands[self.to_act].bit_count()
+        for i in range(n):
+            seat = (leader + i) % n
+            h = hands[seat]
+            if h < 0 or h & ~_CARD_BITS:
+                raise ValueError(f"seat {seat}'s hand {h:#x} holds bits that are not cards")
+            if h & seen:
+                raise ValueError(f"seat {seat} holds a card that is already played or held")
+            seen |= h
+            if h.bit_count() != size - (i < len(trick)):
+                raise ValueError("hand sizes do not fit the trick in progress")
+
+    def copy(self) -> SimState:
+        new = SimState.__new__(SimState)
+        new.hands = self.hands[:]
+        new.leader = self.leader
+        new.to_act = self.to_act
+        new.trick = self.trick[:]
+        new.led_suit = self.led_suit
+        new.spades_broken = self.spades_broken
+        new.tricks_won = self.tricks_won[:]
+        return new
+
+    @property
+    def is_over(self) -> bool:
+        """Whether every card of the hand has been played."""
+        return not self.trick and not self.hands[self.to_act]
+
+    def __repr__(self) -> str:
+        return (
+            f"SimState(hands={[hex(h) for h in self.hands]}, leader={self.leader}, "
+            f"to_act={self.to_act}, trick={self.trick}, spades_broken={self.spades_broken}, "
+            f"tricks_won={self.tricks_won})"
+        )
+
+
+def legal_mask(state: SimState) -> int:
+    """The cards the seat to act may play: follow suit if able, else anything;
+    a lead is a spade only once spades are broken or when only spades are held."""
+    hand = state.hands[state.to_act]
+    led = state.led_suit
+    if led < 0:
+        return hand if state.spades_broken else (hand & NON_SPADES or hand)
+    return hand & _SUIT_MASKS[led] or hand
+
+
+def trick_winner(leader: int, cards: Sequence[int], players: int) -> int:
+    """The seat that wins a trick led by ``leader`` with ``cards`` in play order."""
+    best, win = cards[0], 0
+    for i in range(1, len(cards)):
+        c = cards[i]
+        if c > best and (c >> 4 == best >> 4 or c >= _SPADE_LOW):
+            best, win = c, i
+    return (leader + win) % players
+
+
+def play(state: SimState, card: int) -> int:
+    """Play ``card`` for the seat to act; the caller guarantees it is legal.
+
+    Returns the seat that won the trick when this card completes it, else -1.
+    """
+    hands = state.hands
+    seat = state.to_act
+    hands[seat] ^= 1 << card
+    if card >= _SPADE_LOW:
+        state.spades_broken = True
+    trick = state.trick
+    if not trick:
+        state.led_suit = card >> 4
+    trick.append(card)
+    n = len(hands)
+    if len(trick) < n:
+        state.to_act = seat + 1 if seat + 1 < n else 0
+        return -1
+    win = trick_winner(state.leader, trick, n)
+    state.tricks_won[win] += 1
+    trick.clear()
+    state.led_suit = -1
+    state.leader = state.to_act = win
+    return win
+
+
+def playout_random(state: SimState, rnd: Rnd) -> list[int]:
+    """Tricks won by seat at the end of the hand when every remaining card is a
+    uniformly random legal play.  ``state`` is left unchanged.
+
+    ``rnd`` is called once per card (see the module notes on how a card is
+    picked); pass ``random.Random(seed).random`` for reproducible playouts.
+    """
+    st = state
+    if st.trick:  # finish the trick in progress card by card, on a copy
+        st = st.copy()
+        while st.trick:
+            m = legal_mask(st)
+            play(st, _kth_card(m, int(rnd() * m.bit_count())))
+    won = st.tricks_won[:]
+    hands = st.hands
+    _playout(_suit_chunks(hands), st.leader, st.spades_broken, won, rnd, hands[0].bit_count())
+    return won
+
+
+def _kth_card(mask: int, k: int) -> int:
+    """The ``k``-th lowest card of ``mask`` (``0 <= k < mask.bit_count()``)."""
+    base = 0
+    while True:
+        t = RANKS[mask >> base & 0x7FFF]
+        if k < len(t):
+            return base + t[k]
+        k -= len(t)
+        base += 16
+
+
+def _suit_chunks(hands: Sequence[int]) -> list[int]:
+    """The hands as 15-bit suit chunks: ``chunks[4 * seat + suit]``."""
+    chunks: list[int] = []
+    for h in hands:
+        chunks += (h & 0x7FFF, h >> 16 & 0x7FFF, h >> 32 & 0x7FFF, h >> 48)
+    return chunks
+
+
+def _playout(  # noqa: PLR0915 - one inlined loop, on purpose
+    chunks: list[int], leader: int, broken: bool, won: list[int], rnd: Rnd, tricks: int
+) -> None:
+    """Play ``tricks`` tricks of random legal cards, from the start of a trick.
+
+    The hot loop of the module, written for speed.  Hands are suit chunks
+    (:func:`_suit_chunks`, emptied in place): small ints, so following suit
+    is one table look-up with no 64-bit arithmetic.  ``won`` counts tricks.
+    Cards are picked as the module notes say, the lowest suit first.
+    """
+    ranks = RANKS
+    bit = _BIT
+    slots = _FOLLOW_SLOTS[len(won)]
+    for _ in range(tricks):
+        # The lead: any card once spades are broken, else a non-spade if held.
+        b = 4 * leader
+        t0 = ranks[chunks[b]]
+        t1 = ranks[chunks[b + 1]]
+        t2 = ranks[chunks[b + 2]]
+        n0 = len(t0)
+        n1 = n0 + len(t1)
+        n2 = n1 + len(t2)
+        t3 = ranks[chunks[b + 3]]
+        k = int(rnd() * (n2 + len(t3) if broken or not n2 else n2))
+        if k < n0:
+            suit = 0
+            best = t0[k]
+        elif k < n1:
+            suit = 1
+            best = t1[k - n0]
+        elif k < n2:
+            suit = 2
+            best = t2[k - n1]
+        else:
+            suit = 3
+            best = t3[k - n2]
+            broken = True
+        chunks[b + suit] ^= bit[best]
+        base = 16 * suit
+        best += base  # the best card so far, as a card index
+        win = b
+        for i in slots[leader][suit]:
+            chunk = chunks[i]
+            if chunk:  # follow suit: a higher card of the suit led takes the lead
+                t = ranks[chunk]
+                r = t[int(rnd() * len(t))]
+                chunks[i] = chunk ^ bit[r]
+                r += base
+                if r > best:
+                    best = r
+                    win = i
+            else:  # void: any card; only a spade can win
+                j = i - suit
+                t0 = ranks[chunks[j]]
+                t1 = ranks[chunks[j + 1]]
+                t2 = ranks[chunks[j + 2]]
+                t3 = ranks[chunks[j + 3]]
+                n0 = len(t0)
+                n1 = n0 + len(t1)
+                n2 = n1 + len(t2)
+                k = int(rnd() * (n2 + len(t3)))
+                if k < n0:
+                    chunks[j] ^= bit[t0[k]]
+                elif k < n1:
+                    chunks[j + 1] ^= bit[t1[k - n0]]
+                elif k < n2:
+                    chunks[j + 2] ^= bit[t2[k - n1]]
+                else:
+                    r = t3[k - n2]
+                    chunks[j + 3] ^= bit[r]
+                    broken = True
+                    r += 48
+                    if r > best:
+                        best = r
+                        win = i
+        leader = win >> 2
+        won[leader] += 1
+
+
+_DECKS: dict[int, tuple[tuple[int, ...], tuple[slice, ...]]] = {}
+
+
+def deal_random(rules: Ruleset, rng: random.Random) -> list[int]:
+    """A uniformly random deal for ``rules``: hand masks by seat.
+
+    The cards are sorted on random float keys and dealt in runs (the chance of
+    two equal keys, which would keep those two cards in deck order, is about
+    1e-13 per deal).  Not the engine's seeded deal: see ``deck.deal`` for that.
+    """
+    deck = _DECKS.get(rules.deck_mask)
+    if deck is None:
+        mask, size = rules.deck_mask, rules.hand_size
+        bits = tuple(1 << c for c in range(64) if mask >> c & 1)
+        runs = tuple(slice(i, i + size) for i in range(0, len(bits), size))
+        deck = _DECKS[mask] = (bits, runs)
+    rnd = rng.random
+    cards = sorted(deck[0], key=lambda _: rnd())
+    return [sum(cards[run]) for run in deck[1]]
+
+
+def random_bids(rules: Ruleset, rnd: Rnd) -> list[int]:
+    """A uniformly random regular bid for every seat (never a blind nil)."""
+    low = rules.min_bid
+    span = rules.hand_size + 1 - low
+    return [low + int(rnd() * span) for _ in range(rules.players)]
+
+
+def first_leader(rules: Ruleset, hands: Sequence[int], dealer: int) -> int:
+    """Who leads the first trick of a hand (the ruleset's ``first_lead``)."""
+    if rules.first_lead is FirstLead.DEALER:
+        return dealer
+    if rules.first_lead is FirstLead.TWO_OF_CLUBS:
+        for seat, h in enumerate(hands):
+            if h >> TWO_OF_CLUBS & 1:
+                return seat
+    return (dealer + 1) % rules.players
+
+
+def random_hand(
+    rules: Ruleset,
+    rng: random.Random,
+    dealer: int = 0,
+    scores: Sequence[int] | None = None,
+    bags: Sequence[int] | None = None,
+) -> tuple[SideScore, ...]:
+    """Deal, bid and play one full hand at random, and score it.
+
+    The deal is :func:`deal_random`, the bids :func:`random_bids` (no blind
+    nil, so no exchange), every card a uniformly random legal play, and the
+    result is :func:`spades_engine.scoring.score_hand` from ``scores`` and
+    ``bags`` before the hand (zero when not given).
+    """
+    hands = deal_random(rules, rng)
+    rnd = rng.random
+    bids = random_bids(rules, rnd)
+    won = [0] * rules.players
+    leader = first_leader(rules, hands, dealer)
+    _playout(_suit_chunks(hands), leader, False, won, rnd, rules.hand_size)
+    zeros = (0,) * rules.sides
+    return score_hand(
+        rules,
+        bids,
+        (False,) * rules.players,
+        won,
+        zeros if scores is None else scores,
+        zeros if bags is None else bags,
+    )

@@ -1,0 +1,355 @@
+"""The simulation kernel against the public engine.
+
+The kernel picks "the k-th lowest legal card, k = int(rnd() * count)", and
+``Match.legal_actions`` lists cards lowest first, so a ``Match`` driven with
+``acts[int(rnd() * len(acts))]`` from the same ``rnd`` stream must replay a
+kernel playout card for card.  Every test below compares the two.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from spades_engine import LOOK, Bid, Match, Phase, Ruleset, preset
+from spades_engine.actions import PLAYS
+from spades_engine.cards import SPADE_MASK, cards_of, mask_of, parse_hand
+from spades_engine.events import CardPlayed, HandScored, TrickWon
+from spades_engine.kernel import (
+    NON_SPADES,
+    SimState,
+    _kth_card,
+    _playout,
+    _suit_chunks,
+    deal_random,
+    first_leader,
+    legal_mask,
+    play,
+    playout_random,
+    random_bids,
+    random_hand,
+    trick_winner,
+)
+from spades_engine.scoring import score_hand
+
+Rnd = Callable[[], float]
+
+RULESETS: dict[str, Ruleset] = {
+    "classic": preset("classic"),
+    "polish": preset("polish"),  # dealer leads; blind nil with an exchange
+    "german": preset("german"),  # jokers, 4 players without the 2C and 2D
+    "bulgarian": preset("bulgarian"),  # the 2 of clubs leads
+    "german3": preset("german", players=3),  # 54 cards, 18 tricks
+    "german5": preset("german", players=5),  # 50 cards, 10 tricks
+    "classic_jokers": preset("classic", jokers=True),  # jokers with partnerships
+}
+NAMES = sorted(RULESETS)
+
+
+def _long_match(rules: Ruleset, seed: int) -> Match:
+    """A match that keeps dealing, so a test can play several hands."""
+    return Match(rules.replace(target_score=10**9, mercy_score=None), seed=seed)
+
+
+def _finish_bidding(m: Match, rnd: Rnd) -> None:
+    """Random legal actions (blind nil, look, bids, passes) until play starts."""
+    while m.phase in (Phase.BIDDING, Phase.EXCHANGE):
+        seat = m.to_act if m.to_act >= 0 else m.seats_to_act()[0]
+        acts = m.legal_actions(seat)
+        m.apply(seat, acts[int(rnd() * len(acts))])
+    assert m.phase is Phase.PLAYING
+
+
+def _sim_of(m: Match) -> SimState:
+    h = m.state.hand
+    return SimState(h.hands, h.leader, h.tricks_won, h.trick, h.spades_broken)
+
+
+def _same_position(sim: SimState, m: Match) -> None:
+    h = m.state.hand
+    assert sim.hands == h.hands
+    assert sim.to_act == h.to_act
+    assert sim.leader == h.leader
+    assert sim.trick == h.trick
+    assert sim.led_suit == h.led_suit
+    assert sim.spades_broken == h.spades_broken
+    assert sim.tricks_won == h.tricks_won
+
+
+def _lockstep_hand(m: Match, rnd: Rnd) -> None:
+    """Play the rest of the current hand on the match and on a kernel copy of
+    it, the same cards on both, comparing them after every card."""
+    sim = _sim_of(m)
+    while True:
+        seat = m.to_act
+        assert sim.to_act == seat
+        acts = m.legal_actions(seat)
+        assert legal_mask(sim) == mask_of(a.card for a in acts)  # type: ignore[union-attr]
+        card = acts[int(rnd() * len(acts))].card  # type: ignore[union-attr]
+        events = m.apply(seat, PLAYS[card])
+        won = [e.winner for e in events if isinstance(e, TrickWon)]
+        assert play(sim, card) == (won[0] if won else -1)
+        scored = [e for e in events if isinstance(e, HandScored)]
+        if scored:
+            assert tuple(sim.tricks_won) == scored[0].tricks
+            assert sim.is_over
+            assert not any(sim.hands)
+            return
+        _same_position(sim, m)
+        assert not sim.is_over
+
+
+def _engine_playout(m: Match, rnd: Rnd) -> tuple[list[tuple[int, int]], tuple[int, ...]]:
+    """Finish the current hand of ``m`` with random plays: the (seat, card)
+    plays in order and the tricks by seat."""
+    plays: list[tuple[int, int]] = []
+    while True:
+        seat = m.to_act
+        acts = m.legal_actions(seat)
+        for e in m.apply(seat, acts[int(rnd() * len(acts))]):
+            if isinstance(e, CardPlayed):
+                plays.append((e.seat, e.card))
+            elif isinstance(e, HandScored):
+                return plays, e.tricks
+
+
+class _Recorder(list[int]):
+    """Suit chunks that log every card played: ``chunks[4 * seat + suit] = new``
+    drops one card."""
+
+    def __init__(self, chunks: list[int], log: list[tuple[int, int]]) -> None:
+        super().__init__(chunks)
+        self.log = log
+
+    def __setitem__(self, slot: int, new: int) -> None:  # type: ignore[override]
+        rank = (self[slot] ^ new).bit_length() - 1
+        self.log.append((slot >> 2, (slot & 3) * 16 + rank))
+        super().__setitem__(slot, new)
+
+
+def _kernel_playout(sim: SimState, rnd: Rnd) -> tuple[list[tuple[int, int]], tuple[int, ...]]:
+    """``playout_random``, step by step, logging the plays of the fast loop too."""
+    sim = sim.copy()
+    start = sim.hands[:]
+    plays: list[tuple[int, int]] = []
+    while sim.trick:
+        mask = legal_mask(sim)
+        card = _kth_card(mask, int(rnd() * mask.bit_count()))
+        plays.append((sim.to_act, card))
+        play(sim, card)
+    chunks = _Recorder(_suit_chunks(sim.hands), plays)
+    tricks = sim.hands[0].bit_count()
+    _playout(chunks, sim.leader, sim.spades_broken, sim.tricks_won, rnd, tricks)
+    assert not any(chunks)
+    # Every card held is played once, by its holder.
+    assert sorted(plays) == sorted((seat, c) for seat, h in enumerate(start) for c in cards_of(h))
+    return plays, tuple(sim.tricks_won)
+
+
+def _check_playout(m: Match, seed: int) -> None:
+    """From the position of ``m``: the kernel plays the engine's cards, and
+    ``playout_random`` returns the engine's tricks without changing its state."""
+    sim = _sim_of(m)
+    before = repr(sim)
+    tricks = playout_random(sim, random.Random(seed).random)
+    assert repr(sim) == before, "playout_random must not change its state"
+    kernel = _kernel_playout(sim, random.Random(seed).random)
+    engine = _engine_playout(m, random.Random(seed).random)
+    assert kernel == engine
+    assert tuple(tricks) == engine[1]
+    assert sum(tricks) == m.rules.tricks_per_hand
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_step_matches_the_engine(name: str) -> None:
+    """Legal cards, trick winners and tricks won agree over several hands of
+    many matches (dealers rotate, blind nils and exchanges happen)."""
+    for seed in range(25):
+        m = _long_match(RULESETS[name], seed)
+        rnd = random.Random(seed).random
+        for _ in range(3):
+            _finish_bidding(m, rnd)
+            _lockstep_hand(m, rnd)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    name=st.sampled_from(NAMES),
+    order=st.randoms(use_true_random=False),
+    dealer=st.integers(0, 4),
+    seed=st.integers(0, 2**32),
+)
+def test_every_step_matches_the_engine_on_any_deal(
+    name: str, order: random.Random, dealer: int, seed: int
+) -> None:
+    """Explicit deals, lopsided ones included (a seat with only spades, long
+    voids), so rare cases such as leading spades before they are broken occur."""
+    rules = RULESETS[name]
+    m = Match(rules, seed=seed, deals=[_lopsided_deal(rules, order)], dealer=dealer % rules.players)
+    rnd = random.Random(seed).random
+    _finish_bidding(m, rnd)
+    if order.random() < 0.5:
+        _lockstep_hand(m, rnd)
+    else:
+        _check_playout(m, seed)
+
+
+def _lopsided_deal(rules: Ruleset, order: random.Random) -> list[list[int]]:
+    """A shuffled deal, or (mostly) cards dealt by suit with a few swaps."""
+    cards: list[int] = list(cards_of(rules.deck_mask))
+    if order.random() < 0.3:
+        order.shuffle(cards)
+    else:
+        for _ in range(order.randrange(5)):
+            i, j = order.randrange(len(cards)), order.randrange(len(cards))
+            cards[i], cards[j] = cards[j], cards[i]
+    size = rules.hand_size
+    hands = [cards[i : i + size] for i in range(0, len(cards), size)]
+    order.shuffle(hands)
+    return hands
+
+
+def test_spades_led_from_an_all_spade_hand_break_spades() -> None:
+    """Seat 1 holds 13 of the 15 spades and must lead one; seat 2 wins it
+    with the Big Joker and may then lead its ace of spades."""
+    rules = RULESETS["german"]
+    spades: list[int] = list(cards_of(rules.deck_mask & SPADE_MASK))
+    others: list[int] = list(cards_of(rules.deck_mask & NON_SPADES))
+    high = [_c("AS"), _c("BJ")]
+    long_hand = [c for c in spades if c not in high]
+    deal = [others[:13], long_hand, high + others[13:24], others[24:]]
+    for seed in range(40):
+        m = Match(rules, seed=seed, deals=[deal], dealer=0)
+        rnd = random.Random(seed).random
+        _finish_bidding(m, rnd)
+        assert m.to_act == 1 and not m.state.hand.spades_broken
+        _check_playout(m, seed)
+
+
+@settings(max_examples=80, deadline=None)
+@given(name=st.sampled_from(NAMES), seed=st.integers(0, 2**32), cut=st.floats(0, 1))
+def test_playout_replays_the_engine_from_mid_hand(name: str, seed: int, cut: float) -> None:
+    """From any position (a trick in progress, spades broken or not), the fast
+    playout gives exactly the tricks the engine gives for the same choices."""
+    rules = RULESETS[name]
+    m = Match(rules, seed=seed)
+    rnd = random.Random(seed).random
+    _finish_bidding(m, rnd)
+    for _ in range(int(cut * (rules.hand_size * rules.players - 1))):
+        acts = m.legal_actions(m.to_act)
+        m.apply(m.to_act, acts[int(rnd() * len(acts))])
+    _check_playout(m, seed + 1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.sampled_from(NAMES), seed=st.integers(0, 2**32), dealer=st.integers(0, 4))
+def test_random_hand_is_an_engine_hand(name: str, seed: int, dealer: int) -> None:
+    """random_hand's deal is a partition of the deck, and its bids, plays and
+    score are those of the engine playing that deal with the same choices."""
+    rules = RULESETS[name]
+    dealer %= rules.players
+    rng = random.Random(seed)
+    hands = deal_random(rules, rng)
+    assert len(hands) == rules.players
+    assert all(h.bit_count() == rules.hand_size for h in hands)
+    assert sum(hands) == rules.deck_mask  # disjoint, since the counts add up
+    bids = random_bids(rules, rng.random)
+    assert all(rules.min_bid <= b <= rules.hand_size for b in bids)
+
+    m = Match(rules, seed=seed, deals=[[cards_of(h) for h in hands]], dealer=dealer)
+    while m.phase is Phase.BIDDING:
+        seat = m.to_act
+        if LOOK in m.legal_actions(seat):  # bulgarian: cards start face down
+            m.apply(seat, LOOK)
+        m.apply(seat, Bid(bids[seat]))
+    assert m.state.hand.leader == first_leader(rules, hands, dealer)
+    _, tricks = _engine_playout(m, rng.random)
+
+    result = random_hand(rules, random.Random(seed), dealer)
+    assert result == m.state.results[0]
+    assert sum(s.tricks for s in result) == rules.tricks_per_hand
+    assert result == score_hand(
+        rules, bids, [False] * rules.players, tricks, [0] * rules.sides, [0] * rules.sides
+    )
+
+
+def test_random_hand_uses_scores_and_bags_before() -> None:
+    rules = RULESETS["classic"]
+    plain = random_hand(rules, random.Random(3))
+    later = random_hand(rules, random.Random(3), scores=(120, -40), bags=(9, 0))
+    for a, b, before in zip(plain, later, (120, -40), strict=True):
+        assert a.contract == b.contract and a.tricks == b.tricks
+        assert b.score - b.hand_points == before
+
+
+def test_random_hands_look_random() -> None:
+    """Cheap sanity checks on the distribution: every seat gets every card
+    sometimes, and every seat wins tricks."""
+    rules = RULESETS["classic"]
+    rng = random.Random(11)
+    held = [0] * 4
+    for _ in range(200):
+        for seat, h in enumerate(deal_random(rules, rng)):
+            held[seat] |= h
+    assert held == [rules.deck_mask] * 4
+    won = [0] * 4
+    for _ in range(100):
+        for seat, t in enumerate(playout_random(SimState(deal_random(rules, rng), 0), rng.random)):
+            won[seat] += t
+    assert sum(won) == 1300 and min(won) > 200
+
+
+def test_leading_spades_and_jokers() -> None:
+    only_spades = parse_hand("2S 9S")
+    mixed = parse_hand("3C 4S")
+    state = SimState([only_spades, mixed, parse_hand("5C 6D"), parse_hand("7H 8H")], 0)
+    assert legal_mask(state) == only_spades  # only spades held: spades may be led
+    state.to_act = 1
+    assert legal_mask(state) == parse_hand("3C")  # not broken: no spade lead
+    state.spades_broken = True
+    assert legal_mask(state) == mixed
+    assert NON_SPADES & SPADE_MASK == 0
+    # The Big Joker beats the Little Joker beats the ace of spades; a spade
+    # beats the led suit; an off-suit card never wins.
+    assert trick_winner(1, [_c(c) for c in ("2H", "AS", "LJ", "BJ")], 4) == 0
+    assert trick_winner(2, [_c(c) for c in ("2H", "AC", "3H")], 3) == 1
+    assert trick_winner(2, [_c(c) for c in ("2H", "AC", "2S")], 3) == 1
+
+
+def test_a_trick_in_progress_breaks_spades_and_sets_the_turn() -> None:
+    hands = [parse_hand("2C"), parse_hand("3C"), 0, parse_hand("5C")]
+    state = SimState(hands, 2, trick=[_c("4S")])
+    assert state.spades_broken and state.to_act == 3 and state.led_suit == 3
+    assert legal_mask(state) == parse_hand("5C")
+    assert play(state, _c("5C")) == -1
+    assert state.to_act == 0
+
+
+@pytest.mark.parametrize(
+    ("hands", "leader", "trick"),
+    [
+        (["2C", "2C", "4C", "5C"], 0, []),  # a card held twice
+        (["", "2C", "4C", "5C"], 0, ["2C"]),  # a card played and still held
+        (["2C", "3C 6C", "4C", "5C"], 0, []),  # one hand too long
+        (["", "3C", "4C", "5C"], 1, ["2C"]),  # the leader has not played yet
+        (["2C", "3C", "4C"], 3, []),  # no such leader
+    ],
+)
+def test_impossible_positions_are_refused(hands: list[str], leader: int, trick: list[str]) -> None:
+    with pytest.raises(ValueError):
+        SimState([parse_hand(h) for h in hands], leader, trick=[_c(t) for t in trick])
+
+
+def test_bits_that_are_not_cards_are_refused() -> None:
+    with pytest.raises(ValueError):
+        SimState([1 << 15, 1, 2, 4], 0)  # rank 15 does not exist
+    with pytest.raises(ValueError):
+        SimState([1, 2, 4, 0], 3, trick=[64])
+
+
+def _c(name: str) -> int:
+    return parse_hand(name).bit_length() - 1
