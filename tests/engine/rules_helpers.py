@@ -9,7 +9,17 @@ from typing import Any
 
 import pytest
 
-from spades_engine import LOOK, Bid, IllegalAction, Match, Play, Reason, Ruleset, parse_action
+from spades_engine import (
+    LOOK,
+    Bid,
+    IllegalAction,
+    Match,
+    Play,
+    Reason,
+    Ruleset,
+    parse_action,
+    preset,
+)
 from spades_engine.cards import Card, card_name, cards_of, parse_card, parse_hand
 from spades_engine.events import Event
 
@@ -166,3 +176,16 @@ def of_type(events: Iterable[Event], name: str) -> list[Any]:
 
 def visible(events: Iterable[Event], seat: int | None, team: int | None) -> list[Event]:
     return [e for e in events if e.audience.visible_to(seat, team)]
+
+
+# Every preset plus the variants that change the shape of a hand: used by the
+# round-trip tests (snapshots, records) that must hold for any table.
+CONFIGS: dict[str, Ruleset] = {
+    "classic": preset("classic"),
+    "polish": preset("polish"),
+    "polish-deficit0": preset("polish", blind_nil_deficit=0),
+    "german": preset("german"),
+    "german-3": preset("german", players=3),
+    "german-5": preset("german", players=5),
+    "bulgarian": preset("bulgarian"),
+}

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rules_helpers import CONFIGS
 
 from spades_engine import BLIND_NIL, Match, PassCards, Phase, Reason, Ruleset, preset
 from spades_engine.cards import card_name, cards_of
@@ -31,16 +32,6 @@ from spades_engine.record import (
     write_record,
 )
 from spades_engine.record_cli import main, play_random
-
-CONFIGS: dict[str, Ruleset] = {
-    "classic": preset("classic"),
-    "polish": preset("polish"),
-    "polish-deficit0": preset("polish", blind_nil_deficit=0),
-    "german": preset("german"),
-    "german-3": preset("german", players=3),
-    "german-5": preset("german", players=5),
-    "bulgarian": preset("bulgarian"),
-}
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

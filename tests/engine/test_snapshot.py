@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from rules_helpers import CONFIGS
 
 from spades_engine import (
     BLIND_NIL,
@@ -22,7 +23,6 @@ from spades_engine import (
     Match,
     Phase,
     Reason,
-    Ruleset,
     SnapshotError,
     event_to_dict,
     preset,
@@ -38,16 +38,6 @@ from spades_engine.snapshot import (
     snapshot_document,
 )
 from spades_engine.state import HandState, MatchState
-
-CONFIGS: dict[str, Ruleset] = {
-    "classic": preset("classic"),
-    "polish": preset("polish"),
-    "polish-deficit0": preset("polish", blind_nil_deficit=0),
-    "german": preset("german"),
-    "german-3": preset("german", players=3),
-    "german-5": preset("german", players=5),
-    "bulgarian": preset("bulgarian"),
-}
 
 
 def random_step(m: Match, rng: random.Random) -> tuple[int, Action]:
