@@ -1,15 +1,38 @@
 PYTHON ?= python3
+BUF_VERSION := 1.75.0
+BUF := build/tools/node_modules/.bin/buf
+GEN := server/spades_server/gen
 export PYTHONHASHSEED := 0
 
-.PHONY: install test lint bench run
+.PHONY: install proto test lint buf bench run
 
 install:
-	$(PYTHON) -m pip install -q -e '.[dev]'
+	$(PYTHON) -m pip install -q --disable-pip-version-check -e '.[dev]'
+	$(MAKE) proto
+
+# Generated code is never committed: it is made from proto/ here, so it cannot drift.
+proto:
+	rm -rf $(GEN) && mkdir -p $(GEN)
+	$(PYTHON) -m grpc_tools.protoc -I proto \
+	  --python_out=$(GEN) --grpc_python_out=$(GEN) \
+	  --mypy_out=$(GEN) --mypy_grpc_out=$(GEN) \
+	  proto/spades/v1/spades.proto
+	find $(GEN) -type d -exec touch {}/__init__.py \;
+	find $(GEN) -name '*.py*' -exec sed -i 's/^from spades\.v1 import/from spades_server.gen.spades.v1 import/; s/^import spades\.v1\./import spades_server.gen.spades.v1./' {} +
 
 test:
 	$(PYTHON) -m pytest
 
-lint:
+$(BUF):
+	npm install --silent --no-save --no-audit --no-fund --prefix build/tools @bufbuild/buf@$(BUF_VERSION)
+
+buf: $(BUF)
+	cd proto && ../$(BUF) lint
+	@if git rev-parse -q --verify origin/main >/dev/null && git cat-file -e origin/main:proto/spades/v1/spades.proto 2>/dev/null; then \
+	  cd proto && ../$(BUF) breaking --against '../.git#branch=origin/main,subdir=proto'; \
+	else echo "buf breaking: no proto on origin/main yet, skipped"; fi
+
+lint: buf
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
 	$(PYTHON) -m mypy
@@ -17,7 +40,5 @@ lint:
 bench:
 	$(PYTHON) bench/engine.py
 
-# Until the gRPC server lands (issue 3), `make run` plays one match through the
-# embedded engine and prints the result.
 run: install
-	$(PYTHON) docs/examples/embed_match.py
+	$(PYTHON) -m spades_server.main

@@ -1,0 +1,88 @@
+"""The store interface: where a match's events, actions and snapshots live.
+
+Contract every implementation keeps:
+- ``append`` is atomic and durable when it returns: the events, the action
+  and the metadata of one call are all stored or none is.
+- ``append`` is a compare-and-set on the match's last sequence number, so two
+  writers can never interleave a match's log (``SeqConflict``).
+- Events are returned in sequence order, exactly as appended.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+class StoreError(Exception):
+    """The store failed; nothing of the failed call was stored."""
+
+
+class SeqConflict(StoreError):
+    """``expected_last_seq`` did not match: another writer appended first."""
+
+
+class MatchNotFound(StoreError):
+    """No match with that id in the store."""
+
+
+class MatchExists(StoreError):
+    """A match with that id is already stored."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    seq: int  # from 1, +1 per event of the match
+    audience: str  # "everyone" | "seat:N" | "team:N"
+    payload: bytes  # a serialized spades.v1.MatchEvent
+
+
+@dataclass(frozen=True, slots=True)
+class StoredAction:
+    index: int  # 0-based position in the match's engine action list
+    seat: int
+    action: str  # the engine's text form, e.g. "play QS"
+    action_id: str  # the client's idempotency key
+    first_seq: int  # sequence numbers of the events it caused
+    last_seq: int
+
+
+@dataclass(slots=True)
+class LoadedMatch:
+    match_id: str
+    meta: bytes  # the session's metadata document (JSON), latest version
+    snapshot: bytes  # latest engine snapshot
+    snapshot_actions: int  # how many actions the snapshot includes
+    actions: list[StoredAction] = field(default_factory=list)  # actions after the snapshot
+    events: list[StoredEvent] = field(default_factory=list)  # every event, in order
+
+
+class Store(Protocol):
+    async def create_match(
+        self, match_id: str, meta: bytes, snapshot: bytes, events: list[StoredEvent]
+    ) -> None:
+        """Store a new match: its metadata, its initial snapshot (0 actions) and
+        its opening events. Raises MatchExists."""
+
+    async def append(
+        self,
+        match_id: str,
+        expected_last_seq: int,
+        events: list[StoredEvent],
+        action: StoredAction | None = None,
+        meta: bytes | None = None,
+    ) -> None:
+        """Append events (and the action that caused them, and new metadata),
+        atomically and durably. Raises SeqConflict, MatchNotFound."""
+
+    async def save_snapshot(self, match_id: str, snapshot: bytes, action_count: int) -> None:
+        """Replace the match's snapshot; ``action_count`` actions are included in it."""
+
+    async def load_match(self, match_id: str) -> LoadedMatch:
+        """Everything needed to restore a match. Raises MatchNotFound."""
+
+    async def match_ids(self) -> list[str]:
+        """Every stored match id, oldest first."""
+
+    async def close(self) -> None:
+        """Flush and release everything; later calls raise StoreError."""
