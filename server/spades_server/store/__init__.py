@@ -10,14 +10,19 @@ from .base import (
     StoredEvent,
     StoreError,
 )
+from .memory import MemoryStore
+from .sqlite import SqliteStore, StoreStats
 
 __all__ = [
     "LoadedMatch",
     "MatchExists",
     "MatchNotFound",
+    "MemoryStore",
     "SeqConflict",
+    "SqliteStore",
     "Store",
     "StoreError",
+    "StoreStats",
     "StoredAction",
     "StoredEvent",
 ]

@@ -1,0 +1,25 @@
+"""Prometheus metrics, served on their own HTTP port."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+_LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+
+RPCS = Counter("spades_rpcs_total", "RPCs handled, by method and status code", ["method", "code"])
+RPC_LATENCY = Histogram(
+    "spades_rpc_latency_seconds",
+    "RPC latency (unary; streams until the first message)",
+    ["method"],
+    buckets=_LATENCY_BUCKETS,
+)
+ACTIVE_MATCHES = Gauge("spades_active_matches", "Matches loaded in this process and not over")
+OPEN_STREAMS = Gauge("spades_open_streams", "Event streams open (seats and spectators)")
+ACTIONS = Counter("spades_actions_total", "Actions applied, by type and by whom", ["type", "by"])
+REJECTIONS = Counter("spades_rejections_total", "Requests refused, by reason", ["reason"])
+STORE_LATENCY = Histogram(
+    "spades_store_latency_seconds", "Store call latency", ["op"], buckets=_LATENCY_BUCKETS
+)
+BOT_THINK = Histogram(
+    "spades_bot_think_seconds", "Bot decision time", ["level"], buckets=_LATENCY_BUCKETS
+)

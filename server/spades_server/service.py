@@ -1,0 +1,312 @@
+"""The spades.v1 servicer: checks credentials and input, then calls a session.
+
+Every handler runs inside ``_unary`` / ``_streaming``, which bind the request
+id, match id and seat to the logs, count the RPC, and turn any refusal into a
+gRPC status with google.rpc details.
+"""
+
+from __future__ import annotations
+
+import functools
+import secrets
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+import grpc
+import structlog
+from grpc_status import rpc_status
+
+from spades_engine import IllegalAction, Match, Reason, RulesetError, SnapshotError
+
+from . import auth, convert
+from .errors import ServiceError, invalid
+from .gen.spades.v1 import spades_pb2 as pb
+from .gen.spades.v1 import spades_pb2_grpc as pb_grpc
+from .matches import Registry, SeatSpec
+from .metrics import OPEN_STREAMS, RPC_LATENCY, RPCS
+from .session import CONTROL_HUMAN, CONTROL_STAND_IN, Session
+
+log = structlog.get_logger("spades.rpc")
+
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
+
+# Refusals that are wrong whatever the state of the match (INVALID_ARGUMENT);
+# every other rule violation depends on the state (FAILED_PRECONDITION).
+_ARGUMENT_REASONS = {Reason.BID_OUT_OF_RANGE, Reason.UNKNOWN_ACTION, Reason.WRONG_PASS_COUNT}
+MAX_NAME = 64
+MAX_ACTION_ID = 64
+MAX_TURN_TIMER_MS = 3_600_000
+
+
+def service_error(exc: BaseException) -> ServiceError:
+    """The status a client receives for an exception raised in a handler."""
+    if isinstance(exc, ServiceError):
+        return exc
+    if isinstance(exc, IllegalAction):
+        code = (
+            grpc.StatusCode.INVALID_ARGUMENT
+            if exc.reason in _ARGUMENT_REASONS
+            else grpc.StatusCode.FAILED_PRECONDITION
+        )
+        return ServiceError(code, exc.reason.value, exc.message, fields=("action",))
+    if isinstance(exc, RulesetError):
+        fields = tuple(f"ruleset.{o}" for o in exc.options)
+        return invalid("INVALID_RULESET", str(exc), *fields)
+    if isinstance(exc, convert.ConversionError):
+        return invalid("INVALID_ARGUMENT", str(exc), exc.field_path)
+    if isinstance(exc, SnapshotError):
+        return invalid("INVALID_SNAPSHOT", str(exc), "snapshot")
+    return ServiceError(grpc.StatusCode.INTERNAL, "INTERNAL", "internal error")
+
+
+def _request_id(context: grpc.aio.ServicerContext[Any, Any]) -> str:
+    for key, value in context.invocation_metadata() or ():
+        if key == "x-request-id" and isinstance(value, str) and 0 < len(value) <= 128:
+            return value
+    return uuid.uuid4().hex[:16]
+
+
+async def _refuse(
+    context: grpc.aio.ServicerContext[Any, Any], name: str, exc: BaseException
+) -> ServiceError:
+    err = service_error(exc)
+    if err.code is grpc.StatusCode.INTERNAL:
+        log.exception("rpc failed", method=name)
+    else:
+        log.info("rpc refused", method=name, code=err.code.name, reason=err.reason)
+    return err
+
+
+def _unary(
+    fn: Callable[[Any, Req, grpc.aio.ServicerContext[Any, Any]], Awaitable[Resp]],
+) -> Callable[[Any, Req, grpc.aio.ServicerContext[Any, Any]], Awaitable[Resp]]:
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    async def wrapper(self: Any, request: Req, context: grpc.aio.ServicerContext[Any, Any]) -> Resp:
+        structlog.contextvars.bind_contextvars(request_id=_request_id(context), method=name)
+        t0 = time.perf_counter()
+        code = "OK"
+        try:
+            return await fn(self, request, context)
+        except Exception as exc:
+            err = await _refuse(context, name, exc)
+            code = err.code.name
+            await context.abort_with_status(rpc_status.to_status(err.to_status()))
+            raise  # abort_with_status always raises; this keeps type checkers honest
+        finally:
+            RPCS.labels(name, code).inc()
+            RPC_LATENCY.labels(name).observe(time.perf_counter() - t0)
+            structlog.contextvars.clear_contextvars()
+
+    return wrapper
+
+
+def _streaming(
+    fn: Callable[[Any, Req, grpc.aio.ServicerContext[Any, Any]], AsyncIterator[Resp]],
+) -> Callable[[Any, Req, grpc.aio.ServicerContext[Any, Any]], AsyncIterator[Resp]]:
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    async def wrapper(
+        self: Any, request: Req, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[Resp]:
+        structlog.contextvars.bind_contextvars(request_id=_request_id(context), method=name)
+        t0 = time.perf_counter()
+        code = "OK"
+        OPEN_STREAMS.inc()
+        try:
+            first = True
+            async for item in fn(self, request, context):
+                if first:
+                    RPC_LATENCY.labels(name).observe(time.perf_counter() - t0)
+                    first = False
+                yield item
+        except Exception as exc:
+            err = await _refuse(context, name, exc)
+            code = err.code.name
+            await context.abort_with_status(rpc_status.to_status(err.to_status()))
+        finally:
+            OPEN_STREAMS.dec()
+            RPCS.labels(name, code).inc()
+            structlog.contextvars.clear_contextvars()
+
+    return wrapper
+
+
+class SpadesService(pb_grpc.SpadesServiceServicer):
+    def __init__(self, registry: Registry, operator_token: str) -> None:
+        self.registry = registry
+        self.operator_token = operator_token
+
+    # -- helpers -------------------------------------------------------------------
+    def _operator(self, context: grpc.aio.ServicerContext[Any, Any]) -> None:
+        auth.require_operator(auth.bearer(context.invocation_metadata()), self.operator_token)
+
+    async def _seat(
+        self, context: grpc.aio.ServicerContext[Any, Any], match_id: str
+    ) -> tuple[Session, int]:
+        session, seat = await self.registry.seat_of(
+            auth.bearer(context.invocation_metadata()), match_id
+        )
+        structlog.contextvars.bind_contextvars(match_id=session.match_id, seat=seat)
+        return session, seat
+
+    def _seat_specs(self, configs: Any, players: int) -> list[SeatSpec]:
+        if not configs:
+            return [SeatSpec(f"Seat {i}", False, 0) for i in range(players)]
+        if len(configs) != players:
+            raise invalid(
+                "WRONG_SEAT_COUNT",
+                f"this ruleset seats {players} players, got {len(configs)}",
+                "seats",
+            )
+        specs = []
+        for i, c in enumerate(configs):
+            if len(c.name) > MAX_NAME:
+                raise invalid(
+                    "NAME_TOO_LONG", f"names are at most {MAX_NAME} characters", f"seats[{i}].name"
+                )
+            specs.append(SeatSpec(c.name or f"Seat {i}", c.bot, int(c.bot_level)))
+        return specs
+
+    def _turn_timer(self, ms: int) -> int:
+        if not 0 <= ms <= MAX_TURN_TIMER_MS:
+            raise invalid(
+                "BAD_TURN_TIMER", f"turn_timer_ms must be 0 to {MAX_TURN_TIMER_MS}", "turn_timer_ms"
+            )
+        return ms
+
+    def _tokens(self, tokens: list[tuple[int, str]]) -> list[pb.SeatToken]:
+        return [pb.SeatToken(seat=s, token=t) for s, t in tokens]
+
+    # -- administration --------------------------------------------------------------
+    @_unary
+    async def CreateMatch(
+        self, request: pb.CreateMatchRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.CreateMatchResponse:
+        self._operator(context)
+        rules = convert.ruleset_from_pb(request.ruleset)
+        specs = self._seat_specs(request.seats, rules.players)
+        timer = self._turn_timer(request.turn_timer_ms)
+        seed = request.seed if request.has_seed else secrets.randbits(63)
+        session, tokens = await self.registry.create(Match(rules, seed=seed), specs, timer)
+        structlog.contextvars.bind_contextvars(match_id=session.match_id)
+        log.info("match created", seats=len(specs), seed=seed)
+        return pb.CreateMatchResponse(match=session.summary(), seat_tokens=self._tokens(tokens))
+
+    @_unary
+    async def ImportMatch(
+        self, request: pb.ImportMatchRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.ImportMatchResponse:
+        self._operator(context)
+        match = Match.from_snapshot(request.snapshot)
+        specs = self._seat_specs(request.seats, match.rules.players)
+        timer = self._turn_timer(request.turn_timer_ms)
+        session, tokens = await self.registry.create(match, specs, timer)
+        log.info("match imported", match_id=session.match_id)
+        return pb.ImportMatchResponse(match=session.summary(), seat_tokens=self._tokens(tokens))
+
+    @_unary
+    async def GetMatch(
+        self, request: pb.GetMatchRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.GetMatchResponse:
+        self._operator(context)
+        session = await self.registry.get(request.match_id)
+        return pb.GetMatchResponse(match=session.summary())
+
+    @_unary
+    async def ListMatches(
+        self, request: pb.ListMatchesRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.ListMatchesResponse:
+        self._operator(context)
+        sessions, nxt = self.registry.page(request.page_size, request.page_token)
+        return pb.ListMatchesResponse(matches=[s.summary() for s in sessions], next_page_token=nxt)
+
+    @_unary
+    async def ExportMatch(
+        self, request: pb.ExportMatchRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.ExportMatchResponse:
+        self._operator(context)
+        session = await self.registry.get(request.match_id)
+        async with session.lock:
+            return pb.ExportMatchResponse(
+                snapshot=session.match.to_snapshot(),
+                record_json=session.record_json(),
+                match=session.summary(),
+            )
+
+    # -- seats -------------------------------------------------------------------------
+    @_unary
+    async def ClaimSeat(
+        self, request: pb.ClaimSeatRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.ClaimSeatResponse:
+        session, seat = await self._seat(context, request.match_id)
+        await session.set_control(seat, CONTROL_HUMAN, "claimed")
+        async with session.lock:
+            return pb.ClaimSeatResponse(seat=seat, view=session.view(seat))
+
+    @_unary
+    async def LeaveSeat(
+        self, request: pb.LeaveSeatRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.LeaveSeatResponse:
+        session, seat = await self._seat(context, request.match_id)
+        await session.set_control(seat, CONTROL_STAND_IN, "left")
+        return pb.LeaveSeatResponse(seat=seat)
+
+    @_unary
+    async def GetView(
+        self, request: pb.GetViewRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.GetViewResponse:
+        session, seat = await self._seat(context, request.match_id)
+        async with session.lock:
+            return pb.GetViewResponse(view=session.view(seat))
+
+    @_unary
+    async def SubmitAction(
+        self, request: pb.SubmitActionRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.SubmitActionResponse:
+        session, seat = await self._seat(context, request.match_id)
+        if not 0 < len(request.action_id) <= MAX_ACTION_ID:
+            raise invalid(
+                "BAD_ACTION_ID", f"action_id must be 1 to {MAX_ACTION_ID} characters", "action_id"
+            )
+        action = convert.action_from_pb(request.action)
+        session.check_rate(seat)
+        expected = request.expected_seq if request.HasField("expected_seq") else None
+        events, last = await session.submit(seat, request.action_id, action, expected)
+        return pb.SubmitActionResponse(events=events, last_seq=last)
+
+    @_unary
+    async def SendChat(
+        self, request: pb.SendChatRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.SendChatResponse:
+        session, seat = await self._seat(context, request.match_id)
+        return pb.SendChatResponse(seq=await session.chat(seat, request.text))
+
+    # -- streams -----------------------------------------------------------------------
+    @_streaming
+    async def StreamEvents(
+        self, request: pb.StreamEventsRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[pb.StreamEventsResponse]:
+        session, seat = await self._seat(context, request.match_id)
+        async for ev in session.stream(seat, request.after_seq):
+            yield pb.StreamEventsResponse(event=ev)
+
+    @_streaming
+    async def Spectate(
+        self, request: pb.SpectateRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[pb.SpectateResponse]:
+        session = await self.registry.get(request.match_id)
+        structlog.contextvars.bind_contextvars(match_id=session.match_id, seat="spectator")
+        async for ev in session.stream(None, request.after_seq):
+            yield pb.SpectateResponse(event=ev)
+
+    @_unary
+    async def Ping(
+        self, request: pb.PingRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.PingResponse:
+        return pb.PingResponse()

@@ -1,0 +1,472 @@
+"""A match session: one engine match, its event log, its seats, bots and timer.
+
+One writer at a time (``lock``).  An action is applied to the engine, its
+events are appended to the store — durable when ``append`` returns — and only
+then published to streams and acknowledged.  If the store refuses, the
+session is marked broken and the registry reloads it from the store, the
+source of truth, so an unacknowledged action never shows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from spades_engine import Action, IllegalAction, Match, Phase, parse_action
+from spades_engine.bots import BOTS
+from spades_engine.record import record_of
+
+from . import convert
+from .errors import ServiceError, exhausted, invalid, precondition, unavailable
+from .gen.spades.v1 import spades_pb2 as pb
+from .metrics import ACTIONS, BOT_THINK, REJECTIONS, STORE_LATENCY
+from .store import LoadedMatch, Store, StoredAction, StoredEvent, StoreError
+
+CONTROL_OPEN = pb.SEAT_CONTROL_OPEN
+CONTROL_HUMAN = pb.SEAT_CONTROL_HUMAN
+CONTROL_BOT = pb.SEAT_CONTROL_BOT
+CONTROL_STAND_IN = pb.SEAT_CONTROL_BOT_STANDING_IN
+_HUMAN_CONTROLS = (CONTROL_OPEN, CONTROL_HUMAN)
+
+
+@dataclass(slots=True)
+class SessionLimits:
+    streams_per_match: int = 64
+    actions_per_second: float = 20.0  # per seat token, sustained
+    action_burst: int = 40
+    chat_per_minute: int = 20
+    chat_max_chars: int = 200
+    snapshot_every: int = 64  # actions between snapshots
+    bot_delay_s: float = 0.0
+    bot_budget_ms: int = 200
+
+
+@dataclass(slots=True)
+class Seat:
+    name: str
+    bot_level: int  # a BotLevel; 0 for a human seat
+    token_hash: str  # "" for a bot seat
+    control: int  # a SeatControl
+
+    @property
+    def is_bot_seat(self) -> bool:
+        return not self.token_hash
+
+
+@dataclass(slots=True)
+class _Bucket:
+    tokens: float
+    stamp: float
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Session:
+    def __init__(
+        self,
+        match_id: str,
+        match: Match,
+        seats: list[Seat],
+        turn_timer_ms: int,
+        store: Store,
+        limits: SessionLimits,
+        created_ms: int,
+    ) -> None:
+        self.match_id = match_id
+        self.match = match
+        self.seats = seats
+        self.turn_timer_ms = turn_timer_ms
+        self.store = store
+        self.limits = limits
+        self.created_ms = created_ms
+        self.lock = asyncio.Lock()
+        self.events: list[pb.MatchEvent] = []
+        self.audiences: list[str] = []
+        self.results: dict[tuple[int, str], tuple[int, int]] = {}
+        self.last_visible = [0] * len(seats)
+        self.snapshot_actions = 0
+        self.streams = 0
+        self.closing = False
+        self.broken = False
+        self._changed = asyncio.Event()
+        self._buckets: dict[int, _Bucket] = {}
+        self._chat: dict[int, list[float]] = {}
+        self._bot_task: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+
+    # -- identity and visibility ------------------------------------------------
+    @property
+    def last_seq(self) -> int:
+        return len(self.events)
+
+    def team_of(self, seat: int | None) -> int | None:
+        if seat is None or not self.match.rules.partnerships:
+            return None
+        return seat & 1
+
+    def meta(self) -> bytes:
+        doc = {
+            "seats": [asdict(s) for s in self.seats],
+            "turn_timer_ms": self.turn_timer_ms,
+            "created_ms": self.created_ms,
+        }
+        return json.dumps(doc, separators=(",", ":")).encode()
+
+    # -- building the log ---------------------------------------------------------
+    def _stage(self, payloads: list[tuple[str, pb.MatchEvent]]) -> list[StoredEvent]:
+        """Number events after the log's end (not yet published)."""
+        stored = []
+        seq = self.last_seq
+        now = _now_ms()
+        for audience, ev in payloads:
+            seq += 1
+            ev.seq = seq
+            ev.time_ms = now
+            stored.append(StoredEvent(seq, audience, ev.SerializeToString()))
+        return stored
+
+    def _publish(self, payloads: list[tuple[str, pb.MatchEvent]]) -> None:
+        team_of = self.team_of
+        for audience, ev in payloads:
+            self.events.append(ev)
+            self.audiences.append(audience)
+            for seat in range(len(self.seats)):
+                if convert.visible(audience, seat, team_of(seat)):
+                    self.last_visible[seat] = ev.seq
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
+    def _engine_payloads(self, events: list[Any]) -> list[tuple[str, pb.MatchEvent]]:
+        return [(convert.audience_key(e.audience), convert.event_to_pb(e, 0, 0)) for e in events]
+
+    async def _append(
+        self,
+        payloads: list[tuple[str, pb.MatchEvent]],
+        action: StoredAction | None = None,
+        meta: bool = False,
+    ) -> None:
+        stored = self._stage(payloads)
+        t0 = time.perf_counter()
+        try:
+            await self.store.append(
+                self.match_id, self.last_seq, stored, action, self.meta() if meta else None
+            )
+        except StoreError as e:
+            self.broken = True
+            raise unavailable("STORE_FAILED", f"the store refused the write: {e}") from e
+        finally:
+            STORE_LATENCY.labels("append").observe(time.perf_counter() - t0)
+        self._publish(payloads)
+
+    # -- acting ---------------------------------------------------------------------
+    def check_rate(self, seat: int) -> None:
+        now = time.monotonic()
+        lim = self.limits
+        b = self._buckets.get(seat)
+        if b is None:
+            b = self._buckets[seat] = _Bucket(float(lim.action_burst), now)
+        b.tokens = min(float(lim.action_burst), b.tokens + (now - b.stamp) * lim.actions_per_second)
+        b.stamp = now
+        if b.tokens < 1.0:
+            raise exhausted(
+                "RATE_LIMITED",
+                f"more than {lim.actions_per_second:g} actions per second from this seat",
+            )
+        b.tokens -= 1.0
+
+    async def submit(
+        self, seat: int, action_id: str, action: Action, expected_seq: int | None
+    ) -> tuple[list[pb.MatchEvent], int]:
+        """Apply a human's action; returns the events it caused as the seat sees them."""
+        async with self.lock:
+            self._check_usable()
+            done = self.results.get((seat, action_id))
+            if done is not None:
+                return self._visible_range(seat, *done), done[1]
+            if expected_seq is not None and self.last_visible[seat] > expected_seq:
+                REJECTIONS.labels("STALE_SEQUENCE").inc()
+                raise precondition(
+                    "STALE_SEQUENCE",
+                    f"seat {seat} has events after sequence {expected_seq}; "
+                    f"its latest is {self.last_visible[seat]}",
+                    current_seq=str(self.last_visible[seat]),
+                )
+            first, last = await self._apply_locked(seat, action, action_id, by="human")
+            return self._visible_range(seat, first, last), last
+
+    def _check_usable(self) -> None:
+        if self.closing:
+            raise unavailable("SHUTTING_DOWN", "the server is shutting down; retry on another")
+        if self.broken:
+            raise unavailable("MATCH_RELOADING", "the match is being reloaded; retry")
+
+    def _visible_range(self, seat: int, first: int, last: int) -> list[pb.MatchEvent]:
+        team = self.team_of(seat)
+        return [
+            self.events[i]
+            for i in range(first - 1, last)
+            if convert.visible(self.audiences[i], seat, team)
+        ]
+
+    async def _apply_locked(
+        self, seat: int, action: Action, action_id: str, by: str
+    ) -> tuple[int, int]:
+        try:
+            engine_events = self.match.apply(seat, action)
+        except IllegalAction as e:
+            REJECTIONS.labels(e.reason.value).inc()
+            raise
+        payloads: list[tuple[str, pb.MatchEvent]] = []
+        took_back = by == "human" and self.seats[seat].control == CONTROL_STAND_IN
+        if took_back:
+            self.seats[seat].control = CONTROL_HUMAN
+            payloads.append(self._control_payload(seat, "acted"))
+        payloads += self._engine_payloads(engine_events)
+        first = self.last_seq + 1
+        last = self.last_seq + len(payloads)
+        index = len(self.match.actions) - 1
+        stored = StoredAction(index, seat, str(action), action_id, first, last)
+        await self._append(payloads, stored, meta=took_back)
+        self.results[(seat, action_id)] = (first, last)
+        ACTIONS.labels(type(action).__name__, by).inc()
+        await self._maybe_snapshot()
+        self._after_change()
+        return first, last
+
+    async def _maybe_snapshot(self) -> None:
+        count = len(self.match.actions)
+        if count - self.snapshot_actions < self.limits.snapshot_every and not self.match.is_over:
+            return
+        t0 = time.perf_counter()
+        try:
+            await self.store.save_snapshot(self.match_id, self.match.to_snapshot(), count)
+            self.snapshot_actions = count
+        except StoreError:
+            pass  # a missed snapshot only lengthens recovery; the log is intact
+        STORE_LATENCY.labels("snapshot").observe(time.perf_counter() - t0)
+
+    # -- seats ------------------------------------------------------------------------
+    def _control_payload(self, seat: int, reason: str) -> tuple[str, pb.MatchEvent]:
+        ev = pb.MatchEvent()
+        ev.seat_control_changed.CopyFrom(
+            pb.SeatControlChanged(seat=seat, control=self.seats[seat].control, reason=reason)  # type: ignore[arg-type]
+        )
+        return "everyone", ev
+
+    async def set_control(self, seat: int, control: int, reason: str) -> None:
+        async with self.lock:
+            self._check_usable()
+            if self.seats[seat].control == control:
+                return
+            self.seats[seat].control = control
+            await self._append([self._control_payload(seat, reason)], meta=True)
+            self._after_change()
+
+    async def chat(self, seat: int, text: str) -> int:
+        async with self.lock:
+            self._check_usable()
+            self._check_chat(seat, text)
+            ev = pb.MatchEvent()
+            ev.chat_message.CopyFrom(pb.ChatMessage(seat=seat, text=text))
+            await self._append([(f"team:{seat & 1}", ev)])
+            return self.last_seq
+
+    def _check_chat(self, seat: int, text: str) -> None:
+        lim = self.limits
+        if not self.match.rules.partnerships:
+            raise precondition("NO_PARTNER", "chat is between partners; this table is cutthroat")
+        if self.match.phase is not Phase.BIDDING:
+            raise precondition("CHAT_CLOSED", "partners may talk only during bidding")
+        if not text.strip() or len(text) > lim.chat_max_chars:
+            raise invalid(
+                "CHAT_TEXT_INVALID",
+                f"chat text must be 1 to {lim.chat_max_chars} characters",
+                "text",
+            )
+        now = time.monotonic()
+        recent = [t for t in self._chat.get(seat, []) if now - t < 60.0]
+        if len(recent) >= lim.chat_per_minute:
+            raise exhausted("CHAT_RATE_LIMITED", f"at most {lim.chat_per_minute} lines a minute")
+        recent.append(now)
+        self._chat[seat] = recent
+
+    # -- bots and the turn timer ------------------------------------------------------
+    def _pending_seats(self) -> list[int]:
+        st = self.match.state
+        if self.match.phase is Phase.EXCHANGE:
+            return [s for s in st.hand.exchange_seats if s not in st.hand.exchange_chosen]
+        if self.match.is_over:
+            return []
+        return [self.match.to_act]
+
+    def _after_change(self) -> None:
+        if self.closing or self.match.is_over:
+            self._cancel_timer()
+            return
+        pending = self._pending_seats()
+        bots_to_act = any(self.seats[s].control not in _HUMAN_CONTROLS for s in pending)
+        if bots_to_act and self._bot_task is None:
+            self._bot_task = asyncio.get_running_loop().create_task(self._run_bots())
+        self._arm_timer(pending)
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _arm_timer(self, pending: list[int]) -> None:
+        self._cancel_timer()
+        humans = [s for s in pending if self.seats[s].control in _HUMAN_CONTROLS]
+        if not humans or self.turn_timer_ms <= 0:
+            return
+        mark = len(self.match.actions)
+        self._timer = asyncio.get_running_loop().call_later(
+            self.turn_timer_ms / 1000.0,
+            lambda: asyncio.ensure_future(self._on_timeout(mark)),
+        )
+
+    async def _on_timeout(self, mark: int) -> None:
+        async with self.lock:
+            if self.closing or self.broken or len(self.match.actions) != mark:
+                return
+            payloads = []
+            for s in self._pending_seats():
+                if self.seats[s].control in _HUMAN_CONTROLS:
+                    self.seats[s].control = CONTROL_STAND_IN
+                    payloads.append(self._control_payload(s, "turn_timer"))
+            if payloads:
+                try:
+                    await self._append(payloads, meta=True)
+                except ServiceError:
+                    return
+            self._after_change()
+
+    def _bot_seat(self) -> int | None:
+        for s in self._pending_seats():
+            if self.seats[s].control not in _HUMAN_CONTROLS:
+                return s
+        return None
+
+    async def _run_bots(self) -> None:
+        try:
+            while True:
+                await asyncio.sleep(self.limits.bot_delay_s)
+                async with self.lock:
+                    seat = None if self.closing or self.broken else self._bot_seat()
+                    if seat is None:
+                        self._bot_task = None
+                        return
+                    action = self._bot_decide(seat)
+                    count = len(self.match.actions)
+                    try:
+                        await self._apply_locked(seat, action, f"bot:{count}", by="bot")
+                    except (ServiceError, IllegalAction):
+                        self._bot_task = None
+                        return
+        except asyncio.CancelledError:
+            self._bot_task = None
+            raise
+
+    def _bot_decide(self, seat: int) -> Action:
+        level = self.seats[seat].bot_level or pb.BOT_LEVEL_RANDOM
+        name = pb.BotLevel.Name(level).removeprefix("BOT_LEVEL_").lower()  # type: ignore[arg-type]
+        bot = BOTS.get(name, BOTS["random"])
+        seed = (self.match.seed * 1_000_003 + len(self.match.actions)) & ((1 << 63) - 1)
+        t0 = time.perf_counter()
+        action = bot(self.match.view(seat), seed, self.limits.bot_budget_ms)
+        BOT_THINK.labels(name).observe(time.perf_counter() - t0)
+        return action
+
+    # -- reading -------------------------------------------------------------------
+    def seat_infos(self) -> list[pb.SeatInfo]:
+        return [
+            pb.SeatInfo(seat=i, name=s.name, control=s.control, bot_level=s.bot_level)  # type: ignore[arg-type]
+            for i, s in enumerate(self.seats)
+        ]
+
+    def view(self, seat: int | None) -> pb.SeatView:
+        return convert.view_to_pb(
+            self.match.view(seat), as_of_seq=self.last_seq, seats=self.seat_infos()
+        )
+
+    def summary(self) -> pb.MatchSummary:
+        m = self.match
+        return pb.MatchSummary(
+            match_id=self.match_id,
+            ruleset=convert.resolved_ruleset_pb(m.rules),
+            seats=self.seat_infos(),
+            phase=convert.phase_to_pb(m.phase),
+            hand_number=m.hand_number,
+            scores=list(m.scores),
+            last_seq=self.last_seq,
+            winner=-1 if m.winner is None else m.winner,
+            turn_timer_ms=self.turn_timer_ms,
+        )
+
+    def record_json(self) -> str:
+        return json.dumps(record_of(self.match))
+
+    async def stream(self, seat: int | None, after_seq: int) -> AsyncIterator[pb.MatchEvent]:
+        """Visible events after ``after_seq``, then live ones, until the server closes."""
+        if self.streams >= self.limits.streams_per_match:
+            raise exhausted(
+                "TOO_MANY_STREAMS", f"at most {self.limits.streams_per_match} streams per match"
+            )
+        self.streams += 1
+        try:
+            pos = min(after_seq, self.last_seq)
+            team = self.team_of(seat)
+            while True:
+                while pos < self.last_seq:
+                    i = pos
+                    pos += 1
+                    if convert.visible(self.audiences[i], seat, team):
+                        yield self.events[i]
+                if self.closing or self.broken:
+                    raise unavailable(
+                        "STREAM_INTERRUPTED",
+                        f"stream ended at sequence {pos}; reconnect with after_seq={pos}",
+                    )
+                await self._changed.wait()
+        finally:
+            self.streams -= 1
+
+    def close(self) -> None:
+        """Stop bots and the timer and wake every stream so it ends."""
+        self.closing = True
+        self._cancel_timer()
+        if self._bot_task is not None:
+            self._bot_task.cancel()
+        self._changed.set()
+
+    # -- restoring -------------------------------------------------------------------
+    @classmethod
+    def restore(cls, loaded: LoadedMatch, store: Store, limits: SessionLimits) -> Session:
+        meta = json.loads(loaded.meta)
+        match = Match.from_snapshot(loaded.snapshot)
+        for a in loaded.actions:
+            match.apply(a.seat, parse_action(a.action))
+        seats = [Seat(**s) for s in meta["seats"]]
+        s = cls(
+            loaded.match_id, match, seats, meta["turn_timer_ms"], store, limits, meta["created_ms"]
+        )
+        s.snapshot_actions = loaded.snapshot_actions
+        payloads = []
+        for e in loaded.events:
+            ev = pb.MatchEvent()
+            ev.ParseFromString(e.payload)
+            payloads.append((e.audience, ev))
+        s._publish(payloads)
+        for a in loaded.actions:
+            s.results[(a.seat, a.action_id)] = (a.first_seq, a.last_seq)
+        return s
+
+    def start(self) -> None:
+        """Resume bots and timers (after creation or restore)."""
+        self._after_change()

@@ -1,0 +1,435 @@
+"""The store contract, run against every store; then what only SQLite promises.
+
+pytest-asyncio is not used: each test is a plain function running a small
+coroutine with ``asyncio.run``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from spades_server.store import (
+    MatchExists,
+    MatchNotFound,
+    SeqConflict,
+    Store,
+    StoredAction,
+    StoredEvent,
+    StoreError,
+)
+from spades_server.store.memory import MemoryStore
+from spades_server.store.sqlite import SqliteStore
+
+MakeStore = Callable[..., Store]
+
+
+def ev(seq: int, payload: bytes | None = None, audience: str = "everyone") -> StoredEvent:
+    return StoredEvent(seq, audience, payload if payload is not None else f"e{seq}".encode())
+
+
+def act(index: int, first_seq: int, last_seq: int, seat: int = 0) -> StoredAction:
+    return StoredAction(index, seat, f"play {index}", f"id-{index}", first_seq, last_seq)
+
+
+def run(coro: Awaitable[Any]) -> Any:
+    async def main() -> Any:
+        return await coro
+
+    return asyncio.run(main())
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeStore]:
+    """A factory: for SQLite every store it makes opens the same file."""
+    if request.param == "memory":
+        memory = MemoryStore()
+        yield lambda **kw: memory
+        return
+    made: list[SqliteStore] = []
+
+    def make(**kw: Any) -> Store:
+        store = SqliteStore(tmp_path / "store.db", **kw)
+        made.append(store)
+        return store
+
+    yield make
+    for store in made:  # a test that failed midway must not leak writer threads
+        if not store._closed:
+            asyncio.run(store.close())
+
+
+# ------------------------------------------------------------------ the contract
+
+
+def test_round_trip(make_store: MakeStore) -> None:
+    async def main() -> None:
+        store = make_store()
+        await store.create_match("m1", b'{"v":0}', b"snap0", [ev(1), ev(2)])
+        await store.append("m1", 2, [ev(3), ev(4), ev(5, audience="seat:2")], act(0, 3, 5))
+        await store.append("m1", 5, [ev(6)], act(1, 6, 6, seat=1), meta=b'{"v":2}')
+        await store.append("m1", 6, [ev(7, audience="team:1")])  # events alone
+        loaded = await store.load_match("m1")
+        assert loaded.match_id == "m1"
+        assert loaded.meta == b'{"v":2}'
+        assert (loaded.snapshot, loaded.snapshot_actions) == (b"snap0", 0)
+        assert loaded.actions == [act(0, 3, 5), act(1, 6, 6, seat=1)]
+        assert loaded.events == [
+            ev(1),
+            ev(2),
+            ev(3),
+            ev(4),
+            ev(5, audience="seat:2"),
+            ev(6),
+            ev(7, audience="team:1"),
+        ]
+        assert await store.match_ids() == ["m1"]
+
+        # Callers cannot change what is stored: neither through what they
+        # passed in nor through what they got back.
+        payload = bytearray(b"mutable")
+        await store.append("m1", 7, [StoredEvent(8, "everyone", payload)])  # type: ignore[arg-type]
+        payload[:] = b"CHANGED"
+        loaded.events.clear()
+        loaded.actions.clear()
+        again = await store.load_match("m1")
+        assert again.events[-1] == ev(8, b"mutable")
+        assert len(again.events) == 8
+        assert len(again.actions) == 2
+        await store.close()
+
+    run(main())
+
+
+def test_round_trip_survives_reopen(tmp_path: Path) -> None:
+    async def main() -> None:
+        store = SqliteStore(tmp_path / "s.db")
+        await store.create_match("m1", b"meta", b"snap", [ev(1)])
+        await store.append("m1", 1, [ev(2), ev(3)], act(0, 2, 3), meta=b"meta2")
+        await store.close()
+        store = await SqliteStore.open(tmp_path / "s.db")
+        loaded = await store.load_match("m1")
+        assert loaded.meta == b"meta2"
+        assert loaded.events == [ev(1), ev(2), ev(3)]
+        assert loaded.actions == [act(0, 2, 3)]
+        await store.close()
+
+    run(main())
+
+
+def test_seq_conflict_stores_nothing(make_store: MakeStore) -> None:
+    async def main() -> None:
+        store = make_store()
+        await store.create_match("m", b"meta", b"snap", [ev(1), ev(2)])
+        before = await store.load_match("m")
+        for stale in (0, 1, 3):
+            with pytest.raises(SeqConflict):
+                await store.append("m", stale, [ev(stale + 1)], act(0, stale + 1, stale + 1), b"x")
+        assert await store.load_match("m") == before
+        await store.append("m", 2, [ev(3)])  # the right one still works
+        await store.close()
+
+    run(main())
+
+
+def test_non_consecutive_seqs_refused(make_store: MakeStore) -> None:
+    async def main() -> None:
+        store = make_store()
+        with pytest.raises(StoreError) as info:
+            await store.create_match("bad", b"m", b"s", [ev(2)])
+        assert not isinstance(info.value, SeqConflict)
+        assert await store.match_ids() == []
+        await store.create_match("m", b"m", b"s", [ev(1)])
+        before = await store.load_match("m")
+        for events in ([ev(3)], [ev(2), ev(4)], [ev(2), ev(2)], [ev(1)]):
+            with pytest.raises(StoreError) as info:
+                await store.append("m", 1, events, act(0, 2, 2))
+            assert not isinstance(info.value, SeqConflict)
+        # An action that is not the next one of the list is refused too, with its events.
+        with pytest.raises(StoreError):
+            await store.append("m", 1, [ev(2)], act(1, 2, 2), meta=b"new")
+        assert await store.load_match("m") == before
+        await store.close()
+
+    run(main())
+
+
+def test_match_exists(make_store: MakeStore) -> None:
+    async def main() -> None:
+        store = make_store()
+        await store.create_match("m", b"first", b"snap1", [ev(1)])
+        with pytest.raises(MatchExists):
+            await store.create_match("m", b"second", b"snap2", [ev(1), ev(2)])
+        loaded = await store.load_match("m")
+        assert (loaded.meta, loaded.snapshot, loaded.events) == (b"first", b"snap1", [ev(1)])
+        assert await store.match_ids() == ["m"]
+        await store.close()
+
+    run(main())
+
+
+def test_match_not_found(make_store: MakeStore) -> None:
+    async def main() -> None:
+        store = make_store()
+        with pytest.raises(MatchNotFound):
+            await store.append("nope", 0, [ev(1)])
+        with pytest.raises(MatchNotFound):
+            await store.load_match("nope")
+        with pytest.raises(MatchNotFound):
+            await store.save_snapshot("nope", b"s", 0)
+        assert await store.match_ids() == []
+        await store.close()
+
+    run(main())
+
+
+def test_snapshots_and_action_tail(make_store: MakeStore) -> None:
+    async def main() -> None:
+        store = make_store()
+        await store.create_match("m", b"meta", b"snap@0", [ev(1)])
+        for i in range(5):
+            await store.append("m", i + 1, [ev(i + 2)], act(i, i + 2, i + 2))
+        await store.save_snapshot("m", b"snap@3", 3)
+        loaded = await store.load_match("m")
+        assert (loaded.snapshot, loaded.snapshot_actions) == (b"snap@3", 3)
+        assert loaded.actions == [act(3, 5, 5), act(4, 6, 6)]
+        assert loaded.events == [ev(s) for s in range(1, 7)]  # every event, always
+
+        await store.save_snapshot("m", b"snap@2", 2)  # older than the stored one: ignored
+        assert (await store.load_match("m")).snapshot == b"snap@3"
+        with pytest.raises(StoreError):  # covers actions that are not stored
+            await store.save_snapshot("m", b"snap@6", 6)
+        await store.save_snapshot("m", b"snap@5", 5)
+        loaded = await store.load_match("m")
+        assert (loaded.snapshot, loaded.snapshot_actions, loaded.actions) == (b"snap@5", 5, [])
+        await store.close()
+
+    run(main())
+
+
+def test_match_ids_oldest_first(make_store: MakeStore) -> None:
+    async def main() -> None:
+        store = make_store()
+        for match_id in ("c", "a", "b", "aa"):
+            await store.create_match(match_id, b"m", b"s", [])
+        with pytest.raises(MatchExists):
+            await store.create_match("a", b"m", b"s", [])
+        await store.create_match("0", b"m", b"s", [])
+        assert await store.match_ids() == ["c", "a", "b", "aa", "0"]
+        await store.close()
+        if isinstance(store, SqliteStore):
+            store = make_store()
+            assert await store.match_ids() == ["c", "a", "b", "aa", "0"]
+            await store.close()
+
+    run(main())
+
+
+def test_closed_store_refuses(make_store: MakeStore) -> None:
+    async def main() -> None:
+        store = make_store()
+        await store.create_match("m", b"m", b"s", [ev(1)])
+        await store.close()
+        await store.close()  # again: a no-op
+        with pytest.raises(StoreError):
+            await store.append("m", 1, [ev(2)])
+        with pytest.raises(StoreError):
+            await store.load_match("m")
+        with pytest.raises(StoreError):
+            await store.match_ids()
+
+    run(main())
+
+
+def test_failures_in_a_batch_stay_alone(make_store: MakeStore) -> None:
+    """50 good appends to different matches race with requests that must fail.
+    For SQLite the writer is held so that all of them land in ONE transaction."""
+    n = 50
+    held = threading.Event()
+    release = threading.Event()
+    armed = [False]
+    batches: list[int] = []
+
+    def on_commit(seconds: float, requests: int) -> None:
+        batches.append(requests)
+        if armed[0]:
+            armed[0] = False
+            held.set()
+            release.wait(5)
+
+    async def main() -> None:
+        store = make_store(on_commit=on_commit)  # the memory store ignores it
+        await asyncio.gather(
+            *(store.create_match(f"m{i}", b"meta0", b"s", [ev(1)]) for i in range(n))
+        )
+        calls: list[Awaitable[None]] = []
+        expect: list[type[Exception] | None] = []
+        for i in range(n):
+            calls.append(store.append(f"m{i}", 1, [ev(2), ev(3)], act(0, 2, 3), b"meta1"))
+            expect.append(None)
+            if i % 10 == 0:  # the same match again, on the now stale seq
+                calls.append(store.append(f"m{i}", 1, [ev(2, b"loser")], act(0, 2, 2), b"bad"))
+                expect.append(SeqConflict)
+            if i % 10 == 5:
+                calls.append(store.create_match(f"m{i}", b"bad", b"bad", []))
+                expect.append(MatchExists)
+        calls.append(store.append("missing", 0, [ev(1)]))
+        expect.append(MatchNotFound)
+        calls.append(store.append("m7", 3, [ev(4)], act(5, 4, 4)))  # not the next action
+        expect.append(StoreError)
+        calls.append(store.save_snapshot("m8", b"bad", 9))  # covers unstored actions
+        expect.append(StoreError)
+
+        warm_up = None
+        if isinstance(store, SqliteStore):
+            armed[0] = True  # the writer stops after committing the warm-up...
+            warm_up = asyncio.ensure_future(store.match_ids())
+            assert await asyncio.to_thread(held.wait, 5)
+        tasks = [asyncio.ensure_future(c) for c in calls]
+        if isinstance(store, SqliteStore):
+            while store.stats().queue_depth < len(tasks):  # ...until all are queued
+                await asyncio.sleep(0.001)
+            release.set()
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        if warm_up is not None:
+            await warm_up
+            assert batches[-1] == len(tasks)  # really one transaction
+
+        for result, expected in zip(results, expect, strict=True):
+            if expected is None:
+                assert result is None
+            else:
+                assert type(result) is expected, result
+        for i in range(n):
+            loaded = await store.load_match(f"m{i}")
+            assert loaded.events == [ev(1), ev(2), ev(3)]
+            assert loaded.actions == [act(0, 2, 3)]
+            assert loaded.meta == b"meta1"
+        assert len(await store.match_ids()) == n
+        await store.close()
+
+    run(main())
+
+
+# ------------------------------------------------------------------ SQLite only
+
+
+def test_sqlite_is_wal_and_counts(tmp_path: Path) -> None:
+    commits: list[tuple[float, int]] = []
+
+    async def main() -> None:
+        path = tmp_path / "wal.db"
+        store = await SqliteStore.open(
+            path, synchronous="normal", on_commit=lambda s, n: commits.append((s, n))
+        )
+        await store.create_match("m", b"m", b"s", [ev(1)])
+        with pytest.raises(SeqConflict):
+            await store.append("m", 0, [ev(1)])
+        with contextlib.closing(sqlite3.connect(path)) as other:
+            assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+            tables = {r[0] for r in other.execute("SELECT name FROM sqlite_master")}
+            assert {"matches", "events", "actions", "snapshots"} <= tables
+        stats = store.stats()
+        assert stats.commits == len(commits) >= 3
+        assert stats.requests == 3
+        assert stats.failed_requests == 1
+        assert all(seconds >= 0 for seconds, _ in commits)
+        await store.close()
+        assert not Path(f"{path}-wal").exists() or Path(f"{path}-wal").stat().st_size == 0
+
+    run(main())
+
+
+def test_sqlite_bad_arguments(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        SqliteStore(tmp_path / "x.db", synchronous="SOMETIMES")
+
+    async def main() -> None:
+        with pytest.raises(StoreError):
+            await SqliteStore.open(tmp_path / "no" / "such" / "dir" / "x.db")
+
+    run(main())
+
+
+_WRITER = textwrap.dedent(
+    """
+    import asyncio, sys
+    from spades_server.store import StoredAction, StoredEvent
+    from spades_server.store.sqlite import SqliteStore
+
+    async def main(path: str) -> None:
+        store = SqliteStore(path)
+        ids = [f"m{i}" for i in range(8)]
+        if not await store.match_ids():
+            await asyncio.gather(*(store.create_match(m, b"{}", b"s", []) for m in ids))
+
+        async def play(match_id: str) -> None:
+            loaded = await store.load_match(match_id)
+            seq = loaded.events[-1].seq if loaded.events else 0
+            index = len(loaded.actions)
+            while True:
+                events = [StoredEvent(seq + k, "everyone", b"x" * 200) for k in (1, 2)]
+                action = StoredAction(index, 0, "play", f"a{index}", seq + 1, seq + 2)
+                await store.append(match_id, seq, events, action)
+                seq, index = seq + 2, index + 1
+                print(match_id, seq, flush=True)
+
+        print("ready", flush=True)
+        await asyncio.gather(*(play(m) for m in ids))
+
+    asyncio.run(main(sys.argv[1]))
+    """
+)
+
+
+def test_sqlite_acknowledged_appends_survive_sigkill(tmp_path: Path) -> None:
+    path = tmp_path / "crash.db"
+    acked: dict[str, int] = {}
+    for _round in range(2):  # the second round also recovers from the first crash
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _WRITER, str(path)],
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        assert proc.stdout is not None
+        try:
+            assert proc.stdout.readline().strip() == "ready"
+            deadline = time.monotonic() + 5
+            for _ in range(150):
+                line = proc.stdout.readline()
+                assert line, "the writer died"
+                match_id, seq = line.split()
+                acked[match_id] = max(acked.get(match_id, 0), int(seq))
+                assert time.monotonic() < deadline
+            proc.send_signal(signal.SIGKILL)  # right after an acknowledged append
+        finally:
+            proc.kill()
+            proc.wait()
+            proc.stdout.close()
+        assert proc.returncode == -signal.SIGKILL
+
+    async def check() -> None:
+        store = await SqliteStore.open(path)
+        assert set(acked) <= set(await store.match_ids())
+        for match_id, seq in acked.items():
+            loaded = await store.load_match(match_id)
+            last = loaded.events[-1].seq
+            assert last >= seq, f"{match_id}: acknowledged seq {seq}, stored {last}"
+            assert [e.seq for e in loaded.events] == list(range(1, last + 1))
+            assert [a.index for a in loaded.actions] == list(range(last // 2))
+        await store.close()
+
+    run(check())
