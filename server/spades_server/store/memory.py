@@ -21,7 +21,6 @@ from .base import (
 )
 
 #: How many actions a session should play between two snapshots, by default.
-DEFAULT_SNAPSHOT_EVERY = 64
 
 
 def check_events(expected_last_seq: int, events: Sequence[StoredEvent]) -> None:
@@ -58,11 +57,7 @@ class _Match:
 class MemoryStore:
     """The ``Store`` contract on dicts (insertion order = creation order)."""
 
-    def __init__(self, *, snapshot_every: int = DEFAULT_SNAPSHOT_EVERY) -> None:
-        if snapshot_every < 1:
-            raise ValueError("snapshot_every must be >= 1")
-        #: A hint for sessions: actions to play between two ``save_snapshot`` calls.
-        self.snapshot_every = snapshot_every
+    def __init__(self) -> None:
         self._matches: dict[str, _Match] = {}
         self._closed = False
 

@@ -51,7 +51,7 @@ from .base import (
     StoredEvent,
     StoreError,
 )
-from .memory import DEFAULT_SNAPSHOT_EVERY, check_action, check_events
+from .memory import check_action, check_events
 
 _log = logging.getLogger(__name__)
 
@@ -186,8 +186,7 @@ class SqliteStore:
     ``synchronous`` is SQLite's ``PRAGMA synchronous``: ``FULL`` (default)
     fsyncs the WAL at every commit, so an acknowledged append survives a power
     loss; ``NORMAL`` survives a crash of the process but may lose the last
-    commits on power loss. ``snapshot_every`` is a hint for sessions: how many
-    actions to play between two ``save_snapshot`` calls. ``on_commit(seconds,
+    commits on power loss. ``on_commit(seconds,
     requests)`` is called on the writer thread after every commit (keep it
     cheap and thread-safe, e.g. a Prometheus histogram observe); ``stats()``
     gives running counters.
@@ -202,7 +201,6 @@ class SqliteStore:
         path: str | os.PathLike[str],
         *,
         synchronous: str = "FULL",
-        snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
         on_commit: OnCommit | None = None,
         max_batch: int = 1024,
         busy_timeout_ms: int = 5000,
@@ -210,14 +208,10 @@ class SqliteStore:
         sync = synchronous.upper()
         if sync not in _SYNCHRONOUS:
             raise ValueError(f"synchronous must be one of {_SYNCHRONOUS}, got {synchronous!r}")
-        if snapshot_every < 1:
-            raise ValueError("snapshot_every must be >= 1")
         if max_batch < 1:
             raise ValueError("max_batch must be >= 1")
         self.path = os.fspath(path)
         self.synchronous = sync
-        #: A hint for sessions: actions to play between two ``save_snapshot`` calls.
-        self.snapshot_every = snapshot_every
         self._on_commit = on_commit
         self._max_batch = max_batch
         self._busy_timeout_ms = busy_timeout_ms
@@ -241,7 +235,6 @@ class SqliteStore:
         path: str | os.PathLike[str],
         *,
         synchronous: str = "FULL",
-        snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
         on_commit: OnCommit | None = None,
         max_batch: int = 1024,
         busy_timeout_ms: int = 5000,
@@ -250,7 +243,6 @@ class SqliteStore:
         store = cls(
             path,
             synchronous=synchronous,
-            snapshot_every=snapshot_every,
             on_commit=on_commit,
             max_batch=max_batch,
             busy_timeout_ms=busy_timeout_ms,
