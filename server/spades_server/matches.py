@@ -78,11 +78,12 @@ class Registry:
             self.store,
             self.limits,
             int(time.time() * 1000),
+            action_base=len(match.actions),  # an imported match keeps its history
         )
         payloads = session._engine_payloads(match.opening_events)
         stored: list[StoredEvent] = session._stage(payloads)
         await self.store.create_match(match_id, session.meta(), match.to_snapshot(), stored)
-        session.snapshot_actions = len(match.actions)
+        session.snapshot_actions = 0  # the stored snapshot: no stored action yet
         session._publish(payloads)
         self._add(session)
         session.start()

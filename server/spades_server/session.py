@@ -77,6 +77,7 @@ class Session:
         store: Store,
         limits: SessionLimits,
         created_ms: int,
+        action_base: int = 0,
     ) -> None:
         self.match_id = match_id
         self.match = match
@@ -85,6 +86,10 @@ class Session:
         self.store = store
         self.limits = limits
         self.created_ms = created_ms
+        # Engine actions the match already had when it came to this server (an
+        # imported snapshot's history). The store numbers actions from 0, so the
+        # store index of an engine action is its position minus this base.
+        self.action_base = action_base
         self.lock = asyncio.Lock()
         self.events: list[pb.MatchEvent] = []
         self.audiences: list[str] = []
@@ -115,6 +120,7 @@ class Session:
             "seats": [asdict(s) for s in self.seats],
             "turn_timer_ms": self.turn_timer_ms,
             "created_ms": self.created_ms,
+            "action_base": self.action_base,
         }
         return json.dumps(doc, separators=(",", ":")).encode()
 
@@ -230,7 +236,7 @@ class Session:
         payloads += self._engine_payloads(engine_events)
         first = self.last_seq + 1
         last = self.last_seq + len(payloads)
-        index = len(self.match.actions) - 1
+        index = len(self.match.actions) - 1 - self.action_base
         stored = StoredAction(index, seat, str(action), action_id, first, last)
         await self._append(payloads, stored, meta=took_back)
         self.results[(seat, action_id)] = (first, last)
@@ -240,7 +246,7 @@ class Session:
         return first, last
 
     async def _maybe_snapshot(self) -> None:
-        count = len(self.match.actions)
+        count = len(self.match.actions) - self.action_base  # actions in the store
         if count - self.snapshot_actions < self.limits.snapshot_every and not self.match.is_over:
             return
         t0 = time.perf_counter()
@@ -450,11 +456,18 @@ class Session:
     def restore(cls, loaded: LoadedMatch, store: Store, limits: SessionLimits) -> Session:
         meta = json.loads(loaded.meta)
         match = Match.from_snapshot(loaded.snapshot)
-        for a in loaded.actions:
+        for a in loaded.actions[loaded.snapshot_actions :]:
             match.apply(a.seat, parse_action(a.action))
         seats = [Seat(**s) for s in meta["seats"]]
         s = cls(
-            loaded.match_id, match, seats, meta["turn_timer_ms"], store, limits, meta["created_ms"]
+            loaded.match_id,
+            match,
+            seats,
+            meta["turn_timer_ms"],
+            store,
+            limits,
+            meta["created_ms"],
+            meta.get("action_base", 0),
         )
         s.snapshot_actions = loaded.snapshot_actions
         payloads = []

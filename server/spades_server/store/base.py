@@ -53,7 +53,9 @@ class LoadedMatch:
     meta: bytes  # the session's metadata document (JSON), latest version
     snapshot: bytes  # latest engine snapshot
     snapshot_actions: int  # how many actions the snapshot includes
-    actions: list[StoredAction] = field(default_factory=list)  # actions after the snapshot
+    # Every stored action: those at index >= snapshot_actions are replayed on the
+    # snapshot; all of them keep their action ids, so retries stay idempotent.
+    actions: list[StoredAction] = field(default_factory=list)
     events: list[StoredEvent] = field(default_factory=list)  # every event, in order
 
 

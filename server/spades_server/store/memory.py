@@ -123,7 +123,7 @@ class MemoryStore:
             meta=match.meta,
             snapshot=match.snapshot,
             snapshot_actions=match.snapshot_actions,
-            actions=match.actions[match.snapshot_actions :],
+            actions=list(match.actions),
             events=list(match.events),
         )
 

@@ -351,8 +351,8 @@ class SqliteStore:
                 StoredAction(int(r[0]), int(r[1]), str(r[2]), str(r[3]), int(r[4]), int(r[5]))
                 for r in conn.execute(
                     "SELECT idx, seat, action, action_id, first_seq, last_seq FROM actions"
-                    " WHERE match_id = ? AND idx >= ? ORDER BY idx",
-                    (match_id, snapshot_actions),
+                    " WHERE match_id = ? ORDER BY idx",
+                    (match_id,),
                 )
             ]
             events = [
