@@ -1,0 +1,108 @@
+"""From a bot's decision to one of the view's legal actions, and the simple
+choices every level shares (looking at one's cards, the blind nil exchange).
+
+Whatever a level computes, the action it returns is always taken from
+``view.legal_actions``: a wanted bid is moved to the nearest legal bid, a card
+is looked up among the legal plays, a set of cards to pass among the legal
+passes.
+"""
+
+from __future__ import annotations
+
+from ..actions import Action, Bid, BlindNil, Look, PassCards, Play
+from ..cards import SPADES, SUIT_MASKS
+from ..view import SeatView
+from .cardsets import count
+
+
+class Decision:
+    """The legal actions of a view sorted by kind, with cheap look-ups."""
+
+    __slots__ = ("bids", "blind_nil", "look", "passes", "plays", "view")
+
+    def __init__(self, view: SeatView) -> None:
+        if not view.legal_actions:
+            raise ValueError(f"seat {view.seat} has no legal action now")
+        self.view = view
+        self.plays: dict[int, Action] = {}
+        self.bids: dict[int, Action] = {}
+        self.passes: list[PassCards] = []
+        self.look: Action | None = None
+        self.blind_nil: Action | None = None
+        for a in view.legal_actions:
+            if isinstance(a, Play):
+                self.plays[a.card] = a
+            elif isinstance(a, Bid):
+                self.bids[a.tricks] = a
+            elif isinstance(a, PassCards):
+                self.passes.append(a)
+            elif isinstance(a, Look):
+                self.look = a
+            elif isinstance(a, BlindNil):
+                self.blind_nil = a
+
+    @property
+    def hand(self) -> int:
+        m = 0
+        for c in self.view.hand or ():
+            m |= 1 << c
+        return m
+
+    def play_mask(self) -> int:
+        m = 0
+        for c in self.plays:
+            m |= 1 << c
+        return m
+
+    def play(self, card: int) -> Action:
+        """The legal play of ``card``, or the first legal action if it is not one."""
+        return self.plays.get(card, self.view.legal_actions[0])
+
+    def bid(self, tricks: int) -> Action:
+        """The legal bid nearest to ``tricks`` (ties to the higher bid)."""
+        if tricks in self.bids:
+            return self.bids[tricks]
+        if not self.bids:
+            return self.view.legal_actions[0]
+        best = min(self.bids, key=lambda b: (abs(b - tricks), -b))
+        return self.bids[best]
+
+    def pass_cards(self, mask: int) -> Action:
+        """The legal pass of exactly the cards of ``mask``, else the first legal action."""
+        for a in self.passes:
+            m = 0
+            for c in a.cards:
+                m |= 1 << c
+            if m == mask:
+                return a
+        return self.view.legal_actions[0]
+
+
+def exchange_pass(view: SeatView, hand: int, k: int) -> int:
+    """The ``k`` cards to pass in a blind nil exchange.
+
+    A nil bidder passes its most dangerous cards — the highest, spades first
+    among equals — which are the partner's best winners.  The partner of a
+    blind nil passes its lowest cards, sparing spades and taking the shorter
+    suit among equals (towards a void it can trump), so the nil gets cards it
+    can play under others."""
+    seat = view.seat
+    is_nil = seat is not None and view.bids[seat] == 0
+    cards = []
+    m = hand
+    while m:
+        lb = m & -m
+        cards.append(lb.bit_length() - 1)
+        m ^= lb
+    if is_nil:
+        cards.sort(key=lambda c: (c & 15, c >> 4), reverse=True)
+    else:
+        cards.sort(key=lambda c: (c & 15, c >> 4 == SPADES, _suit_length(hand, c)))
+    mask = 0
+    for c in cards[:k]:
+        mask |= 1 << c
+    return mask
+
+
+def _suit_length(hand: int, c: int) -> int:
+    return count(hand & SUIT_MASKS[c >> 4])

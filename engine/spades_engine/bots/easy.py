@@ -1,0 +1,30 @@
+"""Easy: bids its aces and kings, plays its lowest legal card.
+
+* Look at the cards (never a blind nil).
+* Bid one trick per ace and per king (jokers count as aces), at least one:
+  Easy never bids nil.
+* Play the lowest legal card by rank; among equal ranks a club before a
+  diamond before a heart, and a spade last.
+* In a blind nil exchange, pass like every level (see ``choices.exchange_pass``).
+"""
+
+from __future__ import annotations
+
+from ..actions import Action
+from ..view import SeatView
+from .cardsets import lowest_by_rank
+from .choices import Decision, exchange_pass
+from .hand_eval import count_aces_kings
+
+
+def easy_bot(view: SeatView, seed: int, budget_ms: int = 0) -> Action:
+    d = Decision(view)
+    if d.plays:
+        return d.play(lowest_by_rank(d.play_mask()))
+    if d.passes:
+        return d.pass_cards(exchange_pass(view, d.hand, len(d.passes[0].cards)))
+    if d.look is not None:
+        return d.look
+    if d.bids:
+        return d.bid(max(1, count_aces_kings(d.hand)))
+    return view.legal_actions[0]

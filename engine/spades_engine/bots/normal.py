@@ -1,0 +1,75 @@
+"""Normal: a sound club player without a memory for cards.
+
+* Look at the cards (never a blind nil).
+* Bid the hand's expected tricks (``hand_eval.estimate_tricks``: honours
+  discounted by the higher cards out and their guards, side winners by the
+  chance of being trumped, long spades, ruffs of short suits with spare spades).
+  Bid nil with a hand that suits it (``hand_eval.nil_risk``: no spade king or
+  better, few spades, no sure winner, guarded honours) when the partner's bid
+  allows it — not yet bid, or 3 or more; only a very safe nil beside a bid of 1
+  or 2, never beside a nil — and never where nil is not allowed.
+* Play (``tactics.Tactics`` with ``plan=False``, judging cards by its hand and
+  the trick on the table): as a nil, never win a trick it can lose; cover a
+  partner's nil; win the tricks its side still needs — cheaply, second hand low,
+  third hand high, trumping when void, never overtaking a partner's sure
+  winner; duck once the side's contract is made.
+"""
+
+from __future__ import annotations
+
+from ..actions import Action
+from ..view import SeatView
+from .choices import Decision, exchange_pass
+from .counting import CardCount
+from .hand_eval import expected_tricks, nil_risk
+from .tactics import Tactics
+
+NIL_MAX_ESTIMATE = 2.0
+"""A hand expected to take this many tricks or more is not a nil."""
+BID_ROUNDING = 0.3
+"""Added to the estimate before truncating it to a bid."""
+
+
+def nil_risk_limit(view: SeatView) -> float:
+    """The highest ``nil_risk`` the partner's bid allows (0 when it allows none)."""
+    seat = view.seat
+    if seat is None:
+        return 0.0
+    partner = view.rules.partner_of(seat)
+    if partner is None:
+        return 1.2  # nobody covers a nil in cutthroat
+    partner_bid = view.bids[partner]
+    if partner_bid is None or partner_bid >= 3:
+        return 2.0
+    if partner_bid == 0:
+        return 0.0
+    return 1.0
+
+
+def wants_nil(view: SeatView, d: Decision, hand: int, estimate: float) -> bool:
+    if 0 not in d.bids or estimate >= NIL_MAX_ESTIMATE:
+        return False
+    limit = nil_risk_limit(view)
+    return limit > 0 and nil_risk(hand, view.rules) <= limit
+
+
+def normal_bid(view: SeatView, d: Decision, hand: int) -> int:
+    estimate = expected_tricks(hand, view.rules)
+    if wants_nil(view, d, hand, estimate):
+        return 0
+    return max(1, int(estimate + BID_ROUNDING))
+
+
+def normal_bot(view: SeatView, seed: int, budget_ms: int = 0) -> Action:
+    d = Decision(view)
+    if d.plays:
+        hand = d.hand
+        cc = CardCount(view, hand, memory=False)
+        return d.play(Tactics(view, hand, d.play_mask(), cc, plan=False).choose())
+    if d.passes:
+        return d.pass_cards(exchange_pass(view, d.hand, len(d.passes[0].cards)))
+    if d.look is not None:
+        return d.look
+    if d.bids:
+        return d.bid(normal_bid(view, d, d.hand))
+    return view.legal_actions[0]
