@@ -25,6 +25,7 @@ from typing import Protocol
 from ..actions import Action
 from ..view import SeatView
 from .easy import easy_bot
+from .expert import expert
 from .hard import hard_bot
 from .normal import normal_bot
 
@@ -45,5 +46,6 @@ BOTS: dict[str, Bot] = {
     "easy": easy_bot,
     "normal": normal_bot,
     "hard": hard_bot,
+    "expert": expert,
 }
 """Bots by level name; a new level is one more entry."""

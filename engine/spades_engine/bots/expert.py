@@ -1,0 +1,408 @@
+"""The Expert bot: determinized Monte-Carlo search over the simulation kernel.
+
+``expert(view, seed, budget_ms)`` decides from the seat's view alone.
+
+Play.  Deal the unseen cards at random to the other seats, consistent with all
+that is public (:mod:`.determinize`: hand sizes, cards played, voids shown, the
+cards the viewer passed in an exchange) and weight each deal by how well the
+other seats' hands fit their bids.  On each deal, play every candidate card and
+finish the hand with the heuristic policy of :mod:`.rollout`; score the result
+with ``scoring.score_hand`` from the current scores and bags (so bags, nils,
+sets, blind nil, the thirteen bid and cutthroat all count; each bag is charged
+its long-run cost) as the viewer's side's points minus the other sides' (their
+mean in cutthroat), plus a bonus or penalty when the hand ends the match.
+Every candidate is played on the same deals, and the card with the best
+weighted mean wins.  Cards that are
+equivalent (touching in the viewer's hand once played cards are set aside) are
+tried once.
+
+Bidding.  On sampled deals (weighted by the bids already made) play the whole
+hand out twice with the same policy: once with the viewer trying to take
+tricks, once as a nil bidder (when nil is allowed and the hand is weak enough
+to try).  Each bid is valued by the viewer's side's points over those deals,
+with the partner's bid when made, else the tricks the partner took in the
+rollout (a partner bids what it takes); the best expected bid is chosen.
+Blind nil is bid from the scores alone (a side trailing far enough that +/-200
+is worth the gamble); the exchange passes the highest cards as the blind nil
+bidder and the lowest as the partner.
+
+The clock.  ``engine/`` reads no clock; a bot's time budget needs one, so the
+bots package reads ``time.perf_counter`` — in this module only, and only to
+stop: that is the one exception.  The work itself is counted, not timed: deals
+sampled and cards simulated, at calibrated costs (:data:`SAMPLE_US`,
+:data:`CARD_US`), up to :data:`WORK_SHARE` of ``budget_ms``, so on an unloaded
+machine a decision is a function of the view and the seed.  The clock is a
+guard that ends the search at :data:`TIME_SHARE` of the budget when the machine
+is slower or busy.  At least one deal is always simulated.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Sequence
+
+from ..actions import BLIND_NIL, LOOK, Action, Bid, PassCards, Play, play
+from ..cards import SPADE_MASK, SPADES
+from ..events import SideScore
+from ..kernel import SimState, first_leader
+from ..kernel import play as kernel_play
+from ..ruleset import BagRule, Ruleset
+from ..scoring import match_winner, score_hand
+from ..view import SeatView
+from .determinize import bid_weight, knowledge_from_view, sample_deal
+from .hand_eval import expected_tricks
+from .rollout import Table, playout
+
+CARD_US = 4.0
+"""Calibration: microseconds to simulate one card with the rollout policy.
+
+The three costs are fitted (least squares, then rounded up) to the elapsed time
+of whole decisions on the reference machine, a 2-core VM with Python 3.11,
+where they came out at about 3.2-5, 70-110 and 0-3 microseconds."""
+
+SAMPLE_US = 100.0
+"""Calibration: microseconds to sample, weight and set up one deal."""
+
+ROLLOUT_US = 3.0
+"""Calibration: microseconds to start one rollout and score its result."""
+
+WORK_SHARE = 0.7
+"""The share of the budget that the calibrated work count fills."""
+
+TIME_SHARE = 0.85
+"""The share of the budget after which the clock guard stops the search."""
+
+MATCH_BONUS = 300.0
+"""Value, in points, of winning the match with this hand (losing: minus it)."""
+
+BAG_COST = 10.0
+"""Long-run cost of one bag: 100 per 10 bags, or 50 per 5."""
+
+NIL_SCREEN = 2.5
+"""Try nil in bidding only when the hand's trick count is at most this."""
+
+TRICK_SPREAD = ((-2, 0.05), (-1, 0.2), (0, 0.5), (1, 0.2), (2, 0.05))
+"""In bidding, each rollout's trick count for the side stands for this spread
+of counts (shift, probability): the real play of the hand is less predictable
+than rollouts in which every seat sees the sampled deal."""
+
+NOISE = 0.0
+"""Share of rollout cards played at random instead of by the policy."""
+
+
+def expert(view: SeatView, seed: int, budget_ms: int = 200) -> Action:
+    """The Expert's action for ``view``; ``budget_ms`` bounds the thinking time."""
+    start = time.perf_counter()
+    legal = view.legal_actions
+    if not legal:
+        raise ValueError(f"seat {view.seat} has no legal action now")
+    if len(legal) == 1:
+        return legal[0]
+    rng = random.Random(seed)
+    budget = _Budget(budget_ms, start)
+    first = legal[0]
+    if isinstance(first, Play):
+        return _choose_card(view, rng, budget)
+    if isinstance(first, PassCards):
+        return _choose_pass(view)
+    if BLIND_NIL in legal or LOOK in legal:
+        return _blind_or_look(view)
+    return _choose_bid(view, rng, budget)
+
+
+class _Budget:
+    """Work left, in calibrated microseconds, with a wall-clock guard."""
+
+    __slots__ = ("deadline", "work_us")
+
+    def __init__(self, budget_ms: int, start: float) -> None:
+        budget_ms = max(budget_ms, 0)
+        self.work_us = budget_ms * 1000 * WORK_SHARE
+        self.deadline = start + budget_ms * TIME_SHARE / 1000
+
+    def spend(self, rollouts: int, cards: int) -> bool:
+        """Count the work of one sampled deal, played out ``rollouts`` times for
+        ``cards`` simulated cards in all; True when the budget is used up."""
+        self.work_us -= SAMPLE_US + rollouts * ROLLOUT_US + cards * CARD_US
+        return self.work_us <= 0 or time.perf_counter() >= self.deadline
+
+
+# -- play ---------------------------------------------------------------------
+
+
+class _Outcome:
+    """The value of a finished hand for the viewer, by tricks won (cached)."""
+
+    __slots__ = ("bags", "bids", "blind", "cache", "rules", "scores", "side")
+
+    def __init__(self, view: SeatView, bids: list[int], seat: int) -> None:
+        self.rules = view.rules
+        self.bids = bids
+        self.blind = view.blind
+        self.scores = view.scores
+        self.bags = view.bags
+        self.side = view.rules.side_of(seat)
+        self.cache: dict[tuple[int, ...], float] = {}
+
+    def value(self, won: list[int]) -> float:
+        key = tuple(won)
+        v = self.cache.get(key)
+        if v is None:
+            v = self.cache[key] = _side_value(
+                self.rules, self.bids, self.blind, key, self.scores, self.bags, self.side
+            )
+        return v
+
+
+def _side_value(
+    rules: Ruleset,
+    bids: list[int],
+    blind: tuple[bool, ...],
+    won: tuple[int, ...],
+    scores: tuple[int, ...],
+    bags: tuple[int, ...],
+    side: int,
+) -> float:
+    """The viewer's side's hand points minus the other sides' (their mean), plus
+    :data:`MATCH_BONUS` if the hand wins the match for the side, minus it if
+    another side wins."""
+    result = score_hand(rules, bids, blind, won, scores, bags)
+    others = [_points(rules, r) for r in result if r.side != side]
+    v = _points(rules, result[side]) - sum(others) / len(others)
+    winner = match_winner(rules, [r.score for r in result])
+    if winner is not None:
+        v += MATCH_BONUS if winner == side else -MATCH_BONUS
+    return v
+
+
+def _points(rules: Ruleset, r: SideScore) -> float:
+    """A side's hand points with bags valued at their long-run cost: every bag
+    taken costs its share of the penalty (10 points under both bag rules) now,
+    instead of the whole penalty on the hand that reaches the limit."""
+    if rules.bag_rule is BagRule.OFF:
+        return r.hand_points
+    return r.hand_points - r.bag_penalty - BAG_COST * r.bags_taken
+
+
+def _candidates(view: SeatView, cards: Sequence[int], hand: int) -> list[int]:
+    """One card of each group of equivalent legal cards: cards of a suit with
+    nothing between them but the viewer's cards and cards of finished tricks
+    (a card in the trick in progress does separate two of mine)."""
+    gone = ~view.rules.deck_mask
+    for t in view.tricks:
+        for played in t.cards:
+            gone |= 1 << played
+    out: list[int] = []
+    prev = -1
+    for c in sorted(cards):
+        between = ((1 << c) - 1) & ~((2 << prev) - 1) if prev >= 0 else 0
+        if prev >= 0 and c >> 4 == prev >> 4 and not between & ~(hand | gone):
+            prev = c
+            continue
+        out.append(c)
+        prev = c
+    return out
+
+
+def _choose_card(view: SeatView, rng: random.Random, budget: _Budget) -> Action:
+    seat = view.seat
+    assert seat is not None
+    k = knowledge_from_view(view)
+    cards = [a.card for a in view.legal_actions if isinstance(a, Play)]
+    cands = _candidates(view, cards, k.hand)
+    if len(cands) == 1:
+        return play(cands[0])
+    bids = [b if b is not None else 0 for b in view.bids]
+    table = Table(view.rules, view.bids)
+    outcome = _Outcome(view, bids, seat)
+    totals = [0.0] * len(cands)
+    rollouts = len(cands)
+    work = sum(view.hand_sizes) * rollouts
+    rnd = rng.random
+    while True:
+        hands = sample_deal(k, rng)
+        w = max(bid_weight(k, hands, view), 1e-9)
+        base = SimState(hands, view.leader, view.tricks_won, view.trick, view.spades_broken)
+        for i, c in enumerate(cands):
+            st = base.copy()
+            kernel_play(st, c)
+            totals[i] += w * outcome.value(playout(st, table, rnd, NOISE))
+        if budget.spend(rollouts, work):
+            break
+    best = max(range(len(cands)), key=totals.__getitem__)
+    return play(cands[best])
+
+
+# -- bidding ------------------------------------------------------------------
+
+
+def _choose_bid(view: SeatView, rng: random.Random, budget: _Budget) -> Action:
+    seat = view.seat
+    assert seat is not None
+    rules = view.rules
+    options = [a.tricks for a in view.legal_actions if isinstance(a, Bid)]
+    k = knowledge_from_view(view)
+    partner = rules.partner_of(seat)
+    mates = rules.seats_of(rules.side_of(seat))
+    try_nil = 0 in options and expected_tricks(k.hand, rules) <= NIL_SCREEN
+    take_table = Table(rules, view.bids)
+    nil_bids = list(view.bids)
+    nil_bids[seat] = 0
+    nil_table = Table(rules, nil_bids)
+    rollouts = 2 if try_nil else 1
+    work = sum(view.hand_sizes) * rollouts
+    rnd = rng.random
+    # Weight of each outcome (see _outcome_key), bidding to take tricks and bidding nil.
+    take: dict[tuple[int, ...], float] = {}
+    nil: dict[tuple[int, ...], float] = {}
+    while True:
+        hands = sample_deal(k, rng)
+        w = max(bid_weight(k, hands, view), 1e-9)
+        st = SimState(hands, first_leader(rules, hands, view.dealer))
+        won = playout(st.copy(), take_table, rnd, NOISE)
+        key = _outcome_key(_partner_bid(view, partner, won), won, mates)
+        take[key] = take.get(key, 0.0) + w
+        if try_nil:
+            won = playout(st, nil_table, rnd, NOISE)
+            key = _outcome_key(_partner_bid(view, partner, won), won, mates)
+            nil[key] = nil.get(key, 0.0) + w
+        if budget.spend(rollouts, work):
+            break
+    # A bid further than the spread from every count seen (the side's tricks
+    # less the partner's bid) cannot be best.
+    fits = [key[1] - key[0] for key in take]
+    reach = max(shift for shift, _ in TRICK_SPREAD)
+    bids = [b for b in options if b > 0 and min(fits) - reach <= b <= max(fits) + reach]
+    if not bids:
+        bids = [min(b for b in options if b > 0)]
+    if try_nil:
+        bids.append(0)
+    memo: dict[tuple[object, ...], float] = {}
+    best_bid, best_value = bids[0], float("-inf")
+    for b in bids:
+        v = _expected_points(view, seat, b, nil if b == 0 else take, memo)
+        if v > best_value:
+            best_bid, best_value = b, v
+    floor = _sure_tricks(k.hand, rules)  # rollouts are noisy; certain tricks are not
+    return _bid_action(view, min(max(best_bid, floor), max(options)))
+
+
+def _sure_tricks(hand: int, rules: Ruleset) -> int:
+    """Trumps held in an unbroken run down from the deck's highest spade: each
+    is certain to take a trick, so the bid never goes below their count."""
+    n = 0
+    spades = rules.deck_mask & SPADE_MASK
+    while spades:
+        top = 1 << (spades.bit_length() - 1)
+        if not hand & top:
+            break
+        n += 1
+        spades ^= top
+    return n
+
+
+def _outcome_key(pbid: int, won: list[int], mates: tuple[int, ...]) -> tuple[int, ...]:
+    """What of a hand's outcome the side's score depends on: the partner's bid,
+    the side's tricks, and which of its seats took none (a nil made or not)."""
+    return (pbid, sum(won[s] for s in mates), *(won[s] == 0 for s in mates))
+
+
+def _expected_points(
+    view: SeatView,
+    seat: int,
+    bid: int,
+    outcomes: dict[tuple[int, ...], float],
+    memo: dict[tuple[object, ...], float],
+) -> float:
+    """The viewer's side's mean hand points for ``bid`` over weighted outcomes
+    (keys of :func:`_outcome_key`), the side's tricks spread by :data:`TRICK_SPREAD`.
+
+    ``memo`` keeps side points by what they depend on (the contract, the side's
+    tricks, and each seat's nil and whether it took a trick), across bids."""
+    rules = view.rules
+    side = rules.side_of(seat)
+    mates = rules.seats_of(side)
+    partner = rules.partner_of(seat)
+    bids = [0] * rules.players
+    bids[seat] = bid
+    total = weight = 0.0
+    for (pbid, taken, *none), w in outcomes.items():
+        if partner is not None:
+            bids[partner] = pbid
+        takers = [s for s, z in zip(mates, none, strict=True) if not z]
+        if not takers:  # every seat of the side took nothing: that is exact
+            spread: tuple[tuple[int, float], ...] = ((0, 1.0),)
+        else:
+            spread = TRICK_SPREAD
+        for shift, p in spread:
+            t = min(max(taken + shift, len(takers)), rules.tricks_per_hand)
+            # Any split of the side's tricks with the same seats at zero scores the same.
+            won = [0] * rules.players
+            for s in takers:
+                won[s] = 1
+            if takers:
+                won[takers[0]] += t - len(takers)
+            key = (sum(bids[s] for s in mates), t, *((bids[s] == 0, won[s] == 0) for s in mates))
+            points = memo.get(key)
+            if points is None:
+                result = score_hand(rules, bids, view.blind, won, view.scores, view.bags)
+                points = memo[key] = _points(rules, result[side])
+            total += w * p * points
+        weight += w
+    return total / weight
+
+
+def _bid_action(view: SeatView, n: int) -> Action:
+    for a in view.legal_actions:
+        if isinstance(a, Bid) and a.tricks == n:
+            return a
+    raise AssertionError(n)
+
+
+def _partner_bid(view: SeatView, partner: int | None, won: list[int]) -> int:
+    """The partner's bid: as made, or when still to come, the tricks it took in
+    the rollout (at least 1: a partner that takes nothing is not a nil bidder)."""
+    if partner is None:
+        return 0
+    known = view.bids[partner]
+    return known if known is not None else max(1, won[partner])
+
+
+def _blind_or_look(view: SeatView) -> Action:
+    """Blind nil when the side trails far enough that +/-200 is worth it."""
+    seat = view.seat
+    if BLIND_NIL not in view.legal_actions or seat is None:
+        return LOOK
+    rules = view.rules
+    partner = rules.partner_of(seat)
+    if partner is not None and view.bids[partner] == 0:
+        return LOOK  # two nils on one side are too much
+    side = rules.side_of(seat)
+    mine = view.scores[side]
+    best_other = max(s for i, s in enumerate(view.scores) if i != side)
+    deficit = best_other - mine
+    exchange = rules.partnerships and rules.blind_nil_exchange > 0
+    need = 200 if exchange else 300
+    near_end = best_other >= rules.target_score - 120
+    if deficit >= need or (near_end and deficit >= 100):
+        return BLIND_NIL
+    return LOOK
+
+
+def _choose_pass(view: SeatView) -> Action:
+    """As the blind nil bidder pass the highest cards (spades first); as its
+    partner, the lowest side-suit cards."""
+    seat = view.seat
+    assert seat is not None and view.hand is not None
+    n = view.rules.blind_nil_exchange
+
+    def danger(c: int) -> int:
+        return (c & 15) + (16 if c >> 4 == SPADES else 0)
+
+    ranked = sorted(view.hand, key=danger, reverse=view.blind[seat])
+    chosen = set(ranked[:n])
+    for a in view.legal_actions:
+        if isinstance(a, PassCards) and set(a.cards) == chosen:
+            return a
+    return view.legal_actions[0]
