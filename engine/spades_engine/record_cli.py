@@ -24,7 +24,7 @@ from .record import (
     replay_events,
     results_of,
 )
-from .ruleset import OPTION_NAMES, PRESETS, Ruleset, RulesetError, preset
+from .ruleset import OPTION_NAMES, PRESETS, Ruleset, RulesetError, parse_option, preset
 
 PROG = "spades-record"
 
@@ -133,7 +133,7 @@ def pretty_json(value: Any, indent: int = 0, width: int = 100) -> str:
 
 def _play(args: argparse.Namespace) -> int:
     try:
-        overrides = dict(_option(text) for text in args.options)
+        overrides = dict(parse_option(text) for text in args.options)
         rules = preset(args.preset, **overrides)
     except (RulesetError, ValueError) as e:
         print(f"{PROG} play: {e}", file=sys.stderr)
@@ -170,17 +170,6 @@ def play_random(rules: Ruleset, seed: int, max_hands: int) -> Match:
         seat = rng.choice(match.seats_to_act())
         match.apply(seat, rng.choice(match.legal_actions(seat)))
     return match
-
-
-def _option(text: str) -> tuple[str, Any]:
-    name, sep, raw = text.partition("=")
-    if not sep or not name:
-        raise ValueError(f"--set {text!r}: expected OPTION=VALUE")
-    try:
-        value: Any = json.loads(raw)
-    except ValueError:
-        value = raw
-    return name.strip(), value
 
 
 if __name__ == "__main__":

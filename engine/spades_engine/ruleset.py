@@ -7,6 +7,7 @@ with a combination of options that has no defined meaning.
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -254,6 +255,18 @@ PRESETS: dict[str, Ruleset] = {
 }
 
 PRESET_SEEDS = {"classic": "001", "polish": "000", "german": "002", "bulgarian": "003"}
+
+
+def parse_option(text: str) -> tuple[str, Any]:
+    """Parse a command line's ``OPTION=VALUE`` (the value as JSON, else a string)."""
+    name, sep, raw = text.partition("=")
+    if not sep or not name:
+        raise ValueError(f"--set {text!r}: expected OPTION=VALUE")
+    try:
+        value: Any = json.loads(raw)
+    except ValueError:
+        value = raw
+    return name.strip(), value
 
 
 def preset(name: str, **overrides: Any) -> Ruleset:

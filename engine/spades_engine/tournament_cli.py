@@ -7,15 +7,14 @@ spades-tournament --a expert --b hard --games 500 --json out.json --png out.png
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import TextIO
 
 from .record_cli import pretty_json
-from .ruleset import OPTION_NAMES, PRESETS, RulesetError, preset
+from .ruleset import OPTION_NAMES, PRESETS, RulesetError, parse_option, preset
 from .tournament import (
     Config,
     TournamentError,
@@ -47,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     try:
-        rules = preset(args.preset, **dict(_option(t) for t in args.options))
+        rules = preset(args.preset, **dict(parse_option(t) for t in args.options))
         cfg = Config(
             rules=rules,
             a=_lineup(args.a),
@@ -226,17 +225,6 @@ def _lineup(text: str) -> tuple[str, ...]:
 def _rules_name(args: argparse.Namespace) -> str:
     name: str = args.preset
     return name + "".join(f" {t}" for t in args.options)
-
-
-def _option(text: str) -> tuple[str, Any]:
-    name, sep, raw = text.partition("=")
-    if not sep or not name:
-        raise ValueError(f"--set {text!r}: expected OPTION=VALUE")
-    try:
-        value: Any = json.loads(raw)
-    except ValueError:
-        value = raw
-    return name.strip(), value
 
 
 def _write(path: str, data: bytes) -> None:
