@@ -31,6 +31,7 @@ CONTROL_HUMAN = pb.SEAT_CONTROL_HUMAN
 CONTROL_BOT = pb.SEAT_CONTROL_BOT
 CONTROL_STAND_IN = pb.SEAT_CONTROL_BOT_STANDING_IN
 _HUMAN_CONTROLS = (CONTROL_OPEN, CONTROL_HUMAN)
+_SEARCH_BOTS = frozenset({"expert"})
 
 
 @dataclass(slots=True)
@@ -368,7 +369,7 @@ class Session:
                     if seat is None:
                         self._bot_task = None
                         return
-                    action = self._bot_decide(seat)
+                    action = await self._bot_decide(seat)
                     count = len(self.match.actions)
                     try:
                         await self._apply_locked(seat, action, f"bot:{count}", by="bot")
@@ -379,13 +380,19 @@ class Session:
             self._bot_task = None
             raise
 
-    def _bot_decide(self, seat: int) -> Action:
+    async def _bot_decide(self, seat: int) -> Action:
         level = self.seats[seat].bot_level or pb.BOT_LEVEL_RANDOM
         name = pb.BotLevel.Name(level).removeprefix("BOT_LEVEL_").lower()  # type: ignore[arg-type]
         bot = BOTS.get(name, BOTS["random"])
         seed = (self.match.seed * 1_000_003 + len(self.match.actions)) & ((1 << 63) - 1)
+        view = self.match.view(seat)
         t0 = time.perf_counter()
-        action = bot(self.match.view(seat), seed, self.limits.bot_budget_ms)
+        if name in _SEARCH_BOTS:
+            # A search spends its whole budget: think on a worker thread so the
+            # event loop keeps serving every other match meanwhile.
+            action = await asyncio.to_thread(bot, view, seed, self.limits.bot_budget_ms)
+        else:
+            action = bot(view, seed, self.limits.bot_budget_ms)
         BOT_THINK.labels(name).observe(time.perf_counter() - t0)
         return action
 

@@ -305,3 +305,33 @@ def test_export_then_import_makes_an_identical_match(shared_server: Server) -> N
     submit(stub, copy, seat, choose(get_view(stub, copy, seat)))
     assert get_match(stub, table.match_id) == before
     assert get_match(stub, copy.match_id).last_seq > imported.match.last_seq
+
+
+def test_every_bot_level_plays_its_seat_and_search_does_not_stall_the_server(
+    shared_server: Server,
+) -> None:
+    stub = shared_server.stub
+    levels = [pb.BOT_LEVEL_EXPERT, pb.BOT_LEVEL_HARD, pb.BOT_LEVEL_EXPERT]
+    req = pb.CreateMatchRequest(
+        seats=[pb.SeatConfig(name="me")]
+        + [pb.SeatConfig(name=f"bot{i}", bot=True, bot_level=lv) for i, lv in enumerate(levels)],
+        seed=5,
+        has_seed=True,
+    )
+    resp = stub.CreateMatch(req, metadata=OP, timeout=RPC_TIMEOUT)
+    table = Table(resp.match.match_id, {0: resp.seat_tokens[0].token}, resp.match)
+    public = StreamReader(
+        spectate(stub, table.match_id), stop=lambda e: e.HasField("bidding_closed")
+    )
+    # Seat 0 bids first when seat 3 deals; otherwise bots bid before it.
+    deadline = Deadline(30)
+    while not get_view(stub, table, 0).legal_actions:
+        deadline.check("seat 0's turn to bid")
+        stub.Ping(pb.PingRequest(), timeout=RPC_TIMEOUT)  # served while bots think
+        time.sleep(POLL)
+    view = get_view(stub, table, 0)
+    submit(stub, table, 0, choose(view))
+    public.join(30)
+    assert public.error is None, public.error
+    bids = [e.bid_made.seat for e in public.events if e.HasField("bid_made")]
+    assert sorted(bids) == [0, 1, 2, 3]
