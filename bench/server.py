@@ -329,27 +329,27 @@ class SeatClient:
         clock = time.perf_counter
         try:
             async for item in self.call:
-                ev = item.event
-                seq = ev.seq
-                kind = ev.WhichOneof("kind")
-                if kind in {"card_played", "bid_made"}:
-                    table.on_stream(seq, clock())
-                    if kind == "card_played":
-                        actor = ev.card_played.seat
-                        action: Any = make_play(convert.card_from_pb(ev.card_played.card))
-                    else:
-                        actor = ev.bid_made.seat
-                        action = make_bid(ev.bid_made.tricks)
-                    caused = replica.apply(actor, action)
-                    if replica.to_act == seat:
-                        # act once the stream has shown every event of it this seat may see
-                        last = max(i for i, e in enumerate(caused) if self._visible(e.audience))
-                        self.turn_at = seq + last
-                elif kind == "match_ended":
-                    return True
-                if self.turn_at is not None and seq >= self.turn_at:
-                    self.turn_at = None
-                    self.task = asyncio.create_task(self.act(seq))
+                for ev in item.events:
+                    seq = ev.seq
+                    kind = ev.WhichOneof("kind")
+                    if kind in {"card_played", "bid_made"}:
+                        table.on_stream(seq, clock())
+                        if kind == "card_played":
+                            actor = ev.card_played.seat
+                            action: Any = make_play(convert.card_from_pb(ev.card_played.card))
+                        else:
+                            actor = ev.bid_made.seat
+                            action = make_bid(ev.bid_made.tricks)
+                        caused = replica.apply(actor, action)
+                        if replica.to_act == seat:
+                            # act once the stream has shown every event of it this seat may see
+                            last = max(i for i, e in enumerate(caused) if self._visible(e.audience))
+                            self.turn_at = seq + last
+                    elif kind == "match_ended":
+                        return True
+                    if self.turn_at is not None and seq >= self.turn_at:
+                        self.turn_at = None
+                        self.task = asyncio.create_task(self.act(seq))
         except asyncio.CancelledError:
             return False
         except grpc.aio.AioRpcError as e:

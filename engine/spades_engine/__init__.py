@@ -13,6 +13,7 @@ from .errors import IllegalAction, Reason, SnapshotError
 from .events import Audience, Event, event_to_dict
 from .match import Match
 from .ruleset import PRESETS, BagRule, FirstLead, Ruleset, RulesetError, SetPenalty, preset
+from .snapshot import replay_snapshot
 from .state import Phase
 from .view import SeatView
 
@@ -47,4 +48,5 @@ __all__ = [
     "parse_card",
     "parse_hand",
     "preset",
+    "replay_snapshot",
 ]

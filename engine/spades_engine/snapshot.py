@@ -42,8 +42,8 @@ from typing import TYPE_CHECKING, Any
 from .actions import Action, parse_action
 from .cards import SPADE_MASK, TWO_OF_CLUBS, Card, card_name, cards_of
 from .deck import DealError, check_deal
-from .errors import SnapshotError
-from .events import SideScore
+from .errors import IllegalAction, SnapshotError
+from .events import Event, SideScore
 from .exchange import exchange_seats
 from .ruleset import OPTION_NAMES, FirstLead, Ruleset, RulesetError
 from .scoring import blind_nil_eligible, match_winner
@@ -124,6 +124,33 @@ def load_snapshot(data: bytes) -> Match:
 
     st, actions = parse_snapshot(data)
     return Match._restore(st, actions)
+
+
+def replay_snapshot(data: bytes) -> tuple[Match, list[Event]]:
+    """A snapshot's match rebuilt by replaying its actions from its deal, with every
+    event of its history in order (the opening deal's, then each action's).
+
+    What a service needs to import a match with its whole story, so that a
+    stream from the start shows everything a match played there would have.
+    Raises ``SnapshotError`` if the snapshot is malformed or if replaying its
+    actions does not reproduce its state exactly.
+    """
+    from .match import Match
+
+    st, actions = parse_snapshot(data)
+    deals = [[cards_of(mask) for mask in deal] for deal in st.deals]
+    match = Match(st.rules, seed=st.seed, deals=deals, dealer=st.first_dealer)
+    events: list[Event] = list(match.opening_events)
+    for i, (seat, action) in enumerate(actions):
+        try:
+            events += match.apply(seat, action)
+        except IllegalAction as e:
+            raise SnapshotError(
+                f"snapshot action {i} ({action} by seat {seat}) does not replay: {e}"
+            ) from None
+    if snapshot_document(match.state, match.actions) != snapshot_document(st, actions):
+        raise SnapshotError("the snapshot's state does not follow from its deal and actions")
+    return match, events
 
 
 def parse_snapshot(data: bytes) -> tuple[MatchState, list[tuple[int, Action]]]:

@@ -36,16 +36,18 @@ __all__ = [
     "action_from_pb",
     "action_to_pb",
     "audience_key",
+    "audience_mask",
     "card_from_pb",
     "card_to_pb",
     "chat_event",
     "event_to_pb",
+    "frame_event",
     "phase_to_pb",
     "resolved_ruleset_pb",
     "ruleset_from_pb",
     "seat_control_event",
     "view_to_pb",
-    "visible",
+    "viewer_bit",
 ]
 
 
@@ -388,9 +390,6 @@ def chat_event(seat: int, text: str) -> pb.ChatMessage:
 
 # -- audiences -----------------------------------------------------------------
 
-_SEAT_KEYS = tuple(f"seat:{i}" for i in range(8))
-_TEAM_KEYS = tuple(f"team:{i}" for i in range(8))
-
 
 def audience_key(audience: ev.Audience) -> str:
     """``"everyone"``, ``"seat:N"`` or ``"team:N"``."""
@@ -401,18 +400,39 @@ def audience_key(audience: ev.Audience) -> str:
     raise ValueError(f"unknown audience kind {audience.kind!r}")
 
 
-def visible(audience_key: str, seat: int | None, team: int | None) -> bool:
-    """Whether a viewer (``seat`` None: a spectator; ``team`` None: no team) may see
-    an event addressed to ``audience_key``."""
+SPECTATOR_BIT = 1 << 16  # above any seat bit (at most 5 seats; 16 leaves room)
+
+
+def viewer_bit(seat: int | None) -> int:
+    """The bit of a viewer in an audience mask (``seat`` None: a spectator)."""
+    return SPECTATOR_BIT if seat is None else 1 << seat
+
+
+def audience_mask(audience_key: str, players: int, partnerships: bool) -> int:
+    """The viewers of an audience as a bitmask of ``viewer_bit`` values, so that the
+    stream fan-out tests visibility with one AND per event and viewer."""
     if audience_key == "everyone":
-        return True
-    if seat is None:
-        return False
-    if audience_key == (_SEAT_KEYS[seat] if seat < 8 else f"seat:{seat}"):
-        return True
-    if team is None:
-        return False
-    return audience_key == (_TEAM_KEYS[team] if team < 8 else f"team:{team}")
+        return SPECTATOR_BIT | ((1 << players) - 1)
+    kind, _, index = audience_key.partition(":")
+    n = int(index)
+    if kind == "seat":
+        return 1 << n
+    if kind == "team" and partnerships:
+        return sum(1 << s for s in range(players) if s & 1 == n)
+    raise ValueError(f"unknown audience {audience_key!r} for {players} players")
+
+
+def frame_event(payload: bytes) -> bytes:
+    """A serialized MatchEvent framed as one element of the ``events`` field (2) of
+    StreamEventsResponse and SpectateResponse: a batch of framed events joined is
+    a serialized response, built once per event rather than once per stream."""
+    n = len(payload)
+    head = bytearray(b"\x12")
+    while n >= 0x80:
+        head.append((n & 0x7F) | 0x80)
+        n >>= 7
+    head.append(n)
+    return bytes(head) + payload
 
 
 # -- views ---------------------------------------------------------------------

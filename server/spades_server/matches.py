@@ -7,7 +7,7 @@ import secrets
 import time
 from dataclasses import dataclass
 
-from spades_engine import Match
+from spades_engine import Event, Match
 
 from . import auth
 from .errors import denied, exhausted, invalid, not_found, unauthenticated
@@ -52,8 +52,14 @@ class Registry:
         ACTIVE_MATCHES.set(sum(1 for s in self.sessions.values() if not s.match.is_over))
 
     async def create(
-        self, match: Match, seats: list[SeatSpec], turn_timer_ms: int
+        self,
+        match: Match,
+        seats: list[SeatSpec],
+        turn_timer_ms: int,
+        history: list[Event] | None = None,
     ) -> tuple[Session, list[tuple[int, str]]]:
+        """A new session; its event log starts with ``history`` (an imported match's
+        events so far) or else the match's opening deal."""
         if len(self.sessions) >= self.max_matches:
             raise exhausted(
                 "TOO_MANY_MATCHES", f"this server holds at most {self.max_matches} matches"
@@ -80,11 +86,12 @@ class Registry:
             int(time.time() * 1000),
             action_base=len(match.actions),  # an imported match keeps its history
         )
-        payloads = session._engine_payloads(match.opening_events)
+        opening = match.opening_events if history is None else history
+        payloads = session._engine_payloads(opening)
         stored: list[StoredEvent] = session._stage(payloads)
         await self.store.create_match(match_id, session.meta(), match.to_snapshot(), stored)
         session.snapshot_actions = 0  # the stored snapshot: no stored action yet
-        session._publish(payloads)
+        session._publish(stored)
         self._add(session)
         session.start()
         return session, tokens

@@ -8,22 +8,28 @@ gRPC status with google.rpc details.
 from __future__ import annotations
 
 import functools
+import itertools
 import secrets
 import time
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
 import structlog
 from grpc_status import rpc_status
 
-from spades_engine import IllegalAction, Match, Reason, RulesetError, SnapshotError
+from spades_engine import (
+    IllegalAction,
+    Match,
+    Reason,
+    RulesetError,
+    SnapshotError,
+    replay_snapshot,
+)
 
 from . import auth, convert
 from .errors import ServiceError, invalid
 from .gen.spades.v1 import spades_pb2 as pb
-from .gen.spades.v1 import spades_pb2_grpc as pb_grpc
 from .matches import Registry, SeatSpec
 from .metrics import OPEN_STREAMS, RPC_LATENCY, RPCS
 from .session import CONTROL_HUMAN, CONTROL_STAND_IN, Session
@@ -62,11 +68,17 @@ def service_error(exc: BaseException) -> ServiceError:
     return ServiceError(grpc.StatusCode.INTERNAL, "INTERNAL", "internal error")
 
 
+# Request ids made here: a random per-process prefix and a counter, unique across
+# replicas without a random draw (a syscall) per request.
+_ID_PREFIX = secrets.token_hex(4)
+_ids = itertools.count(1)
+
+
 def _request_id(context: grpc.aio.ServicerContext[Any, Any]) -> str:
     for key, value in context.invocation_metadata() or ():
         if key == "x-request-id" and isinstance(value, str) and 0 < len(value) <= 128:
             return value
-    return uuid.uuid4().hex[:16]
+    return f"{_ID_PREFIX}-{next(_ids)}"
 
 
 async def _refuse(
@@ -84,6 +96,8 @@ def _unary(
     fn: Callable[[Any, Req, grpc.aio.ServicerContext[Any, Any]], Awaitable[Resp]],
 ) -> Callable[[Any, Req, grpc.aio.ServicerContext[Any, Any]], Awaitable[Resp]]:
     name = fn.__name__
+    ok_count = RPCS.labels(name, "OK")  # children looked up once, not per call
+    latency = RPC_LATENCY.labels(name)
 
     @functools.wraps(fn)
     async def wrapper(self: Any, request: Req, context: grpc.aio.ServicerContext[Any, Any]) -> Resp:
@@ -98,33 +112,37 @@ def _unary(
             await context.abort_with_status(rpc_status.to_status(err.to_status()))
             raise  # abort_with_status always raises; this keeps type checkers honest
         finally:
-            RPCS.labels(name, code).inc()
-            RPC_LATENCY.labels(name).observe(time.perf_counter() - t0)
+            (ok_count if code == "OK" else RPCS.labels(name, code)).inc()
+            latency.observe(time.perf_counter() - t0)
             structlog.contextvars.clear_contextvars()
 
     return wrapper
 
 
 def _streaming(
-    fn: Callable[[Any, Req, grpc.aio.ServicerContext[Any, Any]], AsyncIterator[Resp]],
-) -> Callable[[Any, Req, grpc.aio.ServicerContext[Any, Any]], AsyncIterator[Resp]]:
+    fn: Callable[
+        [Any, Req, grpc.aio.ServicerContext[Any, Any], Callable[[], None]], Awaitable[None]
+    ],
+) -> Callable[[Any, Req, grpc.aio.ServicerContext[Any, Any]], Awaitable[None]]:
+    """A server-streaming handler that writes serialized responses with
+    ``context.write``, counted and logged like ``_unary``; it calls the
+    ``first_sent`` it is given after its first message, which ends the latency
+    the histogram records for it."""
     name = fn.__name__
+    latency = RPC_LATENCY.labels(name)
 
     @functools.wraps(fn)
-    async def wrapper(
-        self: Any, request: Req, context: grpc.aio.ServicerContext[Any, Any]
-    ) -> AsyncIterator[Resp]:
+    async def wrapper(self: Any, request: Req, context: grpc.aio.ServicerContext[Any, Any]) -> None:
         structlog.contextvars.bind_contextvars(request_id=_request_id(context), method=name)
         t0 = time.perf_counter()
         code = "OK"
+
+        def first_sent() -> None:
+            latency.observe(time.perf_counter() - t0)
+
         OPEN_STREAMS.inc()
         try:
-            first = True
-            async for item in fn(self, request, context):
-                if first:
-                    RPC_LATENCY.labels(name).observe(time.perf_counter() - t0)
-                    first = False
-                yield item
+            await fn(self, request, context, first_sent)
         except Exception as exc:
             err = await _refuse(context, name, exc)
             code = err.code.name
@@ -137,7 +155,7 @@ def _streaming(
     return wrapper
 
 
-class SpadesService(pb_grpc.SpadesServiceServicer):
+class SpadesService:
     def __init__(self, registry: Registry, operator_token: str) -> None:
         self.registry = registry
         self.operator_token = operator_token
@@ -203,10 +221,12 @@ class SpadesService(pb_grpc.SpadesServiceServicer):
         self, request: pb.ImportMatchRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.ImportMatchResponse:
         self._operator(context)
-        match = Match.from_snapshot(request.snapshot)
+        # Replayed from its deal, so the new log holds the whole story: a stream
+        # from the start shows what it would have on the server it came from.
+        match, history = replay_snapshot(request.snapshot)
         specs = self._seat_specs(request.seats, match.rules.players)
         timer = self._turn_timer(request.turn_timer_ms)
-        session, tokens = await self.registry.create(match, specs, timer)
+        session, tokens = await self.registry.create(match, specs, timer, history)
         log.info("match imported", match_id=session.match_id)
         return pb.ImportMatchResponse(match=session.summary(), seat_tokens=self._tokens(tokens))
 
@@ -290,23 +310,62 @@ class SpadesService(pb_grpc.SpadesServiceServicer):
     # -- streams -----------------------------------------------------------------------
     @_streaming
     async def StreamEvents(
-        self, request: pb.StreamEventsRequest, context: grpc.aio.ServicerContext[Any, Any]
-    ) -> AsyncIterator[pb.StreamEventsResponse]:
+        self,
+        request: pb.StreamEventsRequest,
+        context: grpc.aio.ServicerContext[Any, Any],
+        first_sent: Callable[[], None],
+    ) -> None:
         session, seat = await self._seat(context, request.match_id)
-        async for ev in session.stream(seat, request.after_seq):
-            yield pb.StreamEventsResponse(event=ev)
+        # Each write is a serialized StreamEventsResponse (see add_to_server).
+        await session.pump(seat, request.after_seq, context.write, first_sent)
 
     @_streaming
     async def Spectate(
-        self, request: pb.SpectateRequest, context: grpc.aio.ServicerContext[Any, Any]
-    ) -> AsyncIterator[pb.SpectateResponse]:
+        self,
+        request: pb.SpectateRequest,
+        context: grpc.aio.ServicerContext[Any, Any],
+        first_sent: Callable[[], None],
+    ) -> None:
         session = await self.registry.get(request.match_id)
         structlog.contextvars.bind_contextvars(match_id=session.match_id, seat="spectator")
-        async for ev in session.stream(None, request.after_seq):
-            yield pb.SpectateResponse(event=ev)
+        # Each write is a serialized SpectateResponse (see add_to_server).
+        await session.pump(None, request.after_seq, context.write, first_sent)
 
     @_unary
     async def Ping(
         self, request: pb.PingRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.PingResponse:
         return pb.PingResponse()
+
+
+def _serialized(message: Any) -> bytes:
+    return message if isinstance(message, bytes) else bytes(message.SerializeToString())
+
+
+def add_to_server(servicer: SpadesService, server: grpc.aio.Server) -> None:
+    """Register every method of spades.v1.SpadesService (from the proto descriptor,
+    so a method missing here fails at start-up). Stream responses are built as
+    bytes once per event by the session and sent as they are; unary ones are
+    messages serialized by gRPC."""
+    service = pb.DESCRIPTOR.services_by_name["SpadesService"]
+    handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
+    for method in service.methods:
+        fn = getattr(servicer, method.name)
+        request = getattr(pb, method.input_type.name)
+        response = getattr(pb, method.output_type.name)
+        if method.client_streaming:
+            raise TypeError(f"{method.full_name}: client streaming is not served")
+        if method.server_streaming:
+            handlers[method.name] = grpc.unary_stream_rpc_method_handler(
+                fn, request_deserializer=request.FromString, response_serializer=_serialized
+            )
+        else:
+            handlers[method.name] = grpc.unary_unary_rpc_method_handler(
+                fn,
+                request_deserializer=request.FromString,
+                response_serializer=response.SerializeToString,
+            )
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(service.full_name, handlers),)
+    )
+    server.add_registered_method_handlers(service.full_name, handlers)

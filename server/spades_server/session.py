@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -32,6 +32,8 @@ CONTROL_BOT = pb.SEAT_CONTROL_BOT
 CONTROL_STAND_IN = pb.SEAT_CONTROL_BOT_STANDING_IN
 _HUMAN_CONTROLS = (CONTROL_OPEN, CONTROL_HUMAN)
 _SEARCH_BOTS = frozenset({"expert"})
+_APPEND_LATENCY = STORE_LATENCY.labels("append")
+STREAM_BATCH = 256  # most events in one stream response (the proto promises it)
 
 
 @dataclass(slots=True)
@@ -92,8 +94,11 @@ class Session:
         # store index of an engine action is its position minus this base.
         self.action_base = action_base
         self.lock = asyncio.Lock()
-        self.events: list[pb.MatchEvent] = []
-        self.audiences: list[str] = []
+        # The event log, compact: each event serialized once and framed as an
+        # element of a stream response (convert.frame_event), and the viewers
+        # who may see it as a bitmask (convert.audience_mask).
+        self.framed: list[bytes] = []
+        self.masks: list[int] = []
         self.results: dict[tuple[int, str], tuple[int, int]] = {}
         self.last_visible = [0] * len(seats)
         self.snapshot_actions = 0
@@ -109,12 +114,7 @@ class Session:
     # -- identity and visibility ------------------------------------------------
     @property
     def last_seq(self) -> int:
-        return len(self.events)
-
-    def team_of(self, seat: int | None) -> int | None:
-        if seat is None or not self.match.rules.partnerships:
-            return None
-        return seat & 1
+        return len(self.framed)
 
     def meta(self) -> bytes:
         doc = {
@@ -138,14 +138,16 @@ class Session:
             stored.append(StoredEvent(seq, audience, ev.SerializeToString()))
         return stored
 
-    def _publish(self, payloads: list[tuple[str, pb.MatchEvent]]) -> None:
-        team_of = self.team_of
-        for audience, ev in payloads:
-            self.events.append(ev)
-            self.audiences.append(audience)
-            for seat in range(len(self.seats)):
-                if convert.visible(audience, seat, team_of(seat)):
-                    self.last_visible[seat] = ev.seq
+    def _publish(self, stored: list[StoredEvent]) -> None:
+        rules = self.match.rules
+        seats = range(len(self.seats))
+        for e in stored:
+            mask = convert.audience_mask(e.audience, rules.players, rules.partnerships)
+            self.framed.append(convert.frame_event(e.payload))
+            self.masks.append(mask)
+            for seat in seats:
+                if mask >> seat & 1:
+                    self.last_visible[seat] = e.seq
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
 
@@ -168,8 +170,8 @@ class Session:
             self.broken = True
             raise unavailable("STORE_FAILED", f"the store refused the write: {e}") from e
         finally:
-            STORE_LATENCY.labels("append").observe(time.perf_counter() - t0)
-        self._publish(payloads)
+            _APPEND_LATENCY.observe(time.perf_counter() - t0)
+        self._publish(stored)
 
     # -- acting ---------------------------------------------------------------------
     def check_rate(self, seat: int) -> None:
@@ -214,12 +216,10 @@ class Session:
             raise unavailable("MATCH_RELOADING", "the match is being reloaded; retry")
 
     def _visible_range(self, seat: int, first: int, last: int) -> list[pb.MatchEvent]:
-        team = self.team_of(seat)
-        return [
-            self.events[i]
-            for i in range(first - 1, last)
-            if convert.visible(self.audiences[i], seat, team)
-        ]
+        bit = convert.viewer_bit(seat)
+        masks, framed = self.masks, self.framed
+        data = b"".join(framed[i] for i in range(first - 1, last) if masks[i] & bit)
+        return list(pb.StreamEventsResponse.FromString(data).events)
 
     async def _apply_locked(
         self, seat: int, action: Action, action_id: str, by: str
@@ -425,8 +425,22 @@ class Session:
     def record_json(self) -> str:
         return json.dumps(record_of(self.match))
 
-    async def stream(self, seat: int | None, after_seq: int) -> AsyncIterator[pb.MatchEvent]:
-        """Visible events after ``after_seq``, then live ones, until the server closes."""
+    async def pump(
+        self,
+        seat: int | None,
+        after_seq: int,
+        send: Callable[[bytes], Awaitable[None]],
+        first_sent: Callable[[], None] | None = None,
+    ) -> None:
+        """Send the visible events after ``after_seq``, then live ones, until the
+        server closes (UNAVAILABLE, with the sequence to resume from).
+
+        Each ``send`` gets one serialized stream response: a batch of up to
+        ``STREAM_BATCH`` events, everything visible that is new when the
+        previous send has finished; ``first_sent`` is called after the first.
+        A plain coroutine rather than an async
+        generator: every generator layer costs a few microseconds per message
+        on the fan-out path."""
         if self.streams >= self.limits.streams_per_match:
             raise exhausted(
                 "TOO_MANY_STREAMS", f"at most {self.limits.streams_per_match} streams per match"
@@ -434,13 +448,20 @@ class Session:
         self.streams += 1
         try:
             pos = min(after_seq, self.last_seq)
-            team = self.team_of(seat)
+            bit = convert.viewer_bit(seat)
+            masks, framed = self.masks, self.framed
             while True:
-                while pos < self.last_seq:
-                    i = pos
+                batch: list[bytes] = []
+                while pos < self.last_seq and len(batch) < STREAM_BATCH:
+                    if masks[pos] & bit:
+                        batch.append(framed[pos])
                     pos += 1
-                    if convert.visible(self.audiences[i], seat, team):
-                        yield self.events[i]
+                if batch:
+                    await send(b"".join(batch))
+                    if first_sent is not None:
+                        first_sent()
+                        first_sent = None
+                    continue
                 if self.closing or self.broken:
                     raise unavailable(
                         "STREAM_INTERRUPTED",
@@ -477,12 +498,7 @@ class Session:
             meta.get("action_base", 0),
         )
         s.snapshot_actions = loaded.snapshot_actions
-        payloads = []
-        for e in loaded.events:
-            ev = pb.MatchEvent()
-            ev.ParseFromString(e.payload)
-            payloads.append((e.audience, ev))
-        s._publish(payloads)
+        s._publish(loaded.events)
         for a in loaded.actions:
             s.results[(a.seat, a.action_id)] = (a.first_seq, a.last_seq)
         return s

@@ -26,6 +26,7 @@ from spades_engine import (
     SnapshotError,
     event_to_dict,
     preset,
+    replay_snapshot,
 )
 from spades_engine.deck import deal, hand_seed
 from spades_engine.errors import IllegalAction
@@ -245,6 +246,59 @@ def test_dump_load_dump_is_stable_for_big_seeds() -> None:
         m = Match(preset("german"), seed=seed)
         data = dump_snapshot(m)
         assert dump_snapshot(load_snapshot(data)) == data
+
+
+# -- replaying a snapshot's history ------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_replay_gives_the_whole_history_and_the_same_match(name: str) -> None:
+    m = Match(CONFIGS[name], seed=23)
+    history = [event_to_dict(e) for e in m.opening_events]
+    rng = random.Random(name)
+    for _ in range(rng.randrange(40, 120)):  # a few hands, usually stopping mid-hand
+        if m.is_over:
+            break
+        history += [event_to_dict(e) for e in m.apply(*random_step(m, rng))]
+    copy, events = replay_snapshot(m.to_snapshot())
+    assert [event_to_dict(e) for e in events] == history
+    assert [e.audience for e in events] == [e.audience for e in _replayed_audiences(m)]
+    assert_same(m, copy)
+
+
+def _replayed_audiences(m: Match) -> list[Any]:
+    fresh = Match(m.rules, seed=m.seed)
+    out = list(fresh.opening_events)
+    for seat, action in m.actions:
+        out += fresh.apply(seat, action)
+    return out
+
+
+def test_replay_keeps_explicit_deals_and_dealer() -> None:
+    rules = preset("classic")
+    deals = [[_cards(h) for h in deal(rules, hand_seed(91, 0), 3)]]
+    m = Match(rules, seed=4, deals=deals, dealer=3)
+    play(m, random.Random(2), max_hands=1)
+    copy, events = replay_snapshot(m.to_snapshot())
+    assert_same(m, copy)
+    assert len(events) > len(m.actions)
+
+
+def test_replay_refuses_a_state_its_deal_does_not_give(sample: bytes) -> None:
+    fresh = sample_doc(Match(preset("classic"), seed=8).to_snapshot())
+    for doc in (fresh, sample_doc(sample)):
+        doc["seed"] += 1  # well formed, but this seed deals other cards than the ones held
+        edited = encode(doc)
+        load_snapshot(edited)  # the field checks alone accept it
+        with pytest.raises(SnapshotError, match=r"does not (follow|replay)"):
+            replay_snapshot(edited)
+
+
+def test_replay_refuses_an_action_that_does_not_replay(sample: bytes) -> None:
+    doc = sample_doc(sample)
+    doc["actions"][0][0] = (doc["actions"][0][0] + 1) % 4  # the first bid by the wrong seat
+    with pytest.raises(SnapshotError):
+        replay_snapshot(encode(doc))
 
 
 # -- malformed input ---------------------------------------------------------------------

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -537,6 +537,7 @@ class StreamReader:
         self.limit = limit
         self.events: list[pb.MatchEvent] = []
         self.error: grpc.RpcError | None = None
+        self.fault: str | None = None  # a broken stream promise, seen by the reader
         self._cond = threading.Condition()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -544,12 +545,7 @@ class StreamReader:
     def _run(self) -> None:
         try:
             for resp in self.call:
-                with self._cond:
-                    self.events.append(resp.event)
-                    self._cond.notify_all()
-                if (self.stop is not None and self.stop(resp.event)) or (
-                    self.limit is not None and len(self.events) >= self.limit
-                ):
+                if self._take(resp.events):
                     break
         except grpc.RpcError as err:
             self.error = err
@@ -557,6 +553,24 @@ class StreamReader:
             self.call.cancel()
             with self._cond:
                 self._cond.notify_all()
+
+    def _take(self, batch: Sequence[pb.MatchEvent]) -> bool:
+        """Keep one response's events; True once the reader should stop."""
+        if not 1 <= len(batch) <= 256:
+            self.fault = f"a stream response carried {len(batch)} events (1 to 256 promised)"
+            return True
+        for event in batch:
+            with self._cond:
+                if self.events and event.seq <= self.events[-1].seq:
+                    self.fault = f"seq {event.seq} came after seq {self.events[-1].seq}"
+                    return True
+                self.events.append(event)
+                self._cond.notify_all()
+            if (self.stop is not None and self.stop(event)) or (
+                self.limit is not None and len(self.events) >= self.limit
+            ):
+                return True
+        return False
 
     @property
     def done(self) -> bool:
@@ -573,6 +587,8 @@ class StreamReader:
         d = Deadline(timeout)
         with self._cond:
             while not pred(self.events):
+                if self.fault is not None:
+                    raise AssertionError(self.fault)
                 if self.done and not pred(self.events):
                     raise AssertionError(f"stream ended ({self.error!r}) before {what}")
                 d.check(what)
@@ -587,6 +603,8 @@ class StreamReader:
             self.call.cancel()
             self._thread.join(5)
             raise AssertionError(f"stream reader still running after {timeout}s")
+        if self.fault is not None:
+            raise AssertionError(self.fault)
 
     def cancel(self) -> None:
         self.call.cancel()

@@ -22,16 +22,18 @@ from spades_server.convert import (
     action_from_pb,
     action_to_pb,
     audience_key,
+    audience_mask,
     card_from_pb,
     card_to_pb,
     chat_event,
     event_to_pb,
+    frame_event,
     phase_to_pb,
     resolved_ruleset_pb,
     ruleset_from_pb,
     seat_control_event,
     view_to_pb,
-    visible,
+    viewer_bit,
 )
 from spades_server.gen.spades.v1 import spades_pb2 as pb
 
@@ -191,25 +193,45 @@ def test_event_of_unknown_type_is_refused() -> None:
         event_to_pb(object(), 1, 0)  # type: ignore[arg-type]
 
 
-def test_audience_keys_and_visibility(games: list[GameLog]) -> None:
-    audiences = [EVERYONE, *(to_seat(i) for i in range(5)), *(to_team(i) for i in range(2))]
-    for a in audiences:
-        key = audience_key(a)
-        assert key == str(a)
-        for seat in (None, 0, 1, 2, 3, 4):
-            for team in (None, 0, 1):
-                assert visible(key, seat, team) == a.visible_to(seat, team), (key, seat, team)
+def test_audience_keys_and_masks(games: list[GameLog]) -> None:
+    for partnerships in (True, False):
+        audiences = [EVERYONE, *(to_seat(i) for i in range(5))]
+        audiences += [to_team(i) for i in range(2)] if partnerships else []
+        for a in audiences:
+            key = audience_key(a)
+            assert key == str(a)
+            mask = audience_mask(key, 5, partnerships)
+            for seat in (0, 1, 2, 3, 4):
+                team = seat & 1 if partnerships else None
+                assert bool(mask & viewer_bit(seat)) == a.visible_to(seat, team), (key, seat)
+            assert bool(mask & viewer_bit(None)) == a.visible_to(None, None)
     for log in games:
+        players, partnerships = log.rules.players, log.rules.partnerships
         for event, _ in log.events:
             key = audience_key(event.audience)
-            for seat in range(log.rules.players):
-                team = _team(log.rules, seat)
-                assert visible(key, seat, team) == event.audience.visible_to(seat, team)
-                if isinstance(event, HandShown) and visible(key, seat, team):
+            mask = audience_mask(key, players, partnerships)
+            for seat in range(players):
+                sees = bool(mask & viewer_bit(seat))
+                assert sees == event.audience.visible_to(seat, _team(log.rules, seat))
+                if isinstance(event, HandShown) and sees:
                     assert event.seat == seat
-                if isinstance(event, CardsPassed) and visible(key, seat, team):
+                if isinstance(event, CardsPassed) and sees:
                     assert seat in (event.from_seat, event.to_seat)
-            assert visible(key, None, None) == (key == "everyone")
+            assert bool(mask & viewer_bit(None)) == (key == "everyone")
+
+
+def test_team_audience_without_partnerships_is_refused() -> None:
+    with pytest.raises(ValueError):
+        audience_mask("team:0", 3, False)
+
+
+@pytest.mark.parametrize("size", [0, 1, 127, 128, 300, 20_000])
+def test_framed_events_join_into_a_stream_response(size: int) -> None:
+    events = [pb.MatchEvent(seq=i + 1, time_ms=size) for i in range(3)]
+    events[1].chat_message.text = "x" * size
+    framed = b"".join(frame_event(e.SerializeToString()) for e in events)
+    assert list(pb.StreamEventsResponse.FromString(framed).events) == events
+    assert list(pb.SpectateResponse.FromString(framed).events) == events
 
 
 def test_server_events_round_trip() -> None:

@@ -77,7 +77,7 @@ def test_credentials_are_checked(shared_server: Server) -> None:
     spectator = expect_failure(grpc.StatusCode.UNAUTHENTICATED, submit_call, stub, mid, (), action)
     assert spectator.reason == "UNAUTHENTICATED"
     first = next(iter(spectate(stub, mid)))
-    assert first.event.seq == 1
+    assert first.events[0].seq == 1
     expect_failure(
         grpc.StatusCode.UNAUTHENTICATED,
         lambda: next(iter(stub.StreamEvents(pb.StreamEventsRequest(match_id=mid), timeout=5))),

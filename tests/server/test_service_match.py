@@ -25,6 +25,7 @@ from server_harness import (
     is_match_ended,
     play_humans,
     play_one_seat,
+    read_until,
     seat_md,
     seats_to_act,
     spectate,
@@ -305,6 +306,50 @@ def test_export_then_import_makes_an_identical_match(shared_server: Server) -> N
     submit(stub, copy, seat, choose(get_view(stub, copy, seat)))
     assert get_match(stub, table.match_id) == before
     assert get_match(stub, copy.match_id).last_seq > imported.match.last_seq
+
+
+def _story(events: list[pb.MatchEvent]) -> list[bytes]:
+    """Events without their numbering and time, and without the seat-control and
+    chat events that belong to one server's session rather than to the game."""
+    out = []
+    for ev in events:
+        if ev.WhichOneof("kind") in ("seat_control_changed", "chat_message"):
+            continue
+        bare = pb.MatchEvent()
+        bare.CopyFrom(ev)
+        bare.ClearField("seq")
+        bare.ClearField("time_ms")
+        out.append(bare.SerializeToString(deterministic=True))
+    return out
+
+
+def test_an_imported_mid_hand_match_streams_its_whole_history(shared_server: Server) -> None:
+    stub = shared_server.stub
+    table = create_match(stub, seed=33)
+    play_humans(stub, table, until=lambda v: v.hand_number == 1 and len(v.trick) == 2)
+    exported = stub.ExportMatch(
+        pb.ExportMatchRequest(match_id=table.match_id), metadata=OP, timeout=RPC_TIMEOUT
+    )
+    imported = stub.ImportMatch(
+        pb.ImportMatchRequest(snapshot=exported.snapshot), metadata=OP, timeout=RPC_TIMEOUT
+    )
+    copy = Table(
+        imported.match.match_id, {t.seat: t.token for t in imported.seat_tokens}, imported.match
+    )
+    last = get_match(stub, table.match_id).last_seq
+    for seat in range(4):
+        mine = read_until(stream_events(stub, table, seat), last)
+        theirs = read_until(stream_events(stub, copy, seat), imported.match.last_seq)
+        assert _story(theirs) == _story(mine), f"seat {seat}"
+        assert get_view(stub, copy, seat).as_of_seq == imported.match.last_seq
+    public = read_until(spectate(stub, copy.match_id), imported.match.last_seq)
+    assert _story(public) == _story(read_until(spectate(stub, table.match_id), last))
+    assert not any(ev.WhichOneof("kind") == "hand_shown" for ev in public)
+    shown = [ev for ev in read_until(stream_events(stub, copy, 2), imported.match.last_seq)]
+    assert {ev.hand_shown.seat for ev in shown if ev.WhichOneof("kind") == "hand_shown"} == {2}
+    # The copy's seats act from where the original stood.
+    seat = seats_to_act(get_view(stub, copy, 0))[0]
+    submit(stub, copy, seat, choose(get_view(stub, copy, seat)))
 
 
 def test_every_bot_level_plays_its_seat_and_search_does_not_stall_the_server(

@@ -133,7 +133,7 @@ def test_limits_answer_resource_exhausted(make_server: Callable[..., Server]) ->
         d.check("a stream slot to free up")
         call = stream_events(stub, first, 1)
         try:
-            assert next(iter(call)).event.seq == 1
+            assert next(iter(call)).events[0].seq == 1
             call.cancel()
             break
         except grpc.RpcError as err:
