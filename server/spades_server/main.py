@@ -26,6 +26,7 @@ from .session import SessionLimits
 from .store import Store
 from .store.memory import MemoryStore
 from .store.sqlite import SqliteStore
+from .symbols import MethodAwarePool
 
 GC_GEN0_THRESHOLD = 20_000
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["SpadesService"].full_name
@@ -158,7 +159,9 @@ async def serve(args: argparse.Namespace) -> None:
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
-        (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+        (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME),
+        server,
+        pool=MethodAwarePool(),  # duck-typed: the lookups reflection makes
     )
     port = server.add_insecure_port(f"{args.host}:{args.port}")
     await server.start()

@@ -42,11 +42,18 @@ def test_health_reflection_and_metrics(shared_server: Server) -> None:
     requests = [
         reflection_pb2.ServerReflectionRequest(list_services=""),
         reflection_pb2.ServerReflectionRequest(file_containing_symbol=SERVICE),
+        # a single method, as `grpcurl describe spades.v1.SpadesService.SubmitAction` asks
+        reflection_pb2.ServerReflectionRequest(file_containing_symbol=f"{SERVICE}.SubmitAction"),
+        reflection_pb2.ServerReflectionRequest(file_containing_symbol=f"{SERVICE}.NoSuchMethod"),
     ]
-    listed, described = reflection.ServerReflectionInfo(iter(requests), timeout=RPC_TIMEOUT)
+    listed, described, method, missing = reflection.ServerReflectionInfo(
+        iter(requests), timeout=RPC_TIMEOUT
+    )
     names = {s.name for s in listed.list_services_response.service}
     assert {SERVICE, "grpc.health.v1.Health"} <= names
     assert described.file_descriptor_response.file_descriptor_proto
+    assert method.file_descriptor_response == described.file_descriptor_response
+    assert missing.error_response.error_code == grpc.StatusCode.NOT_FOUND.value[0]
 
     shared_server.stub.Ping(pb.PingRequest(), timeout=RPC_TIMEOUT)
     with urllib.request.urlopen(shared_server.metrics_url, timeout=RPC_TIMEOUT) as resp:
