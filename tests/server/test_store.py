@@ -318,6 +318,12 @@ def test_failures_in_a_batch_stay_alone(make_store: MakeStore) -> None:
             assert loaded.actions == [act(0, 2, 3)]
             assert loaded.meta == b"meta1"
         assert len(await store.match_ids()) == n
+        # After the failures the store still knows where every match ends.
+        await store.append("m0", 3, [ev(4)], act(1, 4, 4))
+        with pytest.raises(SeqConflict):
+            await store.append("m0", 3, [ev(4)], act(1, 4, 4))
+        with pytest.raises(StoreError):
+            await store.append("m10", 3, [ev(4)], act(2, 4, 4))  # action 1 comes first
         await store.close()
 
     run(main())

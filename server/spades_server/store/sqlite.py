@@ -16,11 +16,22 @@ Group commit
     acknowledged can be lost.
 
 Failures stay alone
-    Each request runs inside its own SAVEPOINT. A request that raises
-    (SeqConflict, MatchNotFound, MatchExists, a bad argument) is rolled back to
-    its savepoint and fails alone; the rest of the batch commits. Only a
-    failure of the transaction itself (disk full, I/O error, a failed COMMIT)
-    fails every request of the batch that had not already failed on its own.
+    A batch first runs optimistically, its requests one after the other with
+    no savepoints (each costs two statements and a GIL hand-off per request).
+    If any request raises (SeqConflict, MatchNotFound, MatchExists, a bad
+    argument), the whole transaction is rolled back and the batch runs again
+    with each request inside its own SAVEPOINT: the failing one is rolled back
+    to it and fails alone; the rest of the batch commits. Only a failure of the
+    transaction itself (disk full, I/O error, a failed COMMIT) fails every
+    request of the batch that had not already failed on its own.
+
+Tails
+    The writer keeps each match's last sequence number and action count
+    (``_tails``) so an append checks its compare-and-set without a query. It
+    is filled from the database on first use, updated by the writes of the
+    transaction in progress, and emptied on every rollback, so it never holds
+    what the database does not. This process is the database's only writer
+    (the server's sessions live in its memory).
 
 Cancellation
     Cancelling a coroutine that awaits a request does not withdraw the request:
@@ -154,7 +165,7 @@ def _copy(error: StoreError) -> StoreError:
     return fresh
 
 
-def _state(conn: sqlite3.Connection, match_id: str) -> tuple[int, int]:
+def _query_tail(conn: sqlite3.Connection, match_id: str) -> tuple[int, int]:
     """(last seq, number of actions) of a stored match, in one query."""
     row = conn.execute(
         "SELECT (SELECT 1 FROM matches WHERE id = ?1),"
@@ -224,6 +235,7 @@ class SqliteStore:
         self._failed = 0
         self._commit_seconds = 0.0
         self._largest_batch = 0
+        self._tails: dict[str, tuple[int, int]] = {}  # writer thread only (see Tails)
         self._thread = threading.Thread(
             target=self._writer, name=f"sqlite-store:{os.path.basename(self.path)}", daemon=True
         )
@@ -273,6 +285,7 @@ class SqliteStore:
                 (match_id, snapshot),
             )
             _insert_events(conn, match_id, events)
+            self._tails[match_id] = (events[-1].seq if events else 0, 0)
 
         await self._submit(work)
 
@@ -289,7 +302,7 @@ class SqliteStore:
         new_meta = None if meta is None else bytes(meta)
 
         def work(conn: sqlite3.Connection) -> None:
-            last_seq, action_count = _state(conn, match_id)
+            last_seq, action_count = self._tail(conn, match_id)
             if last_seq != expected_last_seq:
                 raise SeqConflict(
                     f"match {match_id}: expected last seq {expected_last_seq}, stored {last_seq}"
@@ -313,6 +326,10 @@ class SqliteStore:
                 )
             if new_meta is not None:
                 conn.execute("UPDATE matches SET meta = ? WHERE id = ?", (new_meta, match_id))
+            self._tails[match_id] = (
+                events[-1].seq if events else last_seq,
+                action_count + (action is not None),
+            )
 
         await self._submit(work)
 
@@ -322,7 +339,7 @@ class SqliteStore:
         data = bytes(snapshot)
 
         def work(conn: sqlite3.Connection) -> None:
-            _, stored_actions = _state(conn, match_id)
+            _, stored_actions = self._tail(conn, match_id)
             if not 0 <= action_count <= stored_actions:
                 raise StoreError(
                     f"match {match_id}: snapshot of {action_count} actions, {stored_actions} stored"
@@ -455,9 +472,28 @@ class SqliteStore:
                 self._shut_down(conn, closing)
                 return
 
+    def _tail(self, conn: sqlite3.Connection, match_id: str) -> tuple[int, int]:
+        """(last seq, number of actions) of a stored match, from the cache if there."""
+        tail = self._tails.get(match_id)
+        if tail is None:
+            tail = self._tails[match_id] = _query_tail(conn, match_id)
+        return tail
+
     def _run_batch(self, conn: sqlite3.Connection, requests: list[_Request]) -> list[Any]:
-        """One transaction for the whole batch, one savepoint per request."""
+        """One transaction for the whole batch: optimistic first, then if any
+        request failed, again with one savepoint per request."""
         started = time.perf_counter()
+        outcomes = self._transaction(conn, requests, started, isolated=False)
+        if outcomes is None:
+            outcomes = self._transaction(conn, requests, started, isolated=True)
+            assert outcomes is not None
+        return outcomes
+
+    def _transaction(
+        self, conn: sqlite3.Connection, requests: list[_Request], started: float, *, isolated: bool
+    ) -> list[Any] | None:
+        """Run the requests in one transaction and commit. Not ``isolated``: on
+        the first failing request roll everything back and return None."""
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
@@ -469,6 +505,13 @@ class SqliteStore:
             if broken is not None:
                 outcomes.append(_Failed(_copy(broken)))
                 continue
+            if not isolated:
+                try:
+                    outcomes.append(request.work(conn))
+                    continue
+                except Exception:
+                    self._rollback(conn)
+                    return None
             try:
                 conn.execute("SAVEPOINT request")
                 outcome = request.work(conn)
@@ -476,6 +519,7 @@ class SqliteStore:
                 outcomes.append(outcome)
             except Exception as exc:
                 outcomes.append(_Failed(_as_store_error(exc)))
+                self._tails.clear()  # the failed request may have updated them
                 try:
                     if conn.in_transaction:
                         conn.execute("ROLLBACK TO request")
@@ -491,24 +535,31 @@ class SqliteStore:
             except sqlite3.Error as exc:
                 broken = StoreError(f"commit failed: {exc}")
         if broken is not None:
-            try:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                _log.exception("sqlite store: rollback failed")
+            self._rollback(conn)
             # Whatever had succeeded in this transaction is gone with it.
             return [o if isinstance(o, _Failed) else _Failed(_copy(broken)) for o in outcomes]
+        self._record_commit(started, len(requests))
+        return outcomes
+
+    def _rollback(self, conn: sqlite3.Connection) -> None:
+        self._tails.clear()
+        try:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            _log.exception("sqlite store: rollback failed")
+
+    def _record_commit(self, started: float, requests: int) -> None:
         seconds = time.perf_counter() - started
         with self._stats_lock:
             self._commits += 1
             self._commit_seconds += seconds
-            self._largest_batch = max(self._largest_batch, len(requests))
+            self._largest_batch = max(self._largest_batch, requests)
         if self._on_commit is not None:
             try:
-                self._on_commit(seconds, len(requests))
+                self._on_commit(seconds, requests)
             except Exception:
                 _log.exception("sqlite store: on_commit callback failed")
-        return outcomes
 
     def _answer(self, requests: list[_Request], outcomes: list[Any]) -> None:
         failed = sum(isinstance(o, _Failed) for o in outcomes)
