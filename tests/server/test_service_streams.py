@@ -3,7 +3,9 @@ a stream after a disconnect, and partner chat."""
 
 from __future__ import annotations
 
+import contextlib
 import random
+import threading
 from typing import Any
 
 import grpc
@@ -27,6 +29,7 @@ from server_harness import (
     spectate,
     stream_events,
     submit,
+    wait_until,
     wire,
 )
 from spades_server.gen.spades.v1 import spades_pb2 as pb
@@ -228,3 +231,61 @@ def test_partner_chat_reaches_the_partner_only_and_only_during_bidding(
         grpc.StatusCode.FAILED_PRECONDITION, chat, stub, cutthroat, 0, "anyone there?"
     )
     assert alone.reason == "NO_PARTNER"
+
+
+def test_stream_responses_batch_what_one_change_caused(shared_server: Server) -> None:
+    """Catching up, a stream sends full batches of 256 events; live, one message
+    carries everything one action caused (a card, the trick it ends, the score)."""
+    stub = shared_server.stub
+    table = create_match(stub, bots=(1, 2, 3), seed=5, no_mercy_score=True)
+    play_one_seat(stub, table, 0, until=lambda v: v.hand_number >= 5)  # well over 256 events
+    wait_until(lambda: bool(get_view(stub, table, 0).legal_actions), "seat 0's turn: all quiet")
+    total = get_match(stub, table.match_id).last_seq
+    sizes: list[int] = []
+    seqs: list[int] = []
+    call = stub.Spectate(pb.SpectateRequest(match_id=table.match_id), timeout=3)
+    with contextlib.suppress(grpc.RpcError):  # DEADLINE_EXCEEDED once all is read
+        for resp in call:
+            sizes.append(len(resp.events))
+            seqs += [e.seq for e in resp.events]
+    public = len(seqs)
+    assert public > 256
+    assert sizes == [256] * (public // 256) + ([public % 256] if public % 256 else [])
+    assert seqs == sorted(set(seqs)) and seqs[-1] <= total
+
+    # Live: the last card of a hand, its trick, the hand's score and the next
+    # deal (this seat's new cards included) arrive as one message.
+    live = create_match(stub, seed=6)
+    batches: list[list[str]] = []
+    call = stream_events(stub, live, 1)
+
+    def read() -> None:
+        with contextlib.suppress(grpc.RpcError):
+            for resp in call:
+                batches.append([e.WhichOneof("kind") for e in resp.events])
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    wait_until(lambda: bool(batches), "the opening batch")
+    assert batches[0] == ["hand_started", "hand_shown"]
+    play_humans(stub, live, until=lambda v: v.hand_number == 1)
+    wait_until(lambda: any("hand_scored" in b for b in batches), "the end of the hand")
+    call.cancel()
+    reader.join(10)
+    # A batch may also hold earlier changes the stream had not written yet, but
+    # never splits one change: what caused an event is in the same message.
+    causes = {
+        "bidding_closed": ["bid_made"],
+        "trick_won": ["card_played"],
+        "hand_scored": ["card_played", "trick_won"],
+    }
+    seen = {kind: 0 for kind in causes}
+    for batch in batches:
+        for i, kind in enumerate(batch):
+            if kind in causes:
+                seen[kind] += 1
+                before = causes[kind]
+                assert batch[i - len(before) : i] == before, batch
+    assert seen == {"bidding_closed": 1, "trick_won": 13, "hand_scored": 1}
+    end = next(b for b in batches if "hand_scored" in b)
+    assert end[-4:] == ["trick_won", "hand_scored", "hand_started", "hand_shown"]
