@@ -39,6 +39,9 @@ lint: buf
 
 bench:
 	$(PYTHON) bench/engine.py
+	$(PYTHON) bench/store.py
+	$(PYTHON) bench/server.py
+	$(PYTHON) bench/grpc_floor.py
 
 run: install
 	$(PYTHON) -m spades_server.main
