@@ -51,6 +51,8 @@ from typing import Any
 
 import grpc
 
+from cpu_usage import Meter, Usage
+
 SERVICE = "floor.Floor"
 PAYLOAD = b"x" * 60  # about the size of one serialized event of the service
 WARMUP_S = 2.0  # unmeasured start of the first phase
@@ -59,25 +61,6 @@ CALL_TIMEOUT_S = 10.0  # no RPC or fan-out wait may hang the benchmark
 ORDER_SLACK_S = 30.0  # how much longer than its phase the parent waits for an answer
 GC_GEN0_THRESHOLD = 20_000  # as spades_server.main.tune_gc, so the floor is tuned alike
 TARGET_RATIO = 0.50  # bench/server.py's target, shown for comparison
-
-# -- /proc readings (as in bench/server.py) ---------------------------------------------
-
-
-def proc_cpu(pid: int, tid: int | None = None) -> float:
-    """CPU seconds (utime + stime) of a process, or of one of its threads."""
-    path = f"/proc/{pid}/task/{tid}/stat" if tid else f"/proc/{pid}/stat"
-    # utime and stime are fields 14 and 15; the name (field 2) may hold spaces.
-    fields = Path(path).read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def machine_busy_seconds() -> float:
-    """CPU time used on the whole machine (all cores, every process) since boot."""
-    first = Path("/proc/stat").read_text().splitlines()[0].split()
-    ticks = [int(x) for x in first[1:]]
-    idle = ticks[3] + ticks[4]  # idle + iowait
-    return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-
 
 # -- the bare server (child process) --------------------------------------------------
 
@@ -338,54 +321,33 @@ def start_child(
 
 
 @dataclass
-class Usage:
-    """Wall-clock and CPU seconds accumulated over the phases of one kind."""
+class Counted(Usage):
+    """A kind of phase's CPU usage, with what its phases did and for how long."""
 
-    wall: float = 0.0
-    server: float = 0.0
-    server_loop: float = 0.0
-    client: float = 0.0
-    machine: float = 0.0
     count: int = 0
     measured: float = 0.0
 
-    def percent(self) -> dict[str, float]:
-        """Per cent of one core, by consumer."""
-        w = self.wall or 1.0
-        other = max(0.0, self.machine - self.server - self.client)
-        return {
-            "server": 100 * self.server / w,
-            "server_event_loop_thread": 100 * self.server_loop / w,
-            "client": 100 * self.client / w,
-            "other_processes": 100 * other / w,
-        }
 
-
-def run_phase(
-    conn: Connection, order: tuple[Any, ...], usage: Usage, server: int, client: int
-) -> None:
+def run_phase(conn: Connection, order: tuple[Any, ...], usage: Counted, meter: Meter) -> None:
     """One phase in the client, with the CPU both processes used meanwhile."""
-    s0, l0, c0 = proc_cpu(server), proc_cpu(server, server), proc_cpu(client)
-    m0, t0 = machine_busy_seconds(), time.perf_counter()
+    meter.start()
+    t0 = time.perf_counter()
     conn.send(order)
     count, measured = recv(conn, order[1] + order[2] + ORDER_SLACK_S, "client")
-    usage.wall += time.perf_counter() - t0
-    usage.server += proc_cpu(server) - s0
-    usage.server_loop += proc_cpu(server, server) - l0  # the thread running asyncio
-    usage.client += proc_cpu(client) - c0
-    usage.machine += machine_busy_seconds() - m0
+    meter.stop(usage, time.perf_counter() - t0)
     usage.count += count
     usage.measured += measured
 
 
 def run_rounds(
     args: argparse.Namespace, conn: Connection, server: int, client: int
-) -> tuple[Usage, Usage, list[str]]:
-    acts, pings = Usage(), Usage()
+) -> tuple[Counted, Counted, list[str]]:
+    acts, pings = Counted(), Counted()
+    meter = Meter(server, [client])
     share = args.seconds / args.rounds
     for k in range(args.rounds):
-        run_phase(conn, ("act", WARMUP_S if k == 0 else RAMP_S, share), acts, server, client)
-        run_phase(conn, ("ping", RAMP_S, share), pings, server, client)
+        run_phase(conn, ("act", WARMUP_S if k == 0 else RAMP_S, share), acts, meter)
+        run_phase(conn, ("ping", RAMP_S, share), pings, meter)
     conn.send(("stop",))
     final = recv(conn, ORDER_SLACK_S + 2 * CALL_TIMEOUT_S, "client")
     return acts, pings, final["errors"]
@@ -411,7 +373,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def results(
-    args: argparse.Namespace, port: int, acts: Usage, pings: Usage, errors: list[str]
+    args: argparse.Namespace, port: int, acts: Counted, pings: Counted, errors: list[str]
 ) -> dict[str, Any]:
     acts_s = acts.count / acts.measured
     pings_s = pings.count / pings.measured
@@ -456,7 +418,7 @@ def cpu_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
         rows += [
             (f"server CPU, {label} phases (% of one core)", f"{u['server']:.0f}"),
             ("  of which its event-loop thread", f"{u['server_event_loop_thread']:.0f}"),
-            (f"client CPU, {label} phases (% of one core)", f"{u['client']:.0f}"),
+            (f"client CPU, {label} phases (% of one core)", f"{u['clients']:.0f}"),
             (f"other processes, {label} phases", f"{u['other_processes']:.0f}"),
         ]
     return rows

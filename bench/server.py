@@ -60,6 +60,7 @@ from spades_server import convert
 from spades_server.gen.spades.v1 import spades_pb2 as pb
 from spades_server.gen.spades.v1 import spades_pb2_grpc
 
+from cpu_usage import Meter, Usage
 from spades_engine import Match, preset
 from spades_engine.actions import bid as make_bid
 from spades_engine.actions import play as make_play
@@ -97,14 +98,6 @@ class Server:
                 return int(line.split()[1])
         raise RuntimeError("no VmRSS in /proc/<pid>/status")
 
-    def cpu_seconds(self) -> float:
-        """CPU time of the whole server process (every thread)."""
-        return _proc_cpu(f"/proc/{self.pid}/stat")
-
-    def main_thread_cpu_seconds(self) -> float:
-        """CPU time of the thread running the event loop (and every handler)."""
-        return _proc_cpu(f"/proc/{self.pid}/task/{self.pid}/stat")
-
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()
@@ -113,20 +106,6 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-
-
-def _proc_cpu(stat_path: str) -> float:
-    # utime and stime are fields 14 and 15; the name (field 2) may hold spaces.
-    fields = Path(stat_path).read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def machine_busy_seconds() -> float:
-    """CPU time used on the whole machine (all cores, every process) since boot."""
-    first = Path("/proc/stat").read_text().splitlines()[0].split()
-    ticks = [int(x) for x in first[1:]]
-    idle = ticks[3] + ticks[4]  # idle + iowait
-    return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 def start_server(store: str, workdir: Path, extra: list[str], profile: str | None) -> Server:
@@ -533,28 +512,6 @@ async def _client(conn: Connection, address: str, cfg: dict[str, Any]) -> None:
 # -- load mode ----------------------------------------------------------------------------
 
 
-@dataclass
-class Usage:
-    """CPU seconds and wall-clock seconds accumulated over the phases of one kind."""
-
-    wall: float = 0.0
-    server: float = 0.0
-    server_main_thread: float = 0.0
-    clients: float = 0.0
-    machine: float = 0.0
-
-    def percent(self) -> dict[str, float]:
-        """Per cent of one core, by consumer."""
-        w = self.wall or 1.0
-        other = max(0.0, self.machine - self.server - self.clients)
-        return {
-            "server": 100 * self.server / w,
-            "server_main_thread": 100 * self.server_main_thread / w,
-            "clients": 100 * self.clients / w,
-            "other_processes": 100 * other / w,
-        }
-
-
 def run_load(args: argparse.Namespace, server: Server) -> dict[str, Any]:
     ctx = multiprocessing.get_context("spawn")
     shares = [n for n in split(args.matches, args.clients) if n]
@@ -578,18 +535,15 @@ def run_load(args: argparse.Namespace, server: Server) -> dict[str, Any]:
             raise SystemExit("a client process failed during set-up")
     setup_seconds = time.perf_counter() - setup0
 
+    meter = Meter(server.pid, [p.pid for p in procs if p.pid is not None])
+
     def phase(orders: list[tuple[Any, ...]], usage: Usage) -> list[Any]:
-        cpu0, main0 = server.cpu_seconds(), server.main_thread_cpu_seconds()
-        clients0 = sum(_proc_cpu(f"/proc/{p.pid}/stat") for p in procs)
-        busy0, t0 = machine_busy_seconds(), time.perf_counter()
+        meter.start()
+        t0 = time.perf_counter()
         for conn, order in zip(pipes, orders, strict=True):
             conn.send(order)
         answers = [conn.recv() for conn in pipes]
-        usage.wall += time.perf_counter() - t0
-        usage.server += server.cpu_seconds() - cpu0
-        usage.server_main_thread += server.main_thread_cpu_seconds() - main0
-        usage.clients += sum(_proc_cpu(f"/proc/{p.pid}/stat") for p in procs) - clients0
-        usage.machine += machine_busy_seconds() - busy0
+        meter.stop(usage, time.perf_counter() - t0)
         return answers
 
     rounds = args.rounds
@@ -728,7 +682,7 @@ def print_load(r: dict[str, Any], args: argparse.Namespace) -> None:
         u = r[key]
         print(
             f"CPU (% of one core), {label + ' phases:':<15} server {u['server']:.0f} "
-            f"(event-loop thread {u['server_main_thread']:.0f}), "
+            f"(event-loop thread {u['server_event_loop_thread']:.0f}), "
             f"clients {u['clients']:.0f}, other processes {u['other_processes']:.0f}"
         )
     disturbed = max(r[k]["other_processes"] for k in ("cpu_percent_actions", "cpu_percent_ping"))

@@ -1,0 +1,73 @@
+"""CPU accounting shared by the benchmarks that run a server and its clients as
+separate processes: CPU seconds from /proc, summed per kind of phase."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def cpu_seconds(pid: int, tid: int | None = None) -> float:
+    """CPU seconds (utime + stime) of a process, or of one of its threads."""
+    path = f"/proc/{pid}/task/{tid}/stat" if tid else f"/proc/{pid}/stat"
+    # utime and stime are fields 14 and 15; the name (field 2) may hold spaces.
+    fields = Path(path).read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy_seconds() -> float:
+    """CPU time used on the whole machine (all cores, every process) since boot."""
+    first = Path("/proc/stat").read_text().splitlines()[0].split()
+    ticks = [int(x) for x in first[1:]]
+    idle = ticks[3] + ticks[4]  # idle + iowait
+    return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Usage:
+    """Wall-clock and CPU seconds accumulated over the phases of one kind."""
+
+    wall: float = 0.0
+    server: float = 0.0
+    server_loop: float = 0.0  # the server's main thread, which runs its event loop
+    clients: float = 0.0
+    machine: float = 0.0
+
+    def percent(self) -> dict[str, float]:
+        """Per cent of one core, by consumer."""
+        w = self.wall or 1.0
+        other = max(0.0, self.machine - self.server - self.clients)
+        return {
+            "server": 100 * self.server / w,
+            "server_event_loop_thread": 100 * self.server_loop / w,
+            "clients": 100 * self.clients / w,
+            "other_processes": 100 * other / w,
+        }
+
+
+class Meter:
+    """Measures one phase: CPU of the server (and its main thread), of the
+    clients and of the machine, from ``start()`` to ``stop(usage)``."""
+
+    def __init__(self, server_pid: int, client_pids: list[int]) -> None:
+        self.server_pid = server_pid
+        self.client_pids = client_pids
+        self._marks: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
+
+    def _read(self) -> tuple[float, float, float, float]:
+        pid = self.server_pid
+        clients = sum(cpu_seconds(p) for p in self.client_pids)
+        return cpu_seconds(pid), cpu_seconds(pid, pid), clients, machine_busy_seconds()
+
+    def start(self) -> None:
+        self._marks = self._read()
+
+    def stop(self, usage: Usage, wall: float) -> None:
+        now = self._read()
+        server, loop, clients, machine = (b - a for a, b in zip(self._marks, now, strict=True))
+        usage.wall += wall
+        usage.server += server
+        usage.server_loop += loop
+        usage.clients += clients
+        usage.machine += machine
