@@ -71,3 +71,17 @@ class Meter:
         usage.server_loop += loop
         usage.clients += clients
         usage.machine += machine
+
+
+def print_caveats(percents: list[dict[str, float]], errors: list[str]) -> None:
+    """Warn when other processes disturbed the measurement, and list client errors."""
+    disturbed = max(u["other_processes"] for u in percents)
+    if disturbed > 10:
+        print(
+            f"WARNING: other processes used up to {disturbed:.0f} % of a core during the "
+            "measurement; on a shared machine, run again when it is quiet"
+        )
+    if errors:
+        print(f"ERRORS ({len(errors)}):")
+        for e in errors[:10]:
+            print(f"  {e}")

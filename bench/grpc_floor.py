@@ -51,7 +51,7 @@ from typing import Any
 
 import grpc
 
-from cpu_usage import Meter, Usage
+from cpu_usage import Meter, Usage, print_caveats
 
 SERVICE = "floor.Floor"
 PAYLOAD = b"x" * 60  # about the size of one serialized event of the service
@@ -444,16 +444,7 @@ def print_result(r: dict[str, Any]) -> None:
         f"calls in {r['ping_seconds']:g} s over {r['rounds']} alternating round(s); "
         f"bench/server.py targets actions/s >= {100 * TARGET_RATIO:g} % of Ping calls/s"
     )
-    disturbed = max(r[k]["other_processes"] for k in ("cpu_percent_acts", "cpu_percent_ping"))
-    if disturbed > 10:
-        print(
-            f"WARNING: other processes used up to {disturbed:.0f} % of a core during the "
-            "measurement; on a shared machine, run again when it is quiet"
-        )
-    if r["errors"]:
-        print(f"ERRORS ({len(r['errors'])}):")
-        for e in r["errors"][:10]:
-            print(f"  {e}")
+    print_caveats([r[k] for k in ("cpu_percent_acts", "cpu_percent_ping")], r["errors"])
 
 
 # -- main ----------------------------------------------------------------------------------

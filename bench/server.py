@@ -60,7 +60,7 @@ from spades_server import convert
 from spades_server.gen.spades.v1 import spades_pb2 as pb
 from spades_server.gen.spades.v1 import spades_pb2_grpc
 
-from cpu_usage import Meter, Usage
+from cpu_usage import Meter, Usage, print_caveats
 from spades_engine import Match, preset
 from spades_engine.actions import bid as make_bid
 from spades_engine.actions import play as make_play
@@ -685,16 +685,7 @@ def print_load(r: dict[str, Any], args: argparse.Namespace) -> None:
             f"(event-loop thread {u['server_event_loop_thread']:.0f}), "
             f"clients {u['clients']:.0f}, other processes {u['other_processes']:.0f}"
         )
-    disturbed = max(r[k]["other_processes"] for k in ("cpu_percent_actions", "cpu_percent_ping"))
-    if disturbed > 10:
-        print(
-            f"WARNING: other processes used up to {disturbed:.0f} % of a core during the "
-            "measurement; on a shared machine, run again when it is quiet"
-        )
-    if r["errors"]:
-        print(f"ERRORS ({len(r['errors'])}):")
-        for e in r["errors"][:10]:
-            print(f"  {e}")
+    print_caveats([r[k] for k in ("cpu_percent_actions", "cpu_percent_ping")], r["errors"])
 
 
 # -- idle mode ------------------------------------------------------------------------------
