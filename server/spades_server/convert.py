@@ -17,7 +17,7 @@ Audiences are stored as keys (``"everyone"``, ``"seat:N"``, ``"team:N"``);
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, get_args
 
 from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 
@@ -150,18 +150,7 @@ _ScalarOption = Literal[
     "players",
     "thirteen_bid",
 ]
-_SCALAR_OPTIONS: tuple[_ScalarOption, ...] = (
-    "target_score",
-    "mercy_score",
-    "blind_nil",
-    "blind_nil_deficit",
-    "blind_nil_exchange",
-    "nil_allowed",
-    "partnerships",
-    "jokers",
-    "players",
-    "thirteen_bid",
-)
+_SCALAR_OPTIONS: tuple[_ScalarOption, ...] = get_args(_ScalarOption)
 
 
 def ruleset_from_pb(msg: pb.Ruleset) -> Ruleset:
