@@ -73,6 +73,7 @@ TARGET_P99_MS = 25.0
 TARGET_RATIO = 0.50
 TARGET_IDLE_KIB = 50.0
 RAMP_S = 1.0  # unmeasured start of every phase after the first
+RESULT_TIMEOUT_S = 30.0  # no action's result on a Play call may hang the benchmark
 # Every action of the classic preset is public (no blind nil, no exchange).
 RULES = preset("classic")
 RULESET_PB = pb.Ruleset(preset="classic")
@@ -167,6 +168,7 @@ class Control:
     """What the parent asks of one client process's tables, and what they measured."""
 
     think_s: float
+    via: str  # "play": one Play call per seat; "unary": StreamEvents + SubmitAction
     start: float = float("inf")  # the measured span of the current action phase
     end: float = float("inf")
     stopping: bool = False
@@ -219,12 +221,16 @@ class Table:
         self.setup_seq = claimed.view.as_of_seq  # the last claim's event
         # first seq of an action -> [response time, send time, streams seen, last seen]
         self.tracked: dict[int, list[Any]] = {}
-        self.calls = [
-            self.stub.StreamEvents(
-                pb.StreamEventsRequest(match_id=self.match_id, after_seq=0), metadata=md
-            )
-            for md in self.metadata
-        ]
+        self.calls: list[Any] = []
+        for md in self.metadata:
+            if self.control.via == "play":
+                call: Any = self.stub.Play(metadata=md)
+                await call.write(pb.PlayRequest(open=pb.PlayOpen(match_id=self.match_id)))
+            else:
+                call = self.stub.StreamEvents(
+                    pb.StreamEventsRequest(match_id=self.match_id, after_seq=0), metadata=md
+                )
+            self.calls.append(call)
         for call in self.calls:
             await call.wait_for_connection()
         self.control.matches_started += 1
@@ -293,6 +299,10 @@ class SeatClient:
         if self.replica.to_act == seat:
             self.turn_at = table.setup_seq
         self.task: asyncio.Task[None] | None = None  # the loop keeps only weak references
+        # On a Play call: the results the seat waits for, by action id. A seat
+        # may have two: the events of its action can show that it acts next
+        # before the action's result has come (the result may follow them).
+        self.waiting: dict[str, asyncio.Future[pb.ActionResult]] = {}
 
     def _visible(self, audience: Any) -> bool:
         kind = audience.kind
@@ -306,8 +316,11 @@ class SeatClient:
         replica = self.replica
         seat = self.seat
         clock = time.perf_counter
+        ended = False
         try:
             async for item in self.call:
+                if table.control.via == "play" and item.results:
+                    self._on_results(item.results)
                 for ev in item.events:
                     seq = ev.seq
                     kind = ev.WhichOneof("kind")
@@ -325,10 +338,13 @@ class SeatClient:
                             last = max(i for i, e in enumerate(caused) if self._visible(e.audience))
                             self.turn_at = seq + last
                     elif kind == "match_ended":
-                        return True
+                        ended = True
                     if self.turn_at is not None and seq >= self.turn_at:
                         self.turn_at = None
                         self.task = asyncio.create_task(self.act(seq))
+                # On a Play call the last action's result may follow the match's end.
+                if ended and not self.waiting:
+                    return True
         except asyncio.CancelledError:
             return False
         except grpc.aio.AioRpcError as e:
@@ -336,6 +352,12 @@ class SeatClient:
                 table.control.errors.append(f"stream of seat {seat}: {e.code().name} {e.details()}")
             return False
         return False
+
+    def _on_results(self, results: Any) -> None:
+        for r in results:
+            fut = self.waiting.pop(r.action_id, None)
+            if fut is not None and not fut.done():
+                fut.set_result(r)
 
     async def act(self, seen_seq: int) -> None:
         table = self.table
@@ -370,10 +392,11 @@ class SeatClient:
             expected_seq=seen_seq,
         )
         sent = time.perf_counter()
-        try:
-            response = await table.stub.SubmitAction(request, metadata=self.md)
-        except grpc.aio.AioRpcError as e:
-            table.control.errors.append(f"SubmitAction: {e.code().name} {e.details()}")
+        if table.control.via == "play":
+            first = await self._on_play(request)
+        else:
+            first = await self._on_unary(request)
+        if first is None:
             table.cancel_streams()
             return
         now = time.perf_counter()
@@ -381,7 +404,34 @@ class SeatClient:
         if c.measuring(now):
             c.actions += 1
             c.submit.append(now - sent)
-        table.on_response(response.events[0].seq, sent, now)
+        table.on_response(first, sent, now)
+
+    async def _on_unary(self, request: pb.SubmitActionRequest) -> int | None:
+        """SubmitAction; the first event's sequence number, or None on an error."""
+        try:
+            response = await self.table.stub.SubmitAction(request, metadata=self.md)
+        except grpc.aio.AioRpcError as e:
+            self.table.control.errors.append(f"SubmitAction: {e.code().name} {e.details()}")
+            return None
+        return int(response.events[0].seq)
+
+    async def _on_play(self, request: pb.SubmitActionRequest) -> int | None:
+        """The same action sent on the seat's Play call; its result's first
+        sequence number, or None on an error."""
+        action = pb.PlayAction(
+            action_id=request.action_id, action=request.action, expected_seq=request.expected_seq
+        )
+        waiting = self.waiting[request.action_id] = asyncio.get_running_loop().create_future()
+        try:
+            await self.call.write(pb.PlayRequest(action=action))
+            result = await asyncio.wait_for(waiting, RESULT_TIMEOUT_S)
+        except (grpc.aio.AioRpcError, TimeoutError) as e:
+            self.table.control.errors.append(f"Play action: {e!r}"[:200])
+            return None
+        if result.HasField("error"):
+            self.table.control.errors.append(f"Play action refused: {result.error.message}")
+            return None
+        return int(result.first_seq)
 
 
 async def run_table(table: Table) -> None:
@@ -441,7 +491,7 @@ async def _client(conn: Connection, address: str, cfg: dict[str, Any]) -> None:
     channels = [_channel(address) for _ in range(cfg["channels"])]
     stubs = [spades_pb2_grpc.SpadesServiceStub(c) for c in channels]
     shares = split(cfg["matches"], len(stubs))
-    control = Control(think_s=cfg["think_ms"] / 1000.0)
+    control = Control(think_s=cfg["think_ms"] / 1000.0, via=cfg["via"])
     rng = random.Random(cfg["seed"])
     tables = [
         Table(stub, control, random.Random(rng.getrandbits(64)))
@@ -523,6 +573,7 @@ def run_load(args: argparse.Namespace, server: Server) -> dict[str, Any]:
             "channels": min(args.channels, n),
             "seed": args.seed * 1000 + i,
             "think_ms": args.think_ms,
+            "via": args.via,
         }
         parent, child = ctx.Pipe()
         p = ctx.Process(target=client_process, args=(child, server.address, cfg), daemon=True)
@@ -580,6 +631,7 @@ def run_load(args: argparse.Namespace, server: Server) -> dict[str, Any]:
         "matches": args.matches,
         "streams": 4 * args.matches,
         "think_ms": args.think_ms,
+        "via": args.via,
         "client_processes": len(pipes),
         "rounds": rounds,
         "setup_seconds": setup_seconds,
@@ -630,6 +682,8 @@ def print_load(r: dict[str, Any], args: argparse.Namespace) -> None:
     p99_ok = _ok(r["submit_ms_p99"] < TARGET_P99_MS) if embedded else ""
     ratio_target = f">= {100 * TARGET_RATIO:g} %" if not paced else "(unpaced only)"
     ratio_ok = _ok(r["ratio"] >= TARGET_RATIO) if not paced else ""
+    act = "Play action" if r["via"] == "play" else "SubmitAction"
+    answer = "result" if r["via"] == "play" else "response"
     print_table(
         [
             (
@@ -638,11 +692,11 @@ def print_load(r: dict[str, Any], args: argparse.Namespace) -> None:
                 f">= {TARGET_MATCHES}",
                 _ok(r["matches"] >= TARGET_MATCHES),
             ),
-            ("SubmitAction accepted, actions/s", f"{r['actions_per_second']:,.0f}", "", ""),
-            ("SubmitAction latency p50", f"{r['submit_ms_p50']:.2f} ms", "", ""),
-            ("SubmitAction latency p99", f"{r['submit_ms_p99']:.2f} ms", p99_target, p99_ok),
-            ("response -> on all 4 streams p50", f"{r['fanout_ms_p50']:.2f} ms", "", ""),
-            ("response -> on all 4 streams p99", f"{r['fanout_ms_p99']:.2f} ms", "", ""),
+            (f"{act} accepted, actions/s", f"{r['actions_per_second']:,.0f}", "", ""),
+            (f"{act} latency p50", f"{r['submit_ms_p50']:.2f} ms", "", ""),
+            (f"{act} latency p99", f"{r['submit_ms_p99']:.2f} ms", p99_target, p99_ok),
+            (f"{answer} -> on all 4 streams p50", f"{r['fanout_ms_p50']:.2f} ms", "", ""),
+            (f"{answer} -> on all 4 streams p99", f"{r['fanout_ms_p99']:.2f} ms", "", ""),
             (
                 "request sent -> on all 4 streams p50",
                 f"{r['submit_to_all_streams_ms_p50']:.2f} ms",
@@ -796,6 +850,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     ap.add_argument(
         "--store", choices=("sqlite", "memory"), default="sqlite", help="server store (sqlite)"
+    )
+    ap.add_argument(
+        "--via",
+        choices=("play", "unary"),
+        default="play",
+        help="how seats act: 'play', one Play call per seat carrying its actions and events "
+        "(default); 'unary', SubmitAction calls beside a StreamEvents stream",
     )
     ap.add_argument(
         "--clients", type=int, default=1, help="client processes sharing the matches (1)"

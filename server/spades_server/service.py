@@ -11,7 +11,7 @@ import functools
 import itertools
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
@@ -27,7 +27,7 @@ from spades_engine import (
     replay_snapshot,
 )
 
-from . import auth, convert
+from . import auth, convert, play
 from .errors import ServiceError, invalid
 from .gen.spades.v1 import spades_pb2 as pb
 from .matches import Registry, SeatSpec
@@ -285,11 +285,14 @@ class SpadesService:
         async with session.lock:
             return pb.GetViewResponse(view=session.view(seat))
 
-    @_unary
-    async def SubmitAction(
-        self, request: pb.SubmitActionRequest, context: grpc.aio.ServicerContext[Any, Any]
-    ) -> pb.SubmitActionResponse:
-        session, seat = await self._seat(context, request.match_id)
+    async def _act(
+        self,
+        session: Session,
+        seat: int,
+        request: pb.SubmitActionRequest | pb.PlayAction,
+    ) -> tuple[int, int]:
+        """Check and apply an action (SubmitAction's or a Play call's); returns the
+        sequence numbers of the first and last events it caused."""
         if not 0 < len(request.action_id) <= MAX_ACTION_ID:
             raise invalid(
                 "BAD_ACTION_ID", f"action_id must be 1 to {MAX_ACTION_ID} characters", "action_id"
@@ -297,8 +300,17 @@ class SpadesService:
         action = convert.action_from_pb(request.action)
         session.check_rate(seat)
         expected = request.expected_seq if request.HasField("expected_seq") else None
-        events, last = await session.submit(seat, request.action_id, action, expected)
-        return pb.SubmitActionResponse(events=events, last_seq=last)
+        return await session.submit(seat, request.action_id, action, expected)
+
+    @_unary
+    async def SubmitAction(
+        self, request: pb.SubmitActionRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.SubmitActionResponse:
+        session, seat = await self._seat(context, request.match_id)
+        first, last = await self._act(session, seat, request)
+        return pb.SubmitActionResponse(
+            events=session.visible_range(seat, first, last), last_seq=last
+        )
 
     @_unary
     async def SendChat(
@@ -320,6 +332,40 @@ class SpadesService:
         await session.pump(seat, request.after_seq, context.write, first_sent)
 
     @_streaming
+    async def Play(
+        self,
+        requests: AsyncIterator[pb.PlayRequest],
+        context: grpc.aio.ServicerContext[Any, Any],
+        first_sent: Callable[[], None],
+    ) -> None:
+        opened = await play.first_request(requests)
+        if opened is None:
+            return  # the client closed the call before opening it
+        session, seat = await self._seat(context, opened.match_id)
+
+        async def act(request: pb.PlayAction) -> tuple[bytes, int]:
+            t0 = time.perf_counter()
+            try:
+                first, last = await self._act(session, seat, request)
+                _PLAY_ACTION_OK.inc()
+                return play.accepted(request.action_id, first, last), last
+            except Exception as exc:
+                err = await _refuse(context, _PLAY_ACTION, exc)
+                RPCS.labels(_PLAY_ACTION, err.code.name).inc()
+                return play.refused(request.action_id, err.to_status()), 0
+            finally:
+                _PLAY_ACTION_LATENCY.observe(time.perf_counter() - t0)
+
+        outbox = play.Outbox()
+        reader = play.Reader(requests, act, outbox)
+        reader.start()
+        try:
+            # Each write is a serialized PlayResponse (see add_to_server).
+            await session.pump(seat, opened.after_seq, context.write, first_sent, outbox)
+        finally:
+            reader.stop()
+
+    @_streaming
     async def Spectate(
         self,
         request: pb.SpectateRequest,
@@ -338,6 +384,12 @@ class SpadesService:
         return pb.PingResponse()
 
 
+# Actions on Play calls are counted and timed as if each were an RPC of this name.
+_PLAY_ACTION = "Play.action"
+_PLAY_ACTION_OK = RPCS.labels(_PLAY_ACTION, "OK")
+_PLAY_ACTION_LATENCY = RPC_LATENCY.labels(_PLAY_ACTION)
+
+
 def _serialized(message: Any) -> bytes:
     return message if isinstance(message, bytes) else bytes(message.SerializeToString())
 
@@ -353,9 +405,13 @@ def add_to_server(servicer: SpadesService, server: grpc.aio.Server) -> None:
         fn = getattr(servicer, method.name)
         request = getattr(pb, method.input_type.name)
         response = getattr(pb, method.output_type.name)
-        if method.client_streaming:
-            raise TypeError(f"{method.full_name}: client streaming is not served")
-        if method.server_streaming:
+        if method.client_streaming and method.server_streaming:
+            handlers[method.name] = grpc.stream_stream_rpc_method_handler(
+                fn, request_deserializer=request.FromString, response_serializer=_serialized
+            )
+        elif method.client_streaming:
+            raise TypeError(f"{method.full_name}: client streaming alone is not served")
+        elif method.server_streaming:
             handlers[method.name] = grpc.unary_stream_rpc_method_handler(
                 fn, request_deserializer=request.FromString, response_serializer=_serialized
             )

@@ -14,7 +14,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spades_engine import Action, IllegalAction, Match, Phase, parse_action
 from spades_engine.bots import BOTS
@@ -25,6 +25,9 @@ from .errors import ServiceError, exhausted, invalid, precondition, unavailable
 from .gen.spades.v1 import spades_pb2 as pb
 from .metrics import ACTIONS, BOT_THINK, REJECTIONS, STORE_LATENCY
 from .store import LoadedMatch, Store, StoredAction, StoredEvent, StoreError
+
+if TYPE_CHECKING:
+    from .play import Outbox
 
 CONTROL_OPEN = pb.SEAT_CONTROL_OPEN
 CONTROL_HUMAN = pb.SEAT_CONTROL_HUMAN
@@ -105,7 +108,7 @@ class Session:
         self.streams = 0
         self.closing = False
         self.broken = False
-        self._changed = asyncio.Event()
+        self._waiters: list[asyncio.Future[None]] = []  # streams waiting for a change
         self._buckets: dict[int, _Bucket] = {}
         self._chat: dict[int, list[float]] = {}
         self._bot_task: asyncio.Task[None] | None = None
@@ -148,8 +151,19 @@ class Session:
             for seat in seats:
                 if mask >> seat & 1:
                     self.last_visible[seat] = e.seq
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
+        self.wake_streams()
+
+    def waiter(self) -> asyncio.Future[None]:
+        """A future resolved at the next change to the log (or on close)."""
+        fut = asyncio.get_running_loop().create_future()
+        self._waiters.append(fut)
+        return fut
+
+    def wake_streams(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for fut in waiters:
+            if not fut.done():  # a stream cancelled while waiting has cancelled its future
+                fut.set_result(None)
 
     def _engine_payloads(self, events: list[Any]) -> list[tuple[str, pb.MatchEvent]]:
         return [(convert.audience_key(e.audience), convert.event_to_pb(e, 0, 0)) for e in events]
@@ -191,13 +205,14 @@ class Session:
 
     async def submit(
         self, seat: int, action_id: str, action: Action, expected_seq: int | None
-    ) -> tuple[list[pb.MatchEvent], int]:
-        """Apply a human's action; returns the events it caused as the seat sees them."""
+    ) -> tuple[int, int]:
+        """Apply a human's action; returns the sequence numbers of the first and
+        last events it caused (those of the first time, for a retry)."""
         async with self.lock:
             self._check_usable()
             done = self.results.get((seat, action_id))
             if done is not None:
-                return self._visible_range(seat, *done), done[1]
+                return done
             if expected_seq is not None and self.last_visible[seat] > expected_seq:
                 REJECTIONS.labels("STALE_SEQUENCE").inc()
                 raise precondition(
@@ -206,8 +221,7 @@ class Session:
                     f"its latest is {self.last_visible[seat]}",
                     current_seq=str(self.last_visible[seat]),
                 )
-            first, last = await self._apply_locked(seat, action, action_id, by="human")
-            return self._visible_range(seat, first, last), last
+            return await self._apply_locked(seat, action, action_id, by="human")
 
     def _check_usable(self) -> None:
         if self.closing:
@@ -215,7 +229,8 @@ class Session:
         if self.broken:
             raise unavailable("MATCH_RELOADING", "the match is being reloaded; retry")
 
-    def _visible_range(self, seat: int, first: int, last: int) -> list[pb.MatchEvent]:
+    def visible_range(self, seat: int, first: int, last: int) -> list[pb.MatchEvent]:
+        """The events ``first`` to ``last`` that ``seat`` may see."""
         bit = convert.viewer_bit(seat)
         masks, framed = self.masks, self.framed
         data = b"".join(framed[i] for i in range(first - 1, last) if masks[i] & bit)
@@ -431,16 +446,18 @@ class Session:
         after_seq: int,
         send: Callable[[bytes], Awaitable[None]],
         first_sent: Callable[[], None] | None = None,
+        outbox: Outbox | None = None,
     ) -> None:
         """Send the visible events after ``after_seq``, then live ones, until the
         server closes (UNAVAILABLE, with the sequence to resume from).
 
         Each ``send`` gets one serialized stream response: a batch of up to
         ``STREAM_BATCH`` events, everything visible that is new when the
-        previous send has finished; ``first_sent`` is called after the first.
-        A plain coroutine rather than an async
-        generator: every generator layer costs a few microseconds per message
-        on the fan-out path."""
+        previous send has finished, followed on a Play call by the results in
+        ``outbox`` whose events it has sent; ``first_sent`` is called after the
+        first. A plain coroutine rather than an async generator: every
+        generator layer costs a few microseconds per message on the fan-out
+        path."""
         if self.streams >= self.limits.streams_per_match:
             raise exhausted(
                 "TOO_MANY_STREAMS", f"at most {self.limits.streams_per_match} streams per match"
@@ -456,6 +473,10 @@ class Session:
                     if masks[pos] & bit:
                         batch.append(framed[pos])
                     pos += 1
+                if outbox is not None:
+                    results = outbox.take(pos)
+                    if results:
+                        batch.append(results)
                 if batch:
                     await send(b"".join(batch))
                     if first_sent is not None:
@@ -467,7 +488,10 @@ class Session:
                         "STREAM_INTERRUPTED",
                         f"stream ended at sequence {pos}; reconnect with after_seq={pos}",
                     )
-                await self._changed.wait()
+                woken = self.waiter()
+                if outbox is not None:
+                    outbox.wake = woken
+                await woken
         finally:
             self.streams -= 1
 
@@ -477,7 +501,7 @@ class Session:
         self._cancel_timer()
         if self._bot_task is not None:
             self._bot_task.cancel()
-        self._changed.set()
+        self.wake_streams()
 
     # -- restoring -------------------------------------------------------------------
     @classmethod

@@ -31,7 +31,7 @@ from typing import Any
 
 import grpc
 import pytest
-from google.rpc import error_details_pb2
+from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 from spades_server.gen.spades.v1 import spades_pb2 as pb
 from spades_server.gen.spades.v1 import spades_pb2_grpc
@@ -269,9 +269,25 @@ def failure_of(err: grpc.RpcError) -> Failure:
     assert isinstance(err, grpc.Call), err
     out = Failure(err.code(), err.details() or "")
     status = rpc_status.from_call(err)
-    if status is None:
-        return out
-    for detail in status.details:
+    if status is not None:
+        _add_details(out, status.details)
+    return out
+
+
+def refusal_of(result: pb.ActionResult) -> Failure:
+    """The refusal an action result of a Play call carries (as google.rpc.Status)."""
+    assert result.HasField("error"), f"action {result.action_id} was accepted"
+    status = status_pb2.Status.FromString(result.error.SerializeToString())
+    out = Failure(grpc.StatusCode(_CODES[status.code]), status.message)
+    _add_details(out, status.details)
+    return out
+
+
+_CODES = {c.value[0]: c.value for c in grpc.StatusCode}
+
+
+def _add_details(out: Failure, details: Iterable[Any]) -> None:
+    for detail in details:
         if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
             info = error_details_pb2.ErrorInfo()
             detail.Unpack(info)
@@ -281,7 +297,6 @@ def failure_of(err: grpc.RpcError) -> Failure:
             bad = error_details_pb2.BadRequest()
             detail.Unpack(bad)
             out.fields = [v.field for v in bad.field_violations]
-    return out
 
 
 def expect_failure(code: grpc.StatusCode, fn: Callable[..., Any], *args: Any, **kw: Any) -> Failure:
@@ -609,6 +624,88 @@ class StreamReader:
     def cancel(self) -> None:
         self.call.cancel()
         self._thread.join(10)
+
+
+class PlayCall(StreamReader):
+    """A Play call for one seat: ``act`` sends actions; a thread reads the events
+    (into ``events``, checked as StreamReader checks them) and the results."""
+
+    def __init__(
+        self,
+        stub: spades_pb2_grpc.SpadesServiceStub,
+        table: Table,
+        seat: int,
+        *,
+        after_seq: int = 0,
+        first: pb.PlayRequest | None = None,
+        stop: Callable[[pb.MatchEvent], bool] | None = None,
+    ) -> None:
+        self.outgoing: queue.Queue[pb.PlayRequest | None] = queue.Queue()
+        self.results: list[pb.ActionResult] = []
+        # The last event seq received when each result arrived.
+        self.seen_at_result: list[int] = []
+        opening = pb.PlayRequest(open=pb.PlayOpen(match_id=table.match_id, after_seq=after_seq))
+        self.outgoing.put(first or opening)
+        call = stub.Play(
+            iter(self.outgoing.get, None),
+            metadata=seat_md(table.tokens[seat]),
+            timeout=STREAM_TIMEOUT,
+        )
+        super().__init__(call, stop=stop)
+
+    def _run(self) -> None:
+        try:
+            for resp in self.call:
+                if not resp.events and not resp.results:
+                    self.fault = "a Play response carried neither events nor results"
+                    break
+                stop = bool(resp.events) and self._take(resp.events)
+                with self._cond:
+                    for r in resp.results:
+                        self.results.append(r)
+                        self.seen_at_result.append(self.events[-1].seq if self.events else 0)
+                    self._cond.notify_all()
+                if stop:
+                    break
+        except grpc.RpcError as err:
+            self.error = err
+        finally:
+            self.call.cancel()
+            with self._cond:
+                self._cond.notify_all()
+
+    def act(
+        self, action: pb.Action, *, action_id: str | None = None, expected_seq: int | None = None
+    ) -> str:
+        """Send an action (not waiting for its result); returns its action id."""
+        sent = pb.PlayAction(
+            action_id=new_action_id() if action_id is None else action_id, action=action
+        )
+        if expected_seq is not None:
+            sent.expected_seq = expected_seq
+        self.outgoing.put(pb.PlayRequest(action=sent))
+        return sent.action_id
+
+    def send(self, request: pb.PlayRequest) -> None:
+        self.outgoing.put(request)
+
+    def result(self, action_id: str, timeout: float = 15.0) -> pb.ActionResult:
+        """The result of the action ``action_id`` (the first, if it was sent twice)."""
+
+        def arrived(_: list[pb.MatchEvent]) -> bool:
+            return any(r.action_id == action_id for r in self.results)
+
+        self.wait_for(arrived, f"the result of {action_id}", timeout)
+        with self._cond:
+            return next(r for r in self.results if r.action_id == action_id)
+
+    def close_sending(self) -> None:
+        """Half-close: no more actions; events keep coming."""
+        self.outgoing.put(None)
+
+    def cancel(self) -> None:
+        self.outgoing.put(None)
+        super().cancel()
 
 
 def read_until(call: Any, last_seq: int, timeout: float = 15.0) -> list[pb.MatchEvent]:
