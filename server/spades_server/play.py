@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import grpc
 from google.rpc import status_pb2
@@ -22,6 +23,10 @@ from .errors import ServiceError, invalid
 from .gen.spades.v1 import spades_pb2 as pb
 
 OPEN_TIMEOUT_S = 10.0  # a call that sends no `open` in this time is ended
+
+# The call's ``context.read``: the next request, or EOF once the client is done
+# sending. Cheaper than the request iterator, an async generator around it.
+Read = Callable[[], Awaitable[Any]]
 
 # Applies one action and answers (the result's bytes, the last sequence number
 # its events need to have been sent through before it may go: 0 if none).
@@ -42,16 +47,17 @@ def refused(action_id: str, status: status_pb2.Status) -> bytes:
     return pb.PlayResponse(results=[result]).SerializeToString()
 
 
-async def first_request(requests: AsyncIterator[pb.PlayRequest]) -> pb.PlayOpen | None:
+async def first_request(read: Read) -> pb.PlayOpen | None:
     """The call's ``open`` message; None if the client closed without one."""
     try:
-        first = await asyncio.wait_for(anext(requests), OPEN_TIMEOUT_S)
-    except StopAsyncIteration:
-        return None
+        first = await asyncio.wait_for(read(), OPEN_TIMEOUT_S)
     except TimeoutError:
         raise invalid(
             "OPEN_EXPECTED", f"a Play call starts with `open` within {OPEN_TIMEOUT_S:g} s", "open"
         ) from None
+    if first is grpc.aio.EOF:
+        return None
+    assert isinstance(first, pb.PlayRequest)  # what the method's deserializer makes
     if first.WhichOneof("kind") != "open":
         raise invalid("OPEN_EXPECTED", "the first message of a Play call is `open`", "open")
     return first.open
@@ -94,8 +100,8 @@ class Outbox:
 class Reader:
     """Reads a call's actions after its ``open`` and applies them one by one."""
 
-    def __init__(self, requests: AsyncIterator[pb.PlayRequest], act: Act, outbox: Outbox) -> None:
-        self.requests = requests
+    def __init__(self, read: Read, act: Act, outbox: Outbox) -> None:
+        self.read = read
         self.act = act
         self.outbox = outbox
         self.acting = False
@@ -111,7 +117,8 @@ class Reader:
             await self._read()
 
     async def _read(self) -> None:
-        async for request in self.requests:
+        read = self.read
+        while (request := await read()) is not grpc.aio.EOF:
             if request.WhichOneof("kind") != "action":
                 self.outbox.fail(
                     invalid("ACTION_EXPECTED", "after `open`, a Play call sends actions", "action")

@@ -338,7 +338,8 @@ class SpadesService:
         context: grpc.aio.ServicerContext[Any, Any],
         first_sent: Callable[[], None],
     ) -> None:
-        opened = await play.first_request(requests)
+        # Requests are read with context.read; `requests` is left untouched.
+        opened = await play.first_request(context.read)
         if opened is None:
             return  # the client closed the call before opening it
         session, seat = await self._seat(context, opened.match_id)
@@ -357,7 +358,7 @@ class SpadesService:
                 _PLAY_ACTION_LATENCY.observe(time.perf_counter() - t0)
 
         outbox = play.Outbox()
-        reader = play.Reader(requests, act, outbox)
+        reader = play.Reader(context.read, act, outbox)
         reader.start()
         try:
             # Each write is a serialized PlayResponse (see add_to_server).
