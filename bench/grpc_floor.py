@@ -12,6 +12,14 @@ serves three methods:
   to its subscribers).
 * ``Stream``: server streaming; the request names a match, and the handler (a
   coroutine) ``await context.write(...)``-s every payload its queue gets.
+* ``Play``: bidirectional, as the service's Play call: the first message names
+  the match and subscribes the call like ``Stream``; every later message is an
+  act (the same fan-out as ``Act``), read by a second task.
+
+With ``--act unary`` (the default) an act is an ``Act`` call beside K ``Stream``
+calls, the pattern of bench/server.py ``--via unary``; with ``--act bidi`` the
+K streams are ``Play`` calls and the actor sends its act as a message on one of
+them, the pattern of bench/server.py's default.
 
 One client process (one event loop, one channel) opens K streams for each of
 ``--matches`` M matches and runs one actor per match: call Act, wait until all K
@@ -26,8 +34,8 @@ Ping calls/s) should be read against the ratio printed here: if the bare
 transport itself only reaches X %, the service is judged by how close it gets
 to X %, not to 100 %.
 
-    python3 bench/grpc_floor.py [--matches 100] [--streams 4] [--seconds 15]
-                                [--rounds 3] [--json PATH]
+    python3 bench/grpc_floor.py [--matches 100] [--streams 4] [--act unary|bidi]
+                                [--seconds 15] [--rounds 3] [--json PATH]
 """
 
 from __future__ import annotations
@@ -91,6 +99,26 @@ class Floor:
         finally:
             listeners.remove(queue)
 
+    async def play(self, requests: Any, context: grpc.aio.ServicerContext[bytes, bytes]) -> None:
+        queue: asyncio.Queue[bytes] = asyncio.Queue()
+        name = await context.read()
+        listeners = self.subscribers.setdefault(name, [])
+        listeners.append(queue)
+
+        async def read_acts() -> None:
+            while (match := await context.read()) is not grpc.aio.EOF:
+                for q in self.subscribers.get(match, ()):
+                    q.put_nowait(PAYLOAD)
+
+        reader = asyncio.create_task(read_acts())
+        try:
+            await context.write(b"")  # subscribed
+            while True:
+                await context.write(await queue.get())
+        finally:
+            reader.cancel()
+            listeners.remove(queue)
+
     def handler(self) -> grpc.GenericRpcHandler:
         # No (de)serializers: bytes pass through untouched, the cheapest identity.
         return grpc.method_handlers_generic_handler(
@@ -99,6 +127,7 @@ class Floor:
                 "Ping": grpc.unary_unary_rpc_method_handler(self.ping),
                 "Act": grpc.unary_unary_rpc_method_handler(self.act),
                 "Stream": grpc.unary_stream_rpc_method_handler(self.stream),
+                "Play": grpc.stream_stream_rpc_method_handler(self.play),
             },
         )
 
@@ -128,6 +157,7 @@ class Control:
     """The phase the parent ordered, and what the actors measured in it."""
 
     streams: int
+    bidi: bool  # acts are messages on a Play call, not Act calls
     start: float = float("inf")  # measured span of the current phase
     end: float = float("inf")
     stopping: bool = False
@@ -145,13 +175,14 @@ class Table:
     """One match: its name, its K stream calls, and the payloads they have received."""
 
     name: bytes
-    calls: list[grpc.aio.UnaryStreamCall[bytes, bytes]] = field(default_factory=list)
+    calls: list[Any] = field(default_factory=list)  # Stream or Play calls
+    turn: int = 0  # the Play call the next act goes on
     received: int = 0
     all_in: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class Client:
-    def __init__(self, channel: grpc.aio.Channel, matches: int, streams: int) -> None:
+    def __init__(self, channel: grpc.aio.Channel, matches: int, streams: int, bidi: bool) -> None:
         # No (de)serializers: requests and responses are raw bytes.
         self.ping: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes]
         self.act: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes]
@@ -159,21 +190,28 @@ class Client:
         self.ping = channel.unary_unary(f"/{SERVICE}/Ping")
         self.act = channel.unary_unary(f"/{SERVICE}/Act")
         self.stream = channel.unary_stream(f"/{SERVICE}/Stream")
-        self.control = Control(streams)
+        self.play: grpc.aio.StreamStreamMultiCallable[bytes, bytes]
+        self.play = channel.stream_stream(f"/{SERVICE}/Play")
+        self.control = Control(streams, bidi)
         self.tables = [Table(f"m{i}".encode()) for i in range(matches)]
         self.tasks: list[asyncio.Task[None]] = []  # the loop keeps only weak references
 
     async def open(self) -> None:
         """Open every stream, wait until the server has subscribed each, start the loops."""
         for t in self.tables:
-            t.calls = [self.stream(t.name) for _ in range(self.control.streams)]
+            if self.control.bidi:
+                t.calls = [self.play() for _ in range(self.control.streams)]
+                for call in t.calls:
+                    await call.write(t.name)
+            else:
+                t.calls = [self.stream(t.name) for _ in range(self.control.streams)]
         first = [c.read() for t in self.tables for c in t.calls]
         await asyncio.wait_for(asyncio.gather(*first), 60)
         for t in self.tables:
             self.tasks += [asyncio.create_task(self.listen(t, c)) for c in t.calls]
             self.tasks.append(asyncio.create_task(self.actor(t)))
 
-    async def listen(self, table: Table, call: grpc.aio.UnaryStreamCall[bytes, bytes]) -> None:
+    async def listen(self, table: Table, call: Any) -> None:
         k = self.control.streams
         try:
             while (await call.read()) is not grpc.aio.EOF:
@@ -205,7 +243,11 @@ class Client:
         table.received = 0
         table.all_in.clear()
         try:
-            await self.act(table.name, timeout=CALL_TIMEOUT_S)
+            if self.control.bidi:
+                table.turn = (table.turn + 1) % len(table.calls)  # seats take turns
+                await table.calls[table.turn].write(table.name)
+            else:
+                await self.act(table.name, timeout=CALL_TIMEOUT_S)
             if self.control.streams:
                 await asyncio.wait_for(table.all_in.wait(), CALL_TIMEOUT_S)
         except (grpc.aio.AioRpcError, TimeoutError) as e:
@@ -265,17 +307,17 @@ class Client:
             c.errors.append("the client loops did not stop in time")
 
 
-def client_process(conn: Connection, port: int, matches: int, streams: int) -> None:
-    asyncio.run(_client(conn, port, matches, streams))
+def client_process(conn: Connection, port: int, matches: int, streams: int, bidi: bool) -> None:
+    asyncio.run(_client(conn, port, matches, streams, bidi))
 
 
-async def _client(conn: Connection, port: int, matches: int, streams: int) -> None:
+async def _client(conn: Connection, port: int, matches: int, streams: int, bidi: bool) -> None:
     loop = asyncio.get_running_loop()
     async with grpc.aio.insecure_channel(
         f"127.0.0.1:{port}",
         options=[("grpc.use_local_subchannel_pool", 1), ("grpc.enable_retries", 0)],
     ) as channel:
-        client = Client(channel, matches, streams)
+        client = Client(channel, matches, streams, bidi)
         await client.open()
         conn.send("ready")
         phases: dict[str, Callable[..., Awaitable[tuple[int, float]]]] = {
@@ -359,7 +401,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     client = None
     try:
         port = recv(sconn, 30, "server")
-        client, cconn = start_child(ctx, client_process, port, args.matches, args.streams)
+        bidi = args.act == "bidi"
+        client, cconn = start_child(ctx, client_process, port, args.matches, args.streams, bidi)
         if recv(cconn, 90, "client") != "ready":
             raise RuntimeError("the client failed to open its streams")
         assert server.pid is not None and client.pid is not None  # both started
@@ -384,6 +427,7 @@ def results(
         "port": port,
         "matches": args.matches,
         "streams_per_match": args.streams,
+        "act": args.act,
         "rounds": args.rounds,
         "acts": acts.count,
         "act_seconds": acts.measured,
@@ -432,7 +476,8 @@ def print_result(r: dict[str, Any]) -> None:
             ("cpu count", f"{r['cpu_count']}"),
             ("matches (M)", f"{r['matches']}"),
             ("streams per match (K)", f"{r['streams_per_match']}"),
-            ("Act + fan-out to K streams, acts/s", f"{r['acts_per_second']:,.0f}"),
+            ("act", "message on a Play call" if r["act"] == "bidi" else "unary Act call"),
+            ("act + fan-out to K streams, acts/s", f"{r['acts_per_second']:,.0f}"),
             ("Ping calls/s (M callers)", f"{r['ping_calls_per_second']:,.0f}"),
             ("acts/s / Ping calls/s", f"{100 * r['ratio']:.1f} %"),
             *cpu_rows(r),
@@ -461,12 +506,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--seconds", type=float, default=15.0, help="measured seconds per phase kind, in all (15)"
     )
     ap.add_argument("--rounds", type=int, default=3, help="alternations of Act and Ping (3)")
+    ap.add_argument(
+        "--act",
+        choices=("unary", "bidi"),
+        default="unary",
+        help="an act is a unary Act call beside K server streams (unary, the default), or a "
+        "message on one of K bidirectional Play calls (bidi)",
+    )
     ap.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
     args = ap.parse_args(argv)
     if min(args.matches, args.rounds) < 1 or args.seconds <= 0:
         ap.error("--matches, --rounds and --seconds must be positive")
     if not 0 <= args.streams <= 8:
         ap.error("--streams must be within 0..8")
+    if args.act == "bidi" and args.streams < 1:
+        ap.error("--act bidi needs at least one stream (the acts travel on them)")
     return args
 
 
