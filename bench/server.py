@@ -9,15 +9,20 @@ rate limit high enough never to refuse. The clients run in separate processes
 Load mode (the default), in one run against one server:
 
 * **Actions.** ``--matches`` concurrent matches (100) of four HUMAN seats. Each
-  seat is a bot-like client: it claims its seat, keeps its ``StreamEvents``
-  stream open, and when its stream shows it is its turn it submits a uniformly
-  random legal action, with an ``action_id`` and ``expected_seq``. A seat knows
-  its legal actions by replaying the actions its own stream shows on a local
-  engine ``Match`` built from the match's seed, so acting costs one RPC; the
-  table is the classic preset, which has no blind nil, so every action is
-  public. A finished match is replaced by a new one. Measured: accepted actions
-  per second, SubmitAction latency, and the time from the SubmitAction response
-  to the action's event being on all four seats' streams.
+  seat is a bot-like client: it claims its seat, keeps its events coming, and
+  when they show it is its turn it sends a uniformly random legal action, with
+  an ``action_id`` and ``expected_seq``. ``--via play`` (the default): each seat
+  has one ``Play`` call, which carries its events and its actions and their
+  results. ``--via unary``: each seat has a ``StreamEvents`` stream and acts
+  with ``SubmitAction`` calls. The four seats of a table live in this process
+  and share one replica of the match, an engine ``Match`` built from the
+  match's seed and fed the actions the first of their streams shows (the
+  classic preset has no blind nil, so every action is public): a seat learns
+  its legal actions without an RPC, and the client applies each action once,
+  not once per seat. A finished match is replaced by a new one. Measured:
+  accepted actions per second, the latency of an action (request sent to
+  response or result received), and the time from the response or result to
+  the action's event being on all four seats' streams.
 * **Ping**, the no-op RPC, with the same concurrency (one caller per match: the
   action phase has one action in flight per match): calls per second, and the
   ratio actions/s ÷ Ping calls/s.
@@ -31,7 +36,7 @@ server process and reports the growth of the server's resident memory (VmRSS of
 /proc/<pid>/status) per match.
 
     python3 bench/server.py [--matches 100] [--seconds 15] [--store sqlite|memory]
-                            [--think-ms 0] [--clients 1] [--json PATH]
+                            [--via play|unary] [--think-ms 0] [--clients 1] [--json PATH]
     python3 bench/server.py --idle-matches 10000 [--store sqlite|memory]
 """
 
@@ -219,6 +224,15 @@ class Table:
                 pb.ClaimSeatRequest(match_id=self.match_id), metadata=md
             )
         self.setup_seq = claimed.view.as_of_seq  # the last claim's event
+        # The table's replica of the match, fed by whichever seat's stream shows
+        # an action first (every action of the classic preset is public): the
+        # seats learn their legal actions from it without an RPC, and the
+        # replica is applied once per action rather than once per seat.
+        self.replica = Match(RULES, seed=self.seed)
+        self.applied = 0  # the seq of the last action event applied
+        # (seat, seq): that seat acts once its stream has shown this seq, the
+        # last event before its turn that it may see.
+        self.turn: tuple[int, int] | None = (self.replica.to_act, self.setup_seq)
         # first seq of an action -> [response time, send time, streams seen, last seen]
         self.tracked: dict[int, list[Any]] = {}
         self.calls: list[Any] = []
@@ -252,6 +266,22 @@ class Table:
         for call in self.calls:
             call.cancel()
 
+    def learn(self, seq: int, ev: Any, kind: str) -> None:
+        """Apply the action of event ``seq`` to the replica; note whose turn is next."""
+        if kind == "card_played":
+            actor = ev.card_played.seat
+            action: Any = make_play(convert.card_from_pb(ev.card_played.card))
+        else:
+            actor = ev.bid_made.seat
+            action = make_bid(ev.bid_made.tricks)
+        caused = self.replica.apply(actor, action)
+        self.applied = seq
+        if self.replica.is_over:
+            return
+        nxt = self.replica.to_act
+        last = max(i for i, e in enumerate(caused) if _sees(nxt, e.audience))
+        self.turn = (nxt, seq + last)
+
     # An action is delivered when its response and its event on all four streams
     # are in, in either order.
     def on_response(self, seq: int, sent: float, now: float) -> None:
@@ -283,65 +313,54 @@ class Table:
             c.submit_to_all.append(last - sent)
 
 
+_ACTION_KINDS = frozenset({"card_played", "bid_made"})  # the events actions start with
+
+
+def _sees(seat: int, audience: Any) -> bool:
+    kind = audience.kind
+    if kind == "everyone":
+        return True
+    return bool(audience.index == (seat if kind == "seat" else seat & 1))
+
+
 class SeatClient:
     """A human seat played by a bot: reads its stream, acts when it is its turn."""
 
     def __init__(self, table: Table, seat: int) -> None:
         self.table = table
         self.seat = seat
-        self.team = seat & 1
         self.md = table.metadata[seat]
         self.call = table.calls[seat]
-        # The seat's own replica of the match, fed only by its own stream.
-        self.replica = Match(RULES, seed=table.seed)
         self.rng = random.Random(table.seed ^ seat)
-        self.turn_at: int | None = None  # act once the stream has reached this seq
-        if self.replica.to_act == seat:
-            self.turn_at = table.setup_seq
         self.task: asyncio.Task[None] | None = None  # the loop keeps only weak references
         # On a Play call: the results the seat waits for, by action id. A seat
         # may have two: the events of its action can show that it acts next
         # before the action's result has come (the result may follow them).
         self.waiting: dict[str, asyncio.Future[pb.ActionResult]] = {}
 
-    def _visible(self, audience: Any) -> bool:
-        kind = audience.kind
-        if kind == "everyone":
-            return True
-        return bool(audience.index == (self.seat if kind == "seat" else self.team))
-
     async def run(self) -> bool:
         """Read the stream to the match's end (True) or until it is cancelled (False)."""
         table = self.table
-        replica = self.replica
         seat = self.seat
         clock = time.perf_counter
         ended = False
         read = self.call.read  # cheaper than `async for`, a generator layer per message
         try:
             while (item := await read()) is not grpc.aio.EOF:
-                if table.control.via == "play" and item.results:
+                if item.results:  # only on a Play call
                     self._on_results(item.results)
                 for ev in item.events:
                     seq = ev.seq
                     kind = ev.WhichOneof("kind")
-                    if kind in {"card_played", "bid_made"}:
+                    if kind in _ACTION_KINDS:
                         table.on_stream(seq, clock())
-                        if kind == "card_played":
-                            actor = ev.card_played.seat
-                            action: Any = make_play(convert.card_from_pb(ev.card_played.card))
-                        else:
-                            actor = ev.bid_made.seat
-                            action = make_bid(ev.bid_made.tricks)
-                        caused = replica.apply(actor, action)
-                        if replica.to_act == seat:
-                            # act once the stream has shown every event of it this seat may see
-                            last = max(i for i, e in enumerate(caused) if self._visible(e.audience))
-                            self.turn_at = seq + last
+                        if seq > table.applied:
+                            table.learn(seq, ev, kind)
                     elif kind == "match_ended":
                         ended = True
-                    if self.turn_at is not None and seq >= self.turn_at:
-                        self.turn_at = None
+                    turn = table.turn
+                    if turn is not None and turn[0] == seat and seq >= turn[1]:
+                        table.turn = None
                         self.task = asyncio.create_task(self.act(seq))
                 # On a Play call the last action's result may follow the match's end.
                 if ended and not self.waiting:
@@ -384,7 +403,7 @@ class SeatClient:
 
     async def _submit(self, seen_seq: int) -> None:
         table = self.table
-        replica = self.replica
+        replica = table.replica
         action = self.rng.choice(replica.legal_actions(self.seat))
         request = pb.SubmitActionRequest(
             match_id=table.match_id,

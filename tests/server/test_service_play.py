@@ -3,6 +3,7 @@ real gRPC channels to a real server."""
 
 from __future__ import annotations
 
+import urllib.request
 from collections.abc import Callable
 
 import grpc
@@ -206,6 +207,19 @@ def test_play_calls_are_rate_limited_per_seat(make_server: Callable[..., Server]
     assert reasons == ["BID_OUT_OF_RANGE", "BID_OUT_OF_RANGE", "RATE_LIMITED"]
     assert refusal_of(results[2]).code == grpc.StatusCode.RESOURCE_EXHAUSTED
     call.cancel()
+    # Operators see Play actions as if each were an RPC named Play.action.
+    with urllib.request.urlopen(server.metrics_url, timeout=10) as resp:
+        text = resp.read().decode()
+    counted = {
+        line.split('code="')[1].split('"')[0]: float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("spades_rpcs_total{") and 'method="Play.action"' in line
+    }
+    assert {code: n for code, n in counted.items() if n} == {
+        "INVALID_ARGUMENT": 2.0,
+        "RESOURCE_EXHAUSTED": 1.0,
+    }
+    assert 'spades_rpc_latency_seconds_count{method="Play.action"} 3.0' in text
 
 
 def test_actions_acknowledged_on_a_play_call_survive_kill_9(
