@@ -41,6 +41,8 @@ bench:
 	$(PYTHON) bench/engine.py
 	$(PYTHON) bench/store.py
 	$(PYTHON) bench/server.py
+	$(PYTHON) bench/server.py --via unary
+	$(PYTHON) bench/grpc_floor.py --act bidi
 	$(PYTHON) bench/grpc_floor.py
 
 run: install

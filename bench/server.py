@@ -78,6 +78,8 @@ TARGET_P99_MS = 25.0
 TARGET_RATIO = 0.50
 TARGET_IDLE_KIB = 50.0
 RAMP_S = 1.0  # unmeasured start of every phase after the first
+SETUP_TIMEOUT_S = 300.0  # creating the matches and opening their streams
+PHASE_SLACK_S = 120.0  # past its ramp and measured time, what a phase may take
 RESULT_TIMEOUT_S = 30.0  # no action's result on a Play call may hang the benchmark
 # Every action of the classic preset is public (no blind nil, no exchange).
 RULES = preset("classic")
@@ -345,9 +347,10 @@ class SeatClient:
         clock = time.perf_counter
         ended = False
         read = self.call.read  # cheaper than `async for`, a generator layer per message
+        play = table.control.via == "play"  # Play responses carry results too
         try:
             while (item := await read()) is not grpc.aio.EOF:
-                if item.results:  # only on a Play call
+                if play and item.results:
                     self._on_results(item.results)
                 for ev in item.events:
                     seq = ev.seq
@@ -592,6 +595,13 @@ async def _client(conn: Connection, address: str, cfg: dict[str, Any]) -> None:
 # -- load mode ----------------------------------------------------------------------------
 
 
+def recv(conn: Connection, timeout: float) -> Any:
+    """A client process's next answer; fails (no hang) if it does not come."""
+    if not conn.poll(timeout):
+        raise SystemExit(f"a client process gave no answer within {timeout:g} s")
+    return conn.recv()
+
+
 def run_load(args: argparse.Namespace, server: Server) -> dict[str, Any]:
     ctx = multiprocessing.get_context("spawn")
     shares = [n for n in split(args.matches, args.clients) if n]
@@ -612,7 +622,7 @@ def run_load(args: argparse.Namespace, server: Server) -> dict[str, Any]:
         procs.append(p)
     setup0 = time.perf_counter()
     for conn in pipes:
-        if conn.recv() != "ready":
+        if recv(conn, SETUP_TIMEOUT_S) != "ready":
             raise SystemExit("a client process failed during set-up")
     setup_seconds = time.perf_counter() - setup0
 
@@ -623,7 +633,10 @@ def run_load(args: argparse.Namespace, server: Server) -> dict[str, Any]:
         t0 = time.perf_counter()
         for conn, order in zip(pipes, orders, strict=True):
             conn.send(order)
-        answers = [conn.recv() for conn in pipes]
+        answers = [
+            recv(conn, order[1] + order[2] + PHASE_SLACK_S)
+            for conn, order in zip(pipes, orders, strict=True)
+        ]
         meter.stop(usage, time.perf_counter() - t0)
         return answers
 
@@ -646,7 +659,7 @@ def run_load(args: argparse.Namespace, server: Server) -> dict[str, Any]:
         ping_seconds += args.ping_seconds / rounds
     for conn in pipes:
         conn.send(("stop",))
-    finals = [conn.recv() for conn in pipes]
+    finals = [recv(conn, 60.0) for conn in pipes]
     for p in procs:
         p.join(timeout=30)
 
@@ -754,7 +767,7 @@ def print_load(r: dict[str, Any], args: argparse.Namespace) -> None:
     )
     print(
         f"fan-out: {r['delivered_before_response']:,} of {r['fanout_samples']:,} actions were on "
-        "all 4 streams before their response arrived (counted as 0 ms)"
+        f"all 4 streams before their {answer} arrived (counted as 0 ms)"
     )
     if not paced:
         print(
