@@ -560,7 +560,7 @@ class StreamReader:
     def _run(self) -> None:
         try:
             for resp in self.call:
-                if self._take(resp.events):
+                if self._handle(resp):
                     break
         except grpc.RpcError as err:
             self.error = err
@@ -568,6 +568,10 @@ class StreamReader:
             self.call.cancel()
             with self._cond:
                 self._cond.notify_all()
+
+    def _handle(self, resp: Any) -> bool:
+        """Keep one response; True once the reader should stop."""
+        return self._take(resp.events)
 
     def _take(self, batch: Sequence[pb.MatchEvent]) -> bool:
         """Keep one response's events; True once the reader should stop."""
@@ -653,26 +657,17 @@ class PlayCall(StreamReader):
         )
         super().__init__(call, stop=stop)
 
-    def _run(self) -> None:
-        try:
-            for resp in self.call:
-                if not resp.events and not resp.results:
-                    self.fault = "a Play response carried neither events nor results"
-                    break
-                stop = bool(resp.events) and self._take(resp.events)
-                with self._cond:
-                    for r in resp.results:
-                        self.results.append(r)
-                        self.seen_at_result.append(self.events[-1].seq if self.events else 0)
-                    self._cond.notify_all()
-                if stop:
-                    break
-        except grpc.RpcError as err:
-            self.error = err
-        finally:
-            self.call.cancel()
-            with self._cond:
-                self._cond.notify_all()
+    def _handle(self, resp: Any) -> bool:
+        if not resp.events and not resp.results:
+            self.fault = "a Play response carried neither events nor results"
+            return True
+        stop = bool(resp.events) and self._take(resp.events)
+        with self._cond:
+            for r in resp.results:
+                self.results.append(r)
+                self.seen_at_result.append(self.events[-1].seq if self.events else 0)
+            self._cond.notify_all()
+        return stop
 
     def act(
         self, action: pb.Action, *, action_id: str | None = None, expected_seq: int | None = None
