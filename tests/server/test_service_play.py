@@ -259,3 +259,22 @@ def test_a_draining_server_ends_play_calls_with_where_to_resume(
     # Where to resume: past what the seat saw (and past what it may not see).
     assert int(message.rpartition("after_seq=")[2]) >= call.last_seq
     assert server.wait() == 0
+
+
+def test_an_action_sent_on_a_cancelled_call_applies_once_when_retried(
+    shared_server: Server,
+) -> None:
+    stub = shared_server.stub
+    table = create_match(stub, seed=85)
+    seat = get_view(stub, table, 0).to_act
+    gone = PlayCall(stub, table, seat)
+    gone.wait_for(bool, "the opening events")
+    gone.act(pb.Action(bid=pb.BidAction(tricks=4)), action_id="lost-1")
+    gone.cancel()  # the client vanishes, maybe before the action arrives
+    again = PlayCall(stub, table, seat)
+    result = act_and_wait(again, pb.Action(bid=pb.BidAction(tricks=4)), action_id="lost-1")
+    assert not result.HasField("error"), refusal_of(result)
+    again.wait_seq(result.last_seq)
+    again.cancel()
+    bids = [e for e in again.events if e.HasField("bid_made") and e.bid_made.seat == seat]
+    assert [(e.seq, e.bid_made.tricks) for e in bids] == [(result.first_seq, 4)]
