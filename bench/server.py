@@ -281,7 +281,7 @@ class Table:
         if self.replica.is_over:
             return
         nxt = self.replica.to_act
-        last = max(i for i, e in enumerate(caused) if _sees(nxt, e.audience))
+        last = max(i for i, e in enumerate(caused) if e.audience.visible_to(nxt, nxt & 1))
         self.turn = (nxt, seq + last)
 
     # An action is delivered when its response and its event on all four streams
@@ -316,13 +316,6 @@ class Table:
 
 
 _ACTION_KINDS = frozenset({"card_played", "bid_made"})  # the events actions start with
-
-
-def _sees(seat: int, audience: Any) -> bool:
-    kind = audience.kind
-    if kind == "everyone":
-        return True
-    return bool(audience.index == (seat if kind == "seat" else seat & 1))
 
 
 class SeatClient:
@@ -447,11 +440,7 @@ class SeatClient:
         waiting = self.waiting[request.action_id] = asyncio.get_running_loop().create_future()
         try:
             await self.call.write(pb.PlayRequest(action=action))
-            expiry = asyncio.get_running_loop().call_later(RESULT_TIMEOUT_S, _expire, waiting)
-            try:
-                result = await waiting
-            finally:
-                expiry.cancel()
+            result = await asyncio.wait_for(waiting, RESULT_TIMEOUT_S)
         except (grpc.aio.AioRpcError, TimeoutError) as e:
             self.table.control.errors.append(f"Play action: {e!r}"[:200])
             return None
@@ -459,12 +448,6 @@ class SeatClient:
             self.table.control.errors.append(f"Play action refused: {result.error.message}")
             return None
         return int(result.first_seq)
-
-
-def _expire(waiting: asyncio.Future[pb.ActionResult]) -> None:
-    """Fail a wait for a result that never came (a timer, cheaper than wait_for)."""
-    if not waiting.done():
-        waiting.set_exception(TimeoutError("no result"))
 
 
 async def run_table(table: Table) -> None:

@@ -10,7 +10,6 @@ source of truth, so an unacknowledged action never shows.
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -38,12 +37,6 @@ _HUMAN_CONTROLS = (CONTROL_OPEN, CONTROL_HUMAN)
 _SEARCH_BOTS = frozenset({"expert"})
 _APPEND_LATENCY = STORE_LATENCY.labels("append")
 STREAM_BATCH = 256  # most events in one stream response (the proto promises it)
-
-
-@functools.cache
-def _action_counter(kind: str, by: str) -> Any:
-    """The ACTIONS child for an action type and actor, looked up once."""
-    return ACTIONS.labels(kind, by)
 
 
 @dataclass(slots=True)
@@ -263,7 +256,7 @@ class Session:
         stored = StoredAction(index, seat, str(action), action_id, first, last)
         await self._append(payloads, stored, meta=took_back)
         self.results[(seat, action_id)] = (first, last)
-        _action_counter(type(action).__name__, by).inc()
+        ACTIONS.labels(type(action).__name__, by).inc()
         await self._maybe_snapshot()
         self._after_change()
         return first, last

@@ -186,10 +186,8 @@ def _insert_events(conn: sqlite3.Connection, match_id: str, events: list[StoredE
 
 
 def _frozen_events(events: list[StoredEvent]) -> list[StoredEvent]:
-    # A bytearray payload is copied now, on the caller's thread, so the caller
-    # cannot change it before the writer stores it; bytes cannot change.
-    if all(type(e.payload) is bytes for e in events):
-        return list(events)
+    # bytes(x) is x itself for bytes; a bytearray is copied now, on the caller's
+    # thread, so the caller cannot change it before the writer stores it.
     return [StoredEvent(e.seq, e.audience, bytes(e.payload)) for e in events]
 
 
