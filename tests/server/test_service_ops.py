@@ -21,6 +21,7 @@ from server_harness import (
     failure_of,
     get_match,
     get_view,
+    is_match_ended,
     spectate,
     stream_events,
     submit,
@@ -68,6 +69,26 @@ def test_health_reflection_and_metrics(shared_server: Server) -> None:
     ]
     assert pings and pings[0] >= 1
     assert "spades_rpc_latency_seconds_bucket" in text
+
+
+def metric(server: Server, name: str) -> float:
+    """The value of an unlabelled sample on the server's metrics page."""
+    with urllib.request.urlopen(server.metrics_url, timeout=RPC_TIMEOUT) as resp:
+        text = resp.read().decode()
+    values = [float(line.split()[1]) for line in text.splitlines() if line.split(" ")[0] == name]
+    assert len(values) == 1, f"{name} on the metrics page {len(values)} times"
+    return values[0]
+
+
+def test_active_matches_counts_matches_not_over(make_server: Callable[..., Server]) -> None:
+    srv = make_server()
+    assert metric(srv, "spades_active_matches") == 0
+    create_match(srv.stub, seed=5)
+    bots_only = create_match(srv.stub, bots=(0, 1, 2, 3), seed=6, target_score=100)
+    assert metric(srv, "spades_active_matches") in (1, 2)  # the bots may have finished
+    ended = StreamReader(spectate(srv.stub, bots_only.match_id), stop=is_match_ended)
+    ended.wait_for(lambda evs: any(map(is_match_ended, evs)), "the bots' match to end", 60)
+    assert metric(srv, "spades_active_matches") == 1
 
 
 def test_sigterm_ends_open_streams_with_unavailable_and_exits_0(
