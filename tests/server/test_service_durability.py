@@ -162,8 +162,9 @@ def test_an_imported_match_keeps_its_history_across_kill_9(
 def test_retry_after_restart_returns_the_first_result_even_behind_a_snapshot(
     make_server: Callable[..., Server],
 ) -> None:
-    # --snapshot-every 1: every acknowledged action is already inside the
-    # snapshot when the server dies, so only the stored action ids can answer.
+    # --snapshot-every 1: every acknowledged action but the last is inside a
+    # stored snapshot when the server dies (a snapshot is committed no later
+    # than the match's next action), so only the stored action ids can answer.
     srv = make_server("--snapshot-every", "1")
     table = create_match(srv.stub, seed=62)
     steps = [step_humans(srv.stub, table) for _ in range(6)]
