@@ -81,6 +81,7 @@ RAMP_S = 1.0  # unmeasured start of every phase after the first
 SETUP_TIMEOUT_S = 300.0  # creating the matches and opening their streams
 PHASE_SLACK_S = 120.0  # past its ramp and measured time, what a phase may take
 RESULT_TIMEOUT_S = 30.0  # no action's result on a Play call may hang the benchmark
+ACTIONS_PER_HAND = 4 + 52  # classic: four bids, 52 cards
 # Every action of the classic preset is public (no blind nil, no exchange).
 RULES = preset("classic")
 RULESET_PB = pb.Ruleset(preset="classic")
@@ -176,6 +177,7 @@ class Control:
 
     think_s: float
     via: str  # "play": one Play call per seat; "unary": StreamEvents + SubmitAction
+    stagger_s: float = 0.0  # a table's first action waits a random part of this
     start: float = float("inf")  # the measured span of the current action phase
     end: float = float("inf")
     stopping: bool = False
@@ -204,6 +206,7 @@ class Table:
         self.control = control
         self.rng = rng
         self.in_flight = 0  # actions chosen and not yet answered
+        self.delay = rng.uniform(0.0, control.stagger_s)  # before the table's first action
         self.idle = asyncio.Event()
         self.idle.set()
 
@@ -382,6 +385,9 @@ class SeatClient:
         table.idle.clear()
         try:
             await c.gate.wait()  # closed between action phases
+            if table.delay:  # once per table, see --stagger-s
+                delay, table.delay = table.delay, 0.0
+                await asyncio.sleep(delay)
             if c.think_s:  # uniform on [0.5, 1.5] x think time, so tables do not march in step
                 await asyncio.sleep(c.think_s * (0.5 + self.rng.random()))
             if c.stopping:
@@ -507,7 +513,7 @@ async def _client(conn: Connection, address: str, cfg: dict[str, Any]) -> None:
     channels = [_channel(address) for _ in range(cfg["channels"])]
     stubs = [spades_pb2_grpc.SpadesServiceStub(c) for c in channels]
     shares = split(cfg["matches"], len(stubs))
-    control = Control(think_s=cfg["think_ms"] / 1000.0, via=cfg["via"])
+    control = Control(think_s=cfg["think_ms"] / 1000.0, via=cfg["via"], stagger_s=cfg["stagger_s"])
     rng = random.Random(cfg["seed"])
     tables = [
         Table(stub, control, random.Random(rng.getrandbits(64)))
@@ -597,6 +603,7 @@ def run_load(args: argparse.Namespace, server: Server) -> dict[str, Any]:
             "seed": args.seed * 1000 + i,
             "think_ms": args.think_ms,
             "via": args.via,
+            "stagger_s": args.stagger_s,
         }
         parent, child = ctx.Pipe()
         p = ctx.Process(target=client_process, args=(child, server.address, cfg), daemon=True)
@@ -629,7 +636,7 @@ def run_load(args: argparse.Namespace, server: Server) -> dict[str, Any]:
     ping_calls = ping_seconds = 0.0
     quotas = [split(q, len(pipes)) for q in split(args.actions, rounds)] if args.actions else None
     for k in range(rounds):
-        ramp = args.warmup if k == 0 else RAMP_S
+        ramp = args.warmup + args.stagger_s if k == 0 else RAMP_S
         orders: list[tuple[Any, ...]] = [
             ("actions", ramp, args.seconds / rounds, quotas[k][i] if quotas else 0)
             for i in range(len(pipes))
@@ -875,6 +882,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "(0: act at once, which saturates the server)",
     )
     ap.add_argument(
+        "--stagger-s",
+        type=float,
+        default=None,
+        help="each table's first action waits a random 0 to this many seconds, unmeasured "
+        "(default: one hand of think time, 56 x --think-ms; 0 without it). Tables that all "
+        "start at once end their hands together ever after, and then about half of the "
+        "matches end and are replaced in the same half second",
+    )
+    ap.add_argument(
         "--store", choices=("sqlite", "memory"), default="sqlite", help="server store (sqlite)"
     )
     ap.add_argument(
@@ -914,6 +930,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         ap.error("--matches, --clients, --channels, --rounds and --seconds must be positive")
     if args.ping_seconds <= 0:
         args.ping_seconds = args.seconds
+    if args.stagger_s is None:
+        args.stagger_s = ACTIONS_PER_HAND * args.think_ms / 1000.0
+    if args.stagger_s < 0:
+        ap.error("--stagger-s must not be negative")
     return args
 
 
@@ -940,11 +960,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(
                     f"load    {args.matches} concurrent matches x 4 human seats "
                     f"({4 * args.matches} streams), {args.clients} client process(es), "
-                    f"think time {args.think_ms:g} ms"
+                    f"think time {args.think_ms:g} ms, first actions staggered over "
+                    f"{args.stagger_s:g} s"
                 )
                 print(
                     f"phases  {args.rounds} rounds of actions then Ping: {amount} of actions, "
-                    f"{args.ping_seconds:g} s of Ping in all, after {args.warmup:g} s of warm-up"
+                    f"{args.ping_seconds:g} s of Ping in all, after "
+                    f"{args.warmup + args.stagger_s:g} s of warm-up"
                 )
                 print()
                 result = run_load(args, server)

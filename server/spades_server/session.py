@@ -13,7 +13,7 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from spades_engine import Action, IllegalAction, Match, Phase, parse_action
@@ -122,7 +122,17 @@ class Session:
 
     def meta(self) -> bytes:
         doc = {
-            "seats": [asdict(s) for s in self.seats],
+            # Field by field: dataclasses.asdict deep-copies each value and took
+            # a tenth of a ClaimSeat (bench/server.py turnover of matches).
+            "seats": [
+                {
+                    "name": s.name,
+                    "bot_level": s.bot_level,
+                    "token_hash": s.token_hash,
+                    "control": s.control,
+                }
+                for s in self.seats
+            ],
             "turn_timer_ms": self.turn_timer_ms,
             "created_ms": self.created_ms,
             "action_base": self.action_base,
