@@ -64,6 +64,7 @@ import grpc
 from spades_server import convert
 from spades_server.gen.spades.v1 import spades_pb2 as pb
 from spades_server.gen.spades.v1 import spades_pb2_grpc
+from spades_server.main import tune_gc
 
 from cpu_usage import Meter, Usage, print_caveats
 from spades_engine import Match, preset
@@ -504,17 +505,14 @@ def split(total: int, parts: int) -> list[int]:
     return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
 
 
-async def _client(conn: Connection, address: str, cfg: dict[str, Any]) -> None:
-    loop = asyncio.get_running_loop()
-
-    async def recv() -> Any:
-        return await loop.run_in_executor(None, conn.recv)
-
-    channels = [_channel(address) for _ in range(cfg["channels"])]
-    stubs = [spades_pb2_grpc.SpadesServiceStub(c) for c in channels]
-    shares = split(cfg["matches"], len(stubs))
-    control = Control(think_s=cfg["think_ms"] / 1000.0, via=cfg["via"], stagger_s=cfg["stagger_s"])
-    rng = random.Random(cfg["seed"])
+async def set_up_tables(
+    stubs: list[spades_pb2_grpc.SpadesServiceAsyncStub],
+    shares: list[int],
+    control: Control,
+    seed: int,
+) -> list[Table]:
+    """Each stub's share of the tables, their matches created and streams open."""
+    rng = random.Random(seed)
     tables = [
         Table(stub, control, random.Random(rng.getrandbits(64)))
         for stub, n in zip(stubs, shares, strict=True)
@@ -527,6 +525,21 @@ async def _client(conn: Connection, address: str, cfg: dict[str, Any]) -> None:
             await t.setup()
 
     await asyncio.gather(*(setup(t) for t in tables))
+    return tables
+
+
+async def _client(conn: Connection, address: str, cfg: dict[str, Any]) -> None:
+    loop = asyncio.get_running_loop()
+
+    async def recv() -> Any:
+        return await loop.run_in_executor(None, conn.recv)
+
+    channels = [_channel(address) for _ in range(cfg["channels"])]
+    stubs = [spades_pb2_grpc.SpadesServiceStub(c) for c in channels]
+    shares = split(cfg["matches"], len(stubs))
+    control = Control(think_s=cfg["think_ms"] / 1000.0, via=cfg["via"], stagger_s=cfg["stagger_s"])
+    tables = await set_up_tables(stubs, shares, control, cfg["seed"])
+    tune_gc()  # the server's own tuning: the clients share its two cores
     playing = [asyncio.create_task(run_table(t)) for t in tables]
     pings: list[float] = []
     conn.send("ready")

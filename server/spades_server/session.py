@@ -39,6 +39,9 @@ _APPEND_LATENCY = STORE_LATENCY.labels("append")
 STREAM_BATCH = 256  # most events in one stream response (the proto promises it)
 
 
+_SEQ_MASK = (1 << 32) - 1
+
+
 @dataclass(slots=True)
 class SessionLimits:
     streams_per_match: int = 64
@@ -102,7 +105,10 @@ class Session:
         # who may see it as a bitmask (convert.audience_mask).
         self.framed: list[bytes] = []
         self.masks: list[int] = []
-        self.results: dict[tuple[int, str], tuple[int, int]] = {}
+        # Each seat's answered action ids: action_id -> first_seq << 32 | last_seq.
+        # A str -> int dict is never tracked by the cyclic garbage collector;
+        # tuples were two more objects per action for every collection to visit.
+        self._answered: list[dict[str, int]] = [{} for _ in seats]
         self.last_visible = [0] * len(seats)
         self.snapshot_actions = 0
         self.streams = 0
@@ -221,9 +227,9 @@ class Session:
         last events it caused (those of the first time, for a retry)."""
         async with self.lock:
             self._check_usable()
-            done = self.results.get((seat, action_id))
+            done = self._answered[seat].get(action_id)
             if done is not None:
-                return done
+                return done >> 32, done & _SEQ_MASK
             if expected_seq is not None and self.last_visible[seat] > expected_seq:
                 REJECTIONS.labels("STALE_SEQUENCE").inc()
                 raise precondition(
@@ -266,7 +272,7 @@ class Session:
         index = len(self.match.actions) - 1 - self.action_base
         stored = StoredAction(index, seat, str(action), action_id, first, last)
         await self._append(payloads, stored, meta=took_back)
-        self.results[(seat, action_id)] = (first, last)
+        self._answered[seat][action_id] = first << 32 | last
         ACTIONS.labels(type(action).__name__, by).inc()
         self._maybe_snapshot()
         self._after_change()
@@ -558,7 +564,7 @@ class Session:
         s.snapshot_actions = loaded.snapshot_actions
         s._publish(loaded.events)
         for a in loaded.actions:
-            s.results[(a.seat, a.action_id)] = (a.first_seq, a.last_seq)
+            s._answered[a.seat][a.action_id] = a.first_seq << 32 | a.last_seq
         return s
 
     def start(self) -> None:
