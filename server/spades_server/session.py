@@ -311,7 +311,7 @@ class Session:
 
     async def saved(self) -> None:
         """Wait until the snapshots started so far are stored (or failed)."""
-        await asyncio.gather(*self._snapshots)
+        await asyncio.gather(*self._snapshots, return_exceptions=True)
 
     # -- seats ------------------------------------------------------------------------
     def _control_payload(self, seat: int, reason: str) -> tuple[str, pb.MatchEvent]:
