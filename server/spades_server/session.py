@@ -105,9 +105,10 @@ class Session:
         # who may see it as a bitmask (convert.audience_mask).
         self.framed: list[bytes] = []
         self.masks: list[int] = []
-        # Each seat's answered action ids: action_id -> first_seq << 32 | last_seq.
-        # A str -> int dict is never tracked by the cyclic garbage collector;
-        # tuples were two more objects per action for every collection to visit.
+        # Each seat's answered action ids: action_id -> first_seq << 32 | last_seq
+        # (a match's sequence numbers stay far below 2**32). A str -> int dict
+        # is never tracked by the cyclic garbage collector; tuples were two
+        # more objects per action for every collection to visit.
         self._answered: list[dict[str, int]] = [{} for _ in seats]
         self.last_visible = [0] * len(seats)
         self.snapshot_actions = 0
@@ -128,8 +129,8 @@ class Session:
 
     def meta(self) -> bytes:
         doc = {
-            # Field by field: dataclasses.asdict deep-copies each value and took
-            # a tenth of a ClaimSeat (bench/server.py turnover of matches).
+            # Field by field: dataclasses.asdict deep-copies every value, and
+            # this runs on each ClaimSeat and each change of a seat's control.
             "seats": [
                 {
                     "name": s.name,

@@ -3,7 +3,9 @@ and find every acknowledged action, the same events, and streams that resume."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 import threading
 from collections.abc import Callable
 
@@ -175,3 +177,20 @@ def test_retry_after_restart_returns_the_first_result_even_behind_a_snapshot(
         again = submit(srv.stub, table, step.seat, step.action, action_id=step.action_id)
         assert again == step.response
     assert get_match(srv.stub, table.match_id).last_seq == steps[-1].response.last_seq
+
+
+def test_a_snapshot_is_stored_every_n_actions_even_when_the_last_action_triggers_it(
+    make_server: Callable[..., Server],
+) -> None:
+    # The action that triggers a snapshot is acknowledged without waiting for
+    # it; the snapshot must still land, also when the server stops right after.
+    srv = make_server("--snapshot-every", "4")
+    table = create_match(srv.stub, seed=63)
+    for _ in range(8):
+        assert step_humans(srv.stub, table) is not None
+    assert srv.stop() == 0
+    with contextlib.closing(sqlite3.connect(srv.db)) as db:
+        row = db.execute(
+            "SELECT action_count FROM snapshots WHERE match_id = ?", (table.match_id,)
+        ).fetchone()
+    assert row == (8,)
