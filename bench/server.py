@@ -19,7 +19,10 @@ Load mode (the default), in one run against one server:
   match's seed and fed the actions the first of their streams shows (the
   classic preset has no blind nil, so every action is public): a seat learns
   its legal actions without an RPC, and the client applies each action once,
-  not once per seat. A finished match is replaced by a new one. Measured:
+  not once per seat. A finished match is replaced by a new one. With
+  ``--think-ms`` each table's first action waits a random part of one hand's
+  think time (``--stagger-s``), as matches on a live server do not all begin
+  at once. Measured:
   accepted actions per second, the latency of an action (request sent to
   response or result received), and the time from the response or result to
   the action's event being on all four seats' streams.
