@@ -42,6 +42,7 @@ bench:
 	$(PYTHON) bench/store.py
 	$(PYTHON) bench/server.py
 	$(PYTHON) bench/server.py --via unary
+	$(PYTHON) bench/server.py --think-ms 100
 	$(PYTHON) bench/grpc_floor.py --act bidi
 	$(PYTHON) bench/grpc_floor.py
 
