@@ -21,6 +21,7 @@ from prometheus_client import start_http_server
 
 from .gen.spades.v1 import spades_pb2 as pb
 from .matches import Registry
+from .metrics import observe_gc_pauses
 from .service import SpadesService, add_to_server
 from .session import SessionLimits
 from .store import Store
@@ -186,6 +187,7 @@ async def serve(args: argparse.Namespace) -> None:
     if not args.operator_token:
         print(f"operator token: {operator_token}", flush=True)
 
+    observe_gc_pauses()
     tune_gc()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import gc
+import time
+from typing import Any
+
 from prometheus_client import Counter, Gauge, Histogram
 
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
@@ -23,3 +27,24 @@ STORE_LATENCY = Histogram(
 BOT_THINK = Histogram(
     "spades_bot_think_seconds", "Bot decision time", ["level"], buckets=_LATENCY_BUCKETS
 )
+GC_PAUSE = Histogram(
+    "spades_gc_pause_seconds",
+    "Collections of the cyclic garbage collector, which stop the event loop, by generation",
+    ["generation"],
+    buckets=_LATENCY_BUCKETS,
+)
+
+
+def observe_gc_pauses() -> None:
+    """Time every collection: a pause of the event loop shows in every RPC's
+    latency, so a tail an operator sees may be the collector's."""
+    started = [0.0]
+    generations = [GC_PAUSE.labels(str(g)) for g in range(3)]
+
+    def on_gc(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            started[0] = time.perf_counter()
+        else:
+            generations[info["generation"]].observe(time.perf_counter() - started[0])
+
+    gc.callbacks.append(on_gc)

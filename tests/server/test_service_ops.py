@@ -69,6 +69,13 @@ def test_health_reflection_and_metrics(shared_server: Server) -> None:
     ]
     assert pings and pings[0] >= 1
     assert "spades_rpc_latency_seconds_bucket" in text
+    # The full collection at start-up (tune_gc) is the first pause timed.
+    full = [
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith('spades_gc_pause_seconds_count{generation="2"}')
+    ]
+    assert full and full[0] >= 1
 
 
 def metric(server: Server, name: str) -> float:
