@@ -43,6 +43,7 @@ bench:
 	$(PYTHON) bench/server.py
 	$(PYTHON) bench/server.py --via unary
 	$(PYTHON) bench/server.py --think-ms 100
+	$(PYTHON) bench/finished.py
 	$(PYTHON) bench/grpc_floor.py --act bidi
 	$(PYTHON) bench/grpc_floor.py
 

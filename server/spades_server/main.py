@@ -63,7 +63,13 @@ OPTIONS = (
         "",
         "the operator credential; a random one is made and printed when empty",
     ),
-    _Opt("--max-matches", "SPADES_MAX_MATCHES", "20000", "matches one process holds", int),
+    _Opt(
+        "--max-matches",
+        "SPADES_MAX_MATCHES",
+        "20000",
+        "matches one process holds in memory (finished ones leave, see below)",
+        int,
+    ),
     _Opt(
         "--max-message-bytes",
         "SPADES_MAX_MESSAGE_BYTES",
@@ -80,6 +86,14 @@ OPTIONS = (
         float,
     ),
     _Opt("--snapshot-every", "SPADES_SNAPSHOT_EVERY", "64", "actions between match snapshots", int),
+    _Opt(
+        "--unload-after-seconds",
+        "SPADES_UNLOAD_AFTER_SECONDS",
+        "300",
+        "how long a match that is over stays in memory (longer while a stream is open on it); "
+        "it is loaded from the store again when asked for. Negative: never unload",
+        float,
+    ),
     _Opt(
         "--bot-delay-ms",
         "SPADES_BOT_DELAY_MS",
@@ -146,7 +160,7 @@ async def serve(args: argparse.Namespace) -> None:
         bot_delay_s=args.bot_delay_ms / 1000.0,
     )
     store = make_store(args)
-    registry = Registry(store, limits, args.max_matches)
+    registry = Registry(store, limits, args.max_matches, args.unload_after_seconds)
     restored = await registry.restore_all()
     operator_token = args.operator_token or secrets.token_urlsafe(24)
 

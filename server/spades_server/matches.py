@@ -1,4 +1,11 @@
-"""The registry of match sessions in this process: create, find, restore, close."""
+"""The registry of match sessions in this process: create, find, restore, close.
+
+A match that is over leaves memory ``unload_after_s`` seconds after it ended
+(later while a stream is open on it or a call is using it); the registry keeps
+its summary for listing and loads it again from the store when it is asked
+for. Without that a long-running server kept every match it ever held: a
+finished match with its event log takes tens of KiB.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +19,7 @@ from spades_engine import Event, Match
 from . import auth
 from .errors import denied, exhausted, invalid, not_found, unauthenticated
 from .gen.spades.v1 import spades_pb2 as pb
-from .metrics import ACTIVE_MATCHES
+from .metrics import ACTIVE_MATCHES, LOADED_MATCHES
 from .session import CONTROL_BOT, CONTROL_OPEN, Seat, Session, SessionLimits
 from .store import MatchNotFound, Store, StoredEvent
 
@@ -25,17 +32,27 @@ class SeatSpec:
 
 
 class Registry:
-    def __init__(self, store: Store, limits: SessionLimits, max_matches: int) -> None:
+    def __init__(
+        self,
+        store: Store,
+        limits: SessionLimits,
+        max_matches: int,
+        unload_after_s: float = 300.0,
+    ) -> None:
         self.store = store
         self.limits = limits
-        self.max_matches = max_matches
-        self.sessions: dict[str, Session] = {}
-        self.order: list[str] = []  # creation order, for listing
+        self.max_matches = max_matches  # loaded matches
+        self.unload_after_s = unload_after_s  # negative: never
+        self.sessions: dict[str, Session] = {}  # loaded
+        self.unloaded: dict[str, bytes] = {}  # over and out of memory: serialized MatchSummary
+        self.order: list[str] = []  # creation order of both, for listing
         self._reload_lock = asyncio.Lock()
+        self._unloads: dict[str, asyncio.TimerHandle] = {}
         # Counted when scraped: recounting on every change cost O(matches) per
         # CreateMatch (bench/server.py --idle-matches 10000: 166 creations/s
         # with it, 951 without) and missed matches that ended.
         ACTIVE_MATCHES.set_function(self.active)
+        LOADED_MATCHES.set_function(lambda: len(self.sessions))
 
     async def restore_all(self) -> int:
         """Load every stored match (snapshot plus log tail); returns how many."""
@@ -47,9 +64,36 @@ class Registry:
         return len(self.sessions)
 
     def _add(self, session: Session) -> None:
-        if session.match_id not in self.sessions:
-            self.order.append(session.match_id)
-        self.sessions[session.match_id] = session
+        match_id = session.match_id
+        if match_id not in self.sessions and self.unloaded.pop(match_id, None) is None:
+            self.order.append(match_id)
+        self.sessions[match_id] = session
+        session.on_over = self._schedule_unload
+
+    def _schedule_unload(self, session: Session, delay: float | None = None) -> None:
+        if self.unload_after_s < 0 or session.match_id in self._unloads:
+            return
+        self._unloads[session.match_id] = asyncio.get_running_loop().call_later(
+            self.unload_after_s if delay is None else delay, self._unload, session
+        )
+
+    def _unload(self, session: Session) -> None:
+        match_id = session.match_id
+        del self._unloads[match_id]
+        current = self.sessions.get(match_id)
+        if current is not session:  # replaced: reloaded after a failed write
+            if current is not None and current.match.is_over:
+                self._schedule_unload(current)
+            return
+        if session.closing:
+            return  # shutting down
+        if session.streams or session.lock.locked():
+            # Someone is watching or changing it (a seat leaving): ask again
+            # later, at most once a second.
+            self._schedule_unload(session, max(1.0, self.unload_after_s))
+            return
+        self.unloaded[match_id] = session.summary().SerializeToString()
+        del self.sessions[match_id]
 
     def active(self) -> int:
         """Matches held here that are not over."""
@@ -103,10 +147,27 @@ class Registry:
     async def get(self, match_id: str) -> Session:
         session = self.sessions.get(match_id)
         if session is None:
-            raise not_found("match", match_id)
+            if match_id not in self.unloaded:
+                raise not_found("match", match_id)
+            return await self._load(match_id)
         if session.broken:
             session = await self._reload(match_id)
         return session
+
+    async def _load(self, match_id: str) -> Session:
+        """Bring an unloaded match back from the store."""
+        async with self._reload_lock:
+            session = self.sessions.get(match_id)
+            if session is not None:
+                return session  # another call loaded it meanwhile
+            try:
+                loaded = await self.store.load_match(match_id)
+            except MatchNotFound:
+                raise not_found("match", match_id) from None
+            session = Session.restore(loaded, self.store, self.limits)
+            self._add(session)
+            session.start()  # over: schedules its unloading again
+            return session
 
     async def _reload(self, match_id: str) -> Session:
         """Replace a session whose write failed by the store's version of it."""
@@ -120,7 +181,7 @@ class Registry:
             except MatchNotFound:
                 raise not_found("match", match_id) from None
             fresh = Session.restore(loaded, self.store, self.limits)
-            self.sessions[match_id] = fresh
+            self._add(fresh)
             fresh.start()
             return fresh
 
@@ -138,7 +199,7 @@ class Registry:
                 return session, seat
         raise unauthenticated("unknown seat token for this match")
 
-    def page(self, size: int, token: str) -> tuple[list[Session], str]:
+    def page(self, size: int, token: str) -> tuple[list[pb.MatchSummary], str]:
         newest_first = list(reversed(self.order))
         start = 0
         if token:
@@ -151,9 +212,18 @@ class Registry:
         size = 50 if size <= 0 else min(size, 500)
         chunk = newest_first[start : start + size]
         nxt = str(start + size) if start + size < len(newest_first) else ""
-        return [self.sessions[m] for m in chunk], nxt
+        return [self._summary(m) for m in chunk], nxt
+
+    def _summary(self, match_id: str) -> pb.MatchSummary:
+        session = self.sessions.get(match_id)
+        if session is not None:
+            return session.summary()
+        return pb.MatchSummary.FromString(self.unloaded[match_id])
 
     async def close(self) -> None:
+        for timer in self._unloads.values():
+            timer.cancel()
+        self._unloads.clear()
         for s in self.sessions.values():
             s.close()
         # let streams and bot tasks observe the close before the store goes away

@@ -18,6 +18,9 @@ RPC_LATENCY = Histogram(
     buckets=_LATENCY_BUCKETS,
 )
 ACTIVE_MATCHES = Gauge("spades_active_matches", "Matches loaded in this process and not over")
+LOADED_MATCHES = Gauge(
+    "spades_loaded_matches", "Matches held in this process's memory, over or not"
+)
 OPEN_STREAMS = Gauge("spades_open_streams", "Event streams open (seats and spectators)")
 ACTIONS = Counter("spades_actions_total", "Actions applied, by type and by whom", ["type", "by"])
 REJECTIONS = Counter("spades_rejections_total", "Requests refused, by reason", ["reason"])

@@ -243,8 +243,8 @@ class SpadesService:
         self, request: pb.ListMatchesRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.ListMatchesResponse:
         self._operator(context)
-        sessions, nxt = self.registry.page(request.page_size, request.page_token)
-        return pb.ListMatchesResponse(matches=[s.summary() for s in sessions], next_page_token=nxt)
+        summaries, nxt = self.registry.page(request.page_size, request.page_token)
+        return pb.ListMatchesResponse(matches=summaries, next_page_token=nxt)
 
     @_unary
     async def ExportMatch(

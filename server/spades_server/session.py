@@ -121,6 +121,8 @@ class Session:
         self._bot_task: asyncio.Task[None] | None = None
         self._snapshots: set[asyncio.Task[None]] = set()  # being saved (a strong reference)
         self._timer: asyncio.TimerHandle | None = None
+        # Called after a change that leaves the match over (set by the registry).
+        self.on_over: Callable[[Session], None] | None = None
 
     # -- identity and visibility ------------------------------------------------
     @property
@@ -371,6 +373,8 @@ class Session:
     def _after_change(self) -> None:
         if self.closing or self.match.is_over:
             self._cancel_timer()
+            if self.match.is_over and self.on_over is not None:
+                self.on_over(self)
             return
         pending = self._pending_seats()
         bots_to_act = any(self.seats[s].control not in _HUMAN_CONTROLS for s in pending)

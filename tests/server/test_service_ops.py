@@ -22,9 +22,12 @@ from server_harness import (
     get_match,
     get_view,
     is_match_ended,
+    read_until,
     spectate,
     stream_events,
     submit,
+    wait_until,
+    wire,
 )
 from spades_server.gen.spades.v1 import spades_pb2 as pb
 
@@ -96,6 +99,43 @@ def test_active_matches_counts_matches_not_over(make_server: Callable[..., Serve
     ended = StreamReader(spectate(srv.stub, bots_only.match_id), stop=is_match_ended)
     ended.wait_for(lambda evs: any(map(is_match_ended, evs)), "the bots' match to end", 60)
     assert metric(srv, "spades_active_matches") == 1
+
+
+def test_a_finished_match_leaves_memory_and_comes_back_whole(
+    make_server: Callable[..., Server],
+) -> None:
+    srv = make_server("--unload-after-seconds", "0.2")
+    playing = create_match(srv.stub, seed=5)  # not over: stays in memory
+    bots = create_match(srv.stub, bots=(0, 1, 2, 3), seed=6, target_score=100)
+    watcher = StreamReader(spectate(srv.stub, bots.match_id), stop=is_match_ended)
+    watcher.wait_for(lambda evs: any(map(is_match_ended, evs)), "the bots' match to end", 60)
+    watcher.join()
+    summary = get_match(srv.stub, bots.match_id)
+    assert summary.last_seq == watcher.last_seq
+    record = srv.stub.ExportMatch(
+        pb.ExportMatchRequest(match_id=bots.match_id), metadata=OP, timeout=RPC_TIMEOUT
+    ).record_json
+
+    def listed() -> list[pb.MatchSummary]:
+        request = pb.ListMatchesRequest()
+        return list(srv.stub.ListMatches(request, metadata=OP, timeout=RPC_TIMEOUT).matches)
+
+    wait_until(lambda: metric(srv, "spades_loaded_matches") == 1, "the bots' match to unload")
+    assert [m.match_id for m in listed()] == [bots.match_id, playing.match_id]
+    assert listed()[0] == summary
+
+    # Asked for, it comes back from the store as it was.
+    again = read_until(spectate(srv.stub, bots.match_id), summary.last_seq)
+    assert metric(srv, "spades_loaded_matches") == 2
+    assert wire(again) == wire(watcher.events)
+    assert get_match(srv.stub, bots.match_id) == summary
+    exported = srv.stub.ExportMatch(
+        pb.ExportMatchRequest(match_id=bots.match_id), metadata=OP, timeout=RPC_TIMEOUT
+    )
+    assert exported.record_json == record
+    assert [m.match_id for m in listed()] == [bots.match_id, playing.match_id]
+    wait_until(lambda: metric(srv, "spades_loaded_matches") == 1, "the bots' match to unload again")
+    assert get_match(srv.stub, playing.match_id).phase == pb.PHASE_BIDDING
 
 
 def test_sigterm_ends_open_streams_with_unavailable_and_exits_0(
