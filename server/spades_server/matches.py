@@ -146,44 +146,29 @@ class Registry:
 
     async def get(self, match_id: str) -> Session:
         session = self.sessions.get(match_id)
-        if session is None:
-            if match_id not in self.unloaded:
-                raise not_found("match", match_id)
-            return await self._load(match_id)
-        if session.broken:
-            session = await self._reload(match_id)
+        if session is None and match_id not in self.unloaded:
+            raise not_found("match", match_id)
+        if session is None or session.broken:
+            session = await self._load(match_id)
         return session
 
     async def _load(self, match_id: str) -> Session:
-        """Bring an unloaded match back from the store."""
+        """Load a match from the store: one unloaded, or one whose write
+        failed (its session no longer knows what the store holds)."""
         async with self._reload_lock:
-            session = self.sessions.get(match_id)
-            if session is not None:
-                return session  # another call loaded it meanwhile
+            current = self.sessions.get(match_id)
+            if current is not None:
+                if not current.broken:
+                    return current  # another call loaded it meanwhile
+                current.close()
             try:
                 loaded = await self.store.load_match(match_id)
             except MatchNotFound:
                 raise not_found("match", match_id) from None
             session = Session.restore(loaded, self.store, self.limits)
             self._add(session)
-            session.start()  # over: schedules its unloading again
+            session.start()  # one that is over schedules its unloading again
             return session
-
-    async def _reload(self, match_id: str) -> Session:
-        """Replace a session whose write failed by the store's version of it."""
-        async with self._reload_lock:
-            old = self.sessions[match_id]
-            if not old.broken:
-                return old
-            old.close()
-            try:
-                loaded = await self.store.load_match(match_id)
-            except MatchNotFound:
-                raise not_found("match", match_id) from None
-            fresh = Session.restore(loaded, self.store, self.limits)
-            self._add(fresh)
-            fresh.start()
-            return fresh
 
     async def seat_of(self, token: str | None, match_id: str) -> tuple[Session, int]:
         """The session and seat a seat token acts for."""
