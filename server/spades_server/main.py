@@ -58,6 +58,14 @@ OPTIONS = (
         "SQLite synchronous mode: FULL survives power loss, NORMAL only process crashes",
     ),
     _Opt(
+        "--sqlite-busy-timeout-ms",
+        "SPADES_SQLITE_BUSY_TIMEOUT_MS",
+        "5000",
+        "how long a write waits while another process holds the database's lock (a backup, "
+        "the sqlite3 shell) before its action fails with UNAVAILABLE STORE_FAILED",
+        int,
+    ),
+    _Opt(
         "--operator-token",
         "SPADES_OPERATOR_TOKEN",
         "",
@@ -148,7 +156,11 @@ def configure_logging(level: str) -> None:
 def make_store(args: argparse.Namespace) -> Store:
     if args.store == "memory":
         return MemoryStore()
-    return SqliteStore(args.db, synchronous=args.sqlite_synchronous)
+    return SqliteStore(
+        args.db,
+        synchronous=args.sqlite_synchronous,
+        busy_timeout_ms=args.sqlite_busy_timeout_ms,
+    )
 
 
 async def serve(args: argparse.Namespace) -> None:

@@ -17,11 +17,15 @@ from server_harness import (
     Step,
     StreamReader,
     Table,
+    choose,
     create_match,
+    expect_failure,
     get_match,
     get_view,
+    kind,
     play_humans,
     read_until,
+    seats_to_act,
     spectate,
     step_humans,
     stream_events,
@@ -194,3 +198,44 @@ def test_a_snapshot_is_stored_every_n_actions_even_when_the_last_action_triggers
             "SELECT action_count FROM snapshots WHERE match_id = ?", (table.match_id,)
         ).fetchone()
     assert row == (8,)
+
+
+def test_a_write_the_store_refuses_changes_nothing_and_its_retry_applies_once(
+    make_server: Callable[..., Server],
+) -> None:
+    # Another process holds the database's write lock longer than the server waits.
+    srv = make_server("--sqlite-busy-timeout-ms", "200")
+    table = create_match(srv.stub, seed=64)
+    step_humans(srv.stub, table)
+    seat = seats_to_act(get_view(srv.stub, table, 0))[0]
+    view = get_view(srv.stub, table, seat)
+    action = choose(view)
+    before = get_match(srv.stub, table.match_id)
+    watcher = StreamReader(spectate(srv.stub, table.match_id))
+    watcher.wait_seq(before.last_seq)
+
+    with contextlib.closing(sqlite3.connect(srv.db, isolation_level=None)) as other:
+        other.execute("BEGIN EXCLUSIVE")
+        refused = expect_failure(
+            grpc.StatusCode.UNAVAILABLE, submit, srv.stub, table, seat, action, action_id="x"
+        )
+        other.execute("ROLLBACK")
+    assert refused.reason == "STORE_FAILED"
+
+    # Nothing changed; the match was reloaded from the store, and the stream on
+    # the old copy ended with a status to reconnect on.
+    assert get_match(srv.stub, table.match_id) == before
+    assert get_view(srv.stub, table, seat) == view
+    watcher.join()
+    assert watcher.error is not None and watcher.error.code() == grpc.StatusCode.UNAVAILABLE
+    assert watcher.last_seq == before.last_seq
+
+    accepted = submit(srv.stub, table, seat, action, action_id="x")
+    assert accepted.events[0].seq == before.last_seq + 1
+    assert submit(srv.stub, table, seat, action, action_id="x") == accepted
+    after = get_match(srv.stub, table.match_id)
+    assert after.last_seq == accepted.events[-1].seq
+    # A bid: every event it caused is public, and each shows once.
+    assert kind(action) == "bid"
+    public = read_until(spectate(srv.stub, table.match_id), after.last_seq)
+    assert wire(e for e in public if e.seq > before.last_seq) == wire(accepted.events)
