@@ -3,8 +3,9 @@
 A match that is over leaves memory ``unload_after_s`` seconds after it ended
 (later while a stream is open on it or a call is using it); the registry keeps
 its summary for listing and loads it again from the store when it is asked
-for. Without that a long-running server kept every match it ever held: a
-finished match with its event log takes tens of KiB.
+for. Without that a long-running server kept every match it ever held
+(bench/finished.py: 45.7 KiB per finished match of random bots kept, 4.0 KiB
+unloaded).
 """
 
 from __future__ import annotations
