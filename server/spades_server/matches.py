@@ -3,7 +3,8 @@
 A match that is over leaves memory ``unload_after_s`` seconds after it ended
 (later while a stream is open on it or a call is using it); the registry keeps
 its summary for listing and loads it again from the store when it is asked
-for. Without that a long-running server kept every match it ever held
+for; a restarted server does not load finished matches at all. Without that
+a long-running server kept every match it ever held
 (bench/finished.py: 45.7 KiB per finished match of random bots kept, 4.0 KiB
 unloaded).
 """
@@ -56,13 +57,20 @@ class Registry:
         LOADED_MATCHES.set_function(lambda: len(self.sessions))
 
     async def restore_all(self) -> int:
-        """Load every stored match (snapshot plus log tail); returns how many."""
-        for match_id in await self.store.match_ids():
+        """Load every stored match that is not over (snapshot plus log tail);
+        a finished one stays unloaded, known by the summary its metadata
+        keeps. Returns how many matches there are."""
+        for match_id, meta in await self.store.match_metas():
+            summary = Session.stored_summary(meta) if self.unload_after_s >= 0 else None
+            if summary is not None:
+                self.order.append(match_id)
+                self.unloaded[match_id] = summary
+                continue
             loaded = await self.store.load_match(match_id)
             session = Session.restore(loaded, self.store, self.limits)
             self._add(session)
             session.start()
-        return len(self.sessions)
+        return len(self.order)
 
     def _add(self, session: Session) -> None:
         match_id = session.match_id
@@ -138,7 +146,8 @@ class Registry:
         opening = match.opening_events if history is None else history
         payloads = session._engine_payloads(opening)
         stored: list[StoredEvent] = session._stage(payloads)
-        await self.store.create_match(match_id, session.meta(), match.to_snapshot(), stored)
+        meta = session.meta(stored[-1].seq if stored else None)
+        await self.store.create_match(match_id, meta, match.to_snapshot(), stored)
         session.snapshot_actions = 0  # the stored snapshot: no stored action yet
         session._publish(stored)
         self._add(session)

@@ -10,6 +10,7 @@ source of truth, so an unacknowledged action never shows.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -129,8 +130,10 @@ class Session:
     def last_seq(self) -> int:
         return len(self.framed)
 
-    def meta(self) -> bytes:
-        doc = {
+    def meta(self, last_seq: int | None = None) -> bytes:
+        """The match's stored metadata; ``last_seq`` when the log is about to
+        end later than it does now (events staged, not yet published)."""
+        doc: dict[str, Any] = {
             # Field by field: dataclasses.asdict deep-copies every value, and
             # this runs on each ClaimSeat and each change of a seat's control.
             "seats": [
@@ -146,7 +149,18 @@ class Session:
             "created_ms": self.created_ms,
             "action_base": self.action_base,
         }
+        if self.match.is_over:
+            # Lets a restarted server list a finished match without loading it.
+            summary = self.summary()
+            summary.last_seq = self.last_seq if last_seq is None else last_seq
+            doc["summary"] = base64.b64encode(summary.SerializeToString()).decode()
         return json.dumps(doc, separators=(",", ":")).encode()
+
+    @staticmethod
+    def stored_summary(meta: bytes) -> bytes | None:
+        """The serialized MatchSummary the metadata of a finished match holds."""
+        summary = json.loads(meta).get("summary")
+        return None if summary is None else base64.b64decode(summary)
 
     # -- building the log ---------------------------------------------------------
     def _stage(self, payloads: list[tuple[str, pb.MatchEvent]]) -> list[StoredEvent]:
@@ -198,7 +212,11 @@ class Session:
         t0 = time.perf_counter()
         try:
             await self.store.append(
-                self.match_id, self.last_seq, stored, action, self.meta() if meta else None
+                self.match_id,
+                self.last_seq,
+                stored,
+                action,
+                self.meta(stored[-1].seq if stored else None) if meta else None,
             )
         except StoreError as e:
             self.broken = True
@@ -274,7 +292,8 @@ class Session:
         last = self.last_seq + len(payloads)
         index = len(self.match.actions) - 1 - self.action_base
         stored = StoredAction(index, seat, str(action), action_id, first, last)
-        await self._append(payloads, stored, meta=took_back)
+        # The action that ends the match stores its summary (see meta).
+        await self._append(payloads, stored, meta=took_back or self.match.is_over)
         self._answered[seat][action_id] = first << 32 | last
         ACTIONS.labels(type(action).__name__, by).inc()
         self._maybe_snapshot()

@@ -15,6 +15,7 @@ from server_harness import (
     Deadline,
     Server,
     StreamReader,
+    Table,
     choose,
     create_match,
     expect_failure,
@@ -101,41 +102,66 @@ def test_active_matches_counts_matches_not_over(make_server: Callable[..., Serve
     assert metric(srv, "spades_active_matches") == 1
 
 
+def listed(srv: Server) -> list[pb.MatchSummary]:
+    request = pb.ListMatchesRequest()
+    return list(srv.stub.ListMatches(request, metadata=OP, timeout=RPC_TIMEOUT).matches)
+
+
+def play_bots_to_the_end(srv: Server) -> tuple[Table, list[pb.MatchEvent]]:
+    """A match of four bots, played to its end; its public events."""
+    bots = create_match(srv.stub, bots=(0, 1, 2, 3), seed=6, target_score=100)
+    watcher = StreamReader(spectate(srv.stub, bots.match_id), stop=is_match_ended)
+    watcher.wait_for(lambda evs: any(map(is_match_ended, evs)), "the bots' match to end", 60)
+    watcher.join()
+    return bots, watcher.events
+
+
 def test_a_finished_match_leaves_memory_and_comes_back_whole(
     make_server: Callable[..., Server],
 ) -> None:
     srv = make_server("--unload-after-seconds", "0.2")
     playing = create_match(srv.stub, seed=5)  # not over: stays in memory
-    bots = create_match(srv.stub, bots=(0, 1, 2, 3), seed=6, target_score=100)
-    watcher = StreamReader(spectate(srv.stub, bots.match_id), stop=is_match_ended)
-    watcher.wait_for(lambda evs: any(map(is_match_ended, evs)), "the bots' match to end", 60)
-    watcher.join()
+    bots, seen = play_bots_to_the_end(srv)
     summary = get_match(srv.stub, bots.match_id)
-    assert summary.last_seq == watcher.last_seq
+    assert summary.last_seq == seen[-1].seq
     record = srv.stub.ExportMatch(
         pb.ExportMatchRequest(match_id=bots.match_id), metadata=OP, timeout=RPC_TIMEOUT
     ).record_json
 
-    def listed() -> list[pb.MatchSummary]:
-        request = pb.ListMatchesRequest()
-        return list(srv.stub.ListMatches(request, metadata=OP, timeout=RPC_TIMEOUT).matches)
-
     wait_until(lambda: metric(srv, "spades_loaded_matches") == 1, "the bots' match to unload")
-    assert [m.match_id for m in listed()] == [bots.match_id, playing.match_id]
-    assert listed()[0] == summary
+    assert [m.match_id for m in listed(srv)] == [bots.match_id, playing.match_id]
+    assert listed(srv)[0] == summary
 
     # Asked for, it comes back from the store as it was.
     again = read_until(spectate(srv.stub, bots.match_id), summary.last_seq)
     assert metric(srv, "spades_loaded_matches") == 2
-    assert wire(again) == wire(watcher.events)
+    assert wire(again) == wire(seen)
     assert get_match(srv.stub, bots.match_id) == summary
     exported = srv.stub.ExportMatch(
         pb.ExportMatchRequest(match_id=bots.match_id), metadata=OP, timeout=RPC_TIMEOUT
     )
     assert exported.record_json == record
-    assert [m.match_id for m in listed()] == [bots.match_id, playing.match_id]
+    assert [m.match_id for m in listed(srv)] == [bots.match_id, playing.match_id]
     wait_until(lambda: metric(srv, "spades_loaded_matches") == 1, "the bots' match to unload again")
     assert get_match(srv.stub, playing.match_id).phase == pb.PHASE_BIDDING
+
+
+def test_a_restarted_server_lists_finished_matches_without_loading_them(
+    make_server: Callable[..., Server],
+) -> None:
+    srv = make_server()
+    playing = create_match(srv.stub, seed=5)
+    bots, seen = play_bots_to_the_end(srv)
+    before = listed(srv)
+    assert [m.match_id for m in before] == [bots.match_id, playing.match_id]
+    assert srv.stop() == 0
+    srv.start()
+    assert metric(srv, "spades_loaded_matches") == 1
+    assert listed(srv) == before
+    again = read_until(spectate(srv.stub, bots.match_id), seen[-1].seq)
+    assert wire(again) == wire(seen)
+    assert metric(srv, "spades_loaded_matches") == 2
+    assert listed(srv) == before
 
 
 def test_sigterm_ends_open_streams_with_unavailable_and_exits_0(

@@ -95,7 +95,7 @@ def test_round_trip(make_store: MakeStore) -> None:
             ev(6),
             ev(7, audience="team:1"),
         ]
-        assert await store.match_ids() == ["m1"]
+        assert [m for m, _ in await store.match_metas()] == ["m1"]
 
         # Callers cannot change what is stored: neither through what they
         # passed in nor through what they got back.
@@ -150,7 +150,7 @@ def test_non_consecutive_seqs_refused(make_store: MakeStore) -> None:
         with pytest.raises(StoreError) as info:
             await store.create_match("bad", b"m", b"s", [ev(2)])
         assert not isinstance(info.value, SeqConflict)
-        assert await store.match_ids() == []
+        assert [m for m, _ in await store.match_metas()] == []
         await store.create_match("m", b"m", b"s", [ev(1)])
         before = await store.load_match("m")
         for events in ([ev(3)], [ev(2), ev(4)], [ev(2), ev(2)], [ev(1)]):
@@ -174,7 +174,7 @@ def test_match_exists(make_store: MakeStore) -> None:
             await store.create_match("m", b"second", b"snap2", [ev(1), ev(2)])
         loaded = await store.load_match("m")
         assert (loaded.meta, loaded.snapshot, loaded.events) == (b"first", b"snap1", [ev(1)])
-        assert await store.match_ids() == ["m"]
+        assert [m for m, _ in await store.match_metas()] == ["m"]
         await store.close()
 
     run(main())
@@ -189,7 +189,7 @@ def test_match_not_found(make_store: MakeStore) -> None:
             await store.load_match("nope")
         with pytest.raises(MatchNotFound):
             await store.save_snapshot("nope", b"s", 0)
-        assert await store.match_ids() == []
+        assert [m for m, _ in await store.match_metas()] == []
         await store.close()
 
     run(main())
@@ -219,7 +219,7 @@ def test_snapshots_and_action_tail(make_store: MakeStore) -> None:
     run(main())
 
 
-def test_match_ids_oldest_first(make_store: MakeStore) -> None:
+def test_match_metas_oldest_first_with_the_latest_meta(make_store: MakeStore) -> None:
     async def main() -> None:
         store = make_store()
         for match_id in ("c", "a", "b", "aa"):
@@ -227,11 +227,13 @@ def test_match_ids_oldest_first(make_store: MakeStore) -> None:
         with pytest.raises(MatchExists):
             await store.create_match("a", b"m", b"s", [])
         await store.create_match("0", b"m", b"s", [])
-        assert await store.match_ids() == ["c", "a", "b", "aa", "0"]
+        await store.append("b", 0, [StoredEvent(1, "everyone", b"e")], meta=b"m2")
+        expected = [("c", b"m"), ("a", b"m"), ("b", b"m2"), ("aa", b"m"), ("0", b"m")]
+        assert await store.match_metas() == expected
         await store.close()
         if isinstance(store, SqliteStore):
             store = make_store()
-            assert await store.match_ids() == ["c", "a", "b", "aa", "0"]
+            assert await store.match_metas() == expected
             await store.close()
 
     run(main())
@@ -248,7 +250,7 @@ def test_closed_store_refuses(make_store: MakeStore) -> None:
         with pytest.raises(StoreError):
             await store.load_match("m")
         with pytest.raises(StoreError):
-            await store.match_ids()
+            [m for m, _ in await store.match_metas()]
 
     run(main())
 
@@ -295,7 +297,7 @@ def test_failures_in_a_batch_stay_alone(make_store: MakeStore) -> None:
         warm_up = None
         if isinstance(store, SqliteStore):
             armed[0] = True  # the writer stops after committing the warm-up...
-            warm_up = asyncio.ensure_future(store.match_ids())
+            warm_up = asyncio.ensure_future(store.match_metas())
             assert await asyncio.to_thread(held.wait, 5)
         tasks = [asyncio.ensure_future(c) for c in calls]
         if isinstance(store, SqliteStore):
@@ -317,7 +319,7 @@ def test_failures_in_a_batch_stay_alone(make_store: MakeStore) -> None:
             assert loaded.events == [ev(1), ev(2), ev(3)]
             assert loaded.actions == [act(0, 2, 3)]
             assert loaded.meta == b"meta1"
-        assert len(await store.match_ids()) == n
+        assert len([m for m, _ in await store.match_metas()]) == n
         # After the failures the store still knows where every match ends.
         await store.append("m0", 3, [ev(4)], act(1, 4, 4))
         with pytest.raises(SeqConflict):
@@ -378,7 +380,7 @@ _WRITER = textwrap.dedent(
     async def main(path: str) -> None:
         store = SqliteStore(path)
         ids = [f"m{i}" for i in range(8)]
-        if not await store.match_ids():
+        if not [m for m, _ in await store.match_metas()]:
             await asyncio.gather(*(store.create_match(m, b"{}", b"s", []) for m in ids))
 
         async def play(match_id: str) -> None:
@@ -429,7 +431,7 @@ def test_sqlite_acknowledged_appends_survive_sigkill(tmp_path: Path) -> None:
 
     async def check() -> None:
         store = await SqliteStore.open(path)
-        assert set(acked) <= set(await store.match_ids())
+        assert set(acked) <= set([m for m, _ in await store.match_metas()])
         for match_id, seq in acked.items():
             loaded = await store.load_match(match_id)
             last = loaded.events[-1].seq

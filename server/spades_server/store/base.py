@@ -83,8 +83,8 @@ class Store(Protocol):
     async def load_match(self, match_id: str) -> LoadedMatch:
         """Everything needed to restore a match. Raises MatchNotFound."""
 
-    async def match_ids(self) -> list[str]:
-        """Every stored match id, oldest first."""
+    async def match_metas(self) -> list[tuple[str, bytes]]:
+        """Every stored match's id and latest metadata, oldest first."""
 
     async def close(self) -> None:
         """Flush and release everything; later calls raise StoreError."""

@@ -127,10 +127,10 @@ class MemoryStore:
             events=list(match.events),
         )
 
-    async def match_ids(self) -> list[str]:
+    async def match_metas(self) -> list[tuple[str, bytes]]:
         if self._closed:
             raise StoreError("store is closed")
-        return list(self._matches)
+        return [(match_id, m.meta) for match_id, m in self._matches.items()]
 
     async def close(self) -> None:
         self._closed = True

@@ -383,9 +383,10 @@ class SqliteStore:
 
         return await self._submit(work)
 
-    async def match_ids(self) -> list[str]:
-        def work(conn: sqlite3.Connection) -> list[str]:
-            return [str(r[0]) for r in conn.execute("SELECT id FROM matches ORDER BY created")]
+    async def match_metas(self) -> list[tuple[str, bytes]]:
+        def work(conn: sqlite3.Connection) -> list[tuple[str, bytes]]:
+            rows = conn.execute("SELECT id, meta FROM matches ORDER BY created")
+            return [(str(r[0]), bytes(r[1])) for r in rows]
 
         return await self._submit(work)
 
