@@ -1,26 +1,43 @@
-PYTHON ?= python3
+# `make run` and `make test` each work alone on a fresh clone: both depend on
+# the virtual environment below, which is made and filled once (and again
+# only when pyproject.toml or the proto changes).
+BOOTSTRAP_PYTHON ?= python3
+VENV := .venv
+PYTHON := $(VENV)/bin/python
+INSTALLED := $(VENV)/.installed
 BUF_VERSION := 1.75.0
 BUF := build/tools/node_modules/.bin/buf
 GEN := server/spades_server/gen
+PROTO := proto/spades/v1/spades.proto
+STUBS := $(GEN)/spades/v1/spades_pb2.py
 export PYTHONHASHSEED := 0
 
-.PHONY: install proto test lint buf bench run
+.PHONY: install proto test lint buf bench run clean
 
-install:
+install: $(INSTALLED) $(STUBS)
+
+$(INSTALLED): pyproject.toml
+	test -x $(PYTHON) || $(BOOTSTRAP_PYTHON) -m venv $(VENV)
+	$(PYTHON) -m pip install -q --disable-pip-version-check --upgrade pip
 	$(PYTHON) -m pip install -q --disable-pip-version-check -e '.[dev]'
-	$(MAKE) proto
+	touch $@
 
 # Generated code is never committed: it is made from proto/ here, so it cannot drift.
+$(STUBS): $(PROTO) $(INSTALLED)
+	$(MAKE) proto
+
 proto:
 	rm -rf $(GEN) && mkdir -p $(GEN)
 	$(PYTHON) -m grpc_tools.protoc -I proto \
+	  --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy \
+	  --plugin=protoc-gen-mypy_grpc=$(VENV)/bin/protoc-gen-mypy_grpc \
 	  --python_out=$(GEN) --grpc_python_out=$(GEN) \
 	  --mypy_out=$(GEN) --mypy_grpc_out=$(GEN) \
-	  proto/spades/v1/spades.proto
+	  $(PROTO)
 	find $(GEN) -type d -exec touch {}/__init__.py \;
 	find $(GEN) -name '*.py*' -exec sed -i 's/^from spades\.v1 import/from spades_server.gen.spades.v1 import/; s/^import spades\.v1\./import spades_server.gen.spades.v1./' {} +
 
-test:
+test: install
 	$(PYTHON) -m pytest
 
 $(BUF):
@@ -32,12 +49,12 @@ buf: $(BUF)
 	  cd proto && ../$(BUF) breaking --against '../.git#branch=origin/main,subdir=proto'; \
 	else echo "buf breaking: no proto on origin/main yet, skipped"; fi
 
-lint: buf
+lint: install buf
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
 	$(PYTHON) -m mypy
 
-bench:
+bench: install
 	$(PYTHON) bench/engine.py
 	$(PYTHON) bench/store.py
 	$(PYTHON) bench/server.py
@@ -47,5 +64,10 @@ bench:
 	$(PYTHON) bench/grpc_floor.py --act bidi
 	$(PYTHON) bench/grpc_floor.py
 
+# The database lives under .data/ (ignored by git), not in the project's root.
 run: install
-	$(PYTHON) -m spades_server.main
+	mkdir -p .data
+	SPADES_DB=$${SPADES_DB:-.data/spades.db} $(PYTHON) -m spades_server.main
+
+clean:
+	rm -rf $(VENV) $(GEN) build
