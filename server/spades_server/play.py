@@ -19,14 +19,17 @@ from typing import Any
 import grpc
 from google.rpc import status_pb2
 
+from . import calls
 from .errors import ServiceError, invalid
 from .gen.spades.v1 import spades_pb2 as pb
 
-OPEN_TIMEOUT_S = 10.0  # a call that sends no `open` in this time is ended
-
-# The call's ``context.read``: the next request, or EOF once the client is done
-# sending. Cheaper than the request iterator, an async generator around it.
+# The call's ``context.read``: the next request's bytes (the method has no
+# deserializer: see ``calls``), or EOF once the client is done sending. Cheaper
+# than the request iterator, an async generator around it.
 Read = Callable[[], Awaitable[Any]]
+
+_parse = pb.PlayRequest.FromString
+_TYPE = pb.PlayRequest.DESCRIPTOR.full_name
 
 # Applies one action and answers (the result's bytes, the last sequence number
 # its events need to have been sent through before it may go: 0 if none).
@@ -48,16 +51,17 @@ def refused(action_id: str, status: status_pb2.Status) -> bytes:
 
 
 async def first_request(read: Read) -> pb.PlayOpen | None:
-    """The call's ``open`` message; None if the client closed without one."""
-    try:
-        first = await asyncio.wait_for(read(), OPEN_TIMEOUT_S)
-    except TimeoutError:
+    """The call's ``open`` message; None if the client closed without one. It
+    must come within the time any call has to send its request."""
+    raw = await calls.REQUEST_WAIT.read(read)
+    if raw is calls.TIMED_OUT:
+        timeout = calls.REQUEST_WAIT.timeout_s
         raise invalid(
-            "OPEN_EXPECTED", f"a Play call starts with `open` within {OPEN_TIMEOUT_S:g} s", "open"
-        ) from None
-    if first is grpc.aio.EOF:
+            "OPEN_EXPECTED", f"a Play call starts with `open` within {timeout:g} s", "open"
+        )
+    if raw is grpc.aio.EOF:
         return None
-    assert isinstance(first, pb.PlayRequest)  # what the method's deserializer makes
+    first: pb.PlayRequest = calls.parse_request(raw, _parse, _TYPE)
     if first.WhichOneof("kind") != "open":
         raise invalid("OPEN_EXPECTED", "the first message of a Play call is `open`", "open")
     return first.open
@@ -118,7 +122,12 @@ class Reader:
 
     async def _read(self) -> None:
         read = self.read
-        while (request := await read()) is not grpc.aio.EOF:
+        while (raw := await read()) is not grpc.aio.EOF:
+            try:
+                request = calls.parse_request(raw, _parse, _TYPE)
+            except ServiceError as err:
+                self.outbox.fail(err)
+                return
             if request.WhichOneof("kind") != "action":
                 self.outbox.fail(
                     invalid("ACTION_EXPECTED", "after `open`, a Play call sends actions", "action")

@@ -27,7 +27,7 @@ from spades_engine import (
     replay_snapshot,
 )
 
-from . import auth, convert, play
+from . import auth, calls, convert, play
 from .errors import ServiceError, invalid
 from .gen.spades.v1 import spades_pb2 as pb
 from .matches import Registry, SeatSpec
@@ -92,19 +92,39 @@ async def _refuse(
     return err
 
 
+def _request_type(name: str) -> tuple[Callable[[bytes], Any], str, bool]:
+    """The parser of method ``name``'s request, the message's name, and whether
+    the client streams requests."""
+    method = pb.DESCRIPTOR.services_by_name["SpadesService"].methods_by_name[name]
+    request = getattr(pb, method.input_type.name)
+    return request.FromString, method.input_type.full_name, method.client_streaming
+
+
 def _unary(
     fn: Callable[[Any, Req, grpc.aio.ServicerContext[Any, Any]], Awaitable[Resp]],
-) -> Callable[[Any, Req, grpc.aio.ServicerContext[Any, Any]], Awaitable[Resp]]:
+) -> Callable[[Any, Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Resp]]:
+    """A unary handler, registered as request-streaming (see ``calls``): it
+    receives and parses the request, then runs ``fn`` on it."""
     name = fn.__name__
+    parse, type_name, _ = _request_type(name)
     ok_count = RPCS.labels(name, "OK")  # children looked up once, not per call
     latency = RPC_LATENCY.labels(name)
+    limit = calls.CALLS
 
     @functools.wraps(fn)
-    async def wrapper(self: Any, request: Req, context: grpc.aio.ServicerContext[Any, Any]) -> Resp:
+    async def wrapper(
+        self: Any, requests: Any, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> Resp:
         structlog.contextvars.bind_contextvars(request_id=_request_id(context), method=name)
         t0 = time.perf_counter()
         code = "OK"
+        admitted = limit.open < limit.maximum
+        if admitted:
+            limit.open += 1
         try:
+            if not admitted:
+                raise limit.refusal()
+            request = await calls.receive(context.read, parse, type_name)
             return await fn(self, request, context)
         except Exception as exc:
             err = await _refuse(context, name, exc)
@@ -112,6 +132,8 @@ def _unary(
             await context.abort_with_status(rpc_status.to_status(err.to_status()))
             raise  # abort_with_status always raises; this keeps type checkers honest
         finally:
+            if admitted:
+                limit.open -= 1
             (ok_count if code == "OK" else RPCS.labels(name, code)).inc()
             latency.observe(time.perf_counter() - t0)
             structlog.contextvars.clear_contextvars()
@@ -123,16 +145,21 @@ def _streaming(
     fn: Callable[
         [Any, Req, grpc.aio.ServicerContext[Any, Any], Callable[[], None]], Awaitable[None]
     ],
-) -> Callable[[Any, Req, grpc.aio.ServicerContext[Any, Any]], Awaitable[None]]:
+) -> Callable[[Any, Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[None]]:
     """A server-streaming handler that writes serialized responses with
     ``context.write``, counted and logged like ``_unary``; it calls the
     ``first_sent`` it is given after its first message, which ends the latency
-    the histogram records for it."""
+    the histogram records for it. A method with one request receives it as
+    ``_unary`` does; a bidirectional one (Play) reads its own requests, as bytes."""
     name = fn.__name__
+    parse, type_name, client_streaming = _request_type(name)
     latency = RPC_LATENCY.labels(name)
+    limit = calls.CALLS
 
     @functools.wraps(fn)
-    async def wrapper(self: Any, request: Req, context: grpc.aio.ServicerContext[Any, Any]) -> None:
+    async def wrapper(
+        self: Any, requests: Any, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> None:
         structlog.contextvars.bind_contextvars(request_id=_request_id(context), method=name)
         t0 = time.perf_counter()
         code = "OK"
@@ -140,14 +167,23 @@ def _streaming(
         def first_sent() -> None:
             latency.observe(time.perf_counter() - t0)
 
+        admitted = limit.open < limit.maximum
+        if admitted:
+            limit.open += 1
         OPEN_STREAMS.inc()
         try:
-            await fn(self, request, context, first_sent)
+            if not admitted:
+                raise limit.refusal()
+            if not client_streaming:
+                requests = await calls.receive(context.read, parse, type_name)
+            await fn(self, requests, context, first_sent)
         except Exception as exc:
             err = await _refuse(context, name, exc)
             code = err.code.name
             await context.abort_with_status(rpc_status.to_status(err.to_status()))
         finally:
+            if admitted:
+                limit.open -= 1
             OPEN_STREAMS.dec()
             RPCS.labels(name, code).inc()
             structlog.contextvars.clear_contextvars()
@@ -397,30 +433,25 @@ def _serialized(message: Any) -> bytes:
 
 def add_to_server(servicer: SpadesService, server: grpc.aio.Server) -> None:
     """Register every method of spades.v1.SpadesService (from the proto descriptor,
-    so a method missing here fails at start-up). Stream responses are built as
-    bytes once per event by the session and sent as they are; unary ones are
-    messages serialized by gRPC."""
+    so a method missing here fails at start-up). Every method is registered as
+    request-streaming with no deserializer: its wrapper receives the request
+    bytes itself, within a time limit, and parses them (see ``calls``). Stream
+    responses are built as bytes once per event by the session and sent as they
+    are; unary ones are messages serialized by gRPC."""
     service = pb.DESCRIPTOR.services_by_name["SpadesService"]
     handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
     for method in service.methods:
         fn = getattr(servicer, method.name)
-        request = getattr(pb, method.input_type.name)
         response = getattr(pb, method.output_type.name)
-        if method.client_streaming and method.server_streaming:
-            handlers[method.name] = grpc.stream_stream_rpc_method_handler(
-                fn, request_deserializer=request.FromString, response_serializer=_serialized
-            )
-        elif method.client_streaming:
+        if method.client_streaming and not method.server_streaming:
             raise TypeError(f"{method.full_name}: client streaming alone is not served")
-        elif method.server_streaming:
-            handlers[method.name] = grpc.unary_stream_rpc_method_handler(
-                fn, request_deserializer=request.FromString, response_serializer=_serialized
+        if method.server_streaming:
+            handlers[method.name] = grpc.stream_stream_rpc_method_handler(
+                fn, request_deserializer=None, response_serializer=_serialized
             )
         else:
-            handlers[method.name] = grpc.unary_unary_rpc_method_handler(
-                fn,
-                request_deserializer=request.FromString,
-                response_serializer=response.SerializeToString,
+            handlers[method.name] = grpc.stream_unary_rpc_method_handler(
+                fn, request_deserializer=None, response_serializer=response.SerializeToString
             )
     server.add_generic_rpc_handlers(
         (grpc.method_handlers_generic_handler(service.full_name, handlers),)
