@@ -19,6 +19,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 
+from . import calls
 from .gen.spades.v1 import spades_pb2 as pb
 from .matches import Registry
 from .metrics import observe_gc_pauses
@@ -86,6 +87,75 @@ OPTIONS = (
         int,
     ),
     _Opt("--streams-per-match", "SPADES_STREAMS_PER_MATCH", "64", "open streams per match", int),
+    # Limits on calls and connections: docs/api.md, "Limits".
+    _Opt(
+        "--request-timeout-seconds",
+        "SPADES_REQUEST_TIMEOUT_SECONDS",
+        "10",
+        "how long a call may take to send its request (a Play call: its `open`) before it "
+        "is ended with INVALID_ARGUMENT REQUEST_EXPECTED (OPEN_EXPECTED)",
+        float,
+    ),
+    _Opt(
+        "--max-calls",
+        "SPADES_MAX_CALLS",
+        "20000",
+        "open calls of the service, streams included, before new ones are refused with "
+        "RESOURCE_EXHAUSTED TOO_MANY_CALLS",
+        int,
+    ),
+    _Opt(
+        "--max-calls-per-connection",
+        "SPADES_MAX_CALLS_PER_CONNECTION",
+        "1000",
+        "concurrent calls (HTTP/2 streams) on one client connection; the client queues the rest",
+        int,
+    ),
+    _Opt(
+        "--connection-idle-seconds",
+        "SPADES_CONNECTION_IDLE_SECONDS",
+        "300",
+        "a connection with no call open this long is closed (gracefully; the client's channel "
+        "reconnects when it next calls). 0: never",
+        float,
+    ),
+    _Opt(
+        "--connection-age-seconds",
+        "SPADES_CONNECTION_AGE_SECONDS",
+        "0",
+        "a connection this old is asked to reconnect (GOAWAY), then closed after "
+        "--connection-age-grace-seconds, open calls and streams included. 0: never",
+        float,
+    ),
+    _Opt(
+        "--connection-age-grace-seconds",
+        "SPADES_CONNECTION_AGE_GRACE_SECONDS",
+        "300",
+        "how long the calls of a connection past --connection-age-seconds may go on",
+        float,
+    ),
+    _Opt(
+        "--keepalive-seconds",
+        "SPADES_KEEPALIVE_SECONDS",
+        "60",
+        "the server pings a connection after this long without traffic; 0: never",
+        float,
+    ),
+    _Opt(
+        "--keepalive-timeout-seconds",
+        "SPADES_KEEPALIVE_TIMEOUT_SECONDS",
+        "20",
+        "a connection that does not answer a ping in this time is closed, its calls ended",
+        float,
+    ),
+    _Opt(
+        "--min-client-ping-seconds",
+        "SPADES_MIN_CLIENT_PING_SECONDS",
+        "10",
+        "clients may ping (keepalive) this often, calls open or not; a client that pings "
+        "more often is disconnected (GOAWAY too_many_pings) after 2 such pings",
+        float,
+    ),
     _Opt(
         "--actions-per-second",
         "SPADES_ACTIONS_PER_SECOND",
@@ -134,7 +204,58 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.store not in ("sqlite", "memory"):
         p.error("--store must be sqlite or memory")
+    for flag in ("max_calls", "max_calls_per_connection"):
+        if getattr(args, flag) < 1:
+            p.error(f"--{flag.replace('_', '-')} must be at least 1")
+    for flag in (
+        "request_timeout_seconds",
+        "keepalive_timeout_seconds",
+        "connection_age_grace_seconds",
+    ):
+        if not getattr(args, flag) > 0:
+            p.error(f"--{flag.replace('_', '-')} must be more than 0")
+    for flag in (
+        "connection_idle_seconds",
+        "connection_age_seconds",
+        "keepalive_seconds",
+        "min_client_ping_seconds",
+    ):
+        if getattr(args, flag) < 0:
+            p.error(f"--{flag.replace('_', '-')} must be 0 or more")
     return args
+
+
+def _ms(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
+
+
+def grpc_options(args: argparse.Namespace) -> list[tuple[str, int]]:
+    """The gRPC core settings of the server's connections (see docs/api.md, Limits)."""
+    options = [
+        ("grpc.max_receive_message_length", args.max_message_bytes),
+        ("grpc.max_send_message_length", 64 * 1024 * 1024),
+        ("grpc.max_concurrent_streams", args.max_calls_per_connection),
+        # Clients may keep idle connections alive with pings this far apart.
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.http2.min_ping_interval_without_data_ms", _ms(args.min_client_ping_seconds)),
+        ("grpc.http2.max_ping_strikes", 2),
+        # The server's own pings go on however long a stream stays quiet (a Play
+        # call between actions), so a vanished client's calls end.
+        ("grpc.http2.max_pings_without_data", 0),
+    ]
+    if args.keepalive_seconds > 0:
+        options += [
+            ("grpc.keepalive_time_ms", _ms(args.keepalive_seconds)),
+            ("grpc.keepalive_timeout_ms", _ms(args.keepalive_timeout_seconds)),
+        ]
+    if args.connection_idle_seconds > 0:
+        options.append(("grpc.max_connection_idle_ms", _ms(args.connection_idle_seconds)))
+    if args.connection_age_seconds > 0:
+        options += [
+            ("grpc.max_connection_age_ms", _ms(args.connection_age_seconds)),
+            ("grpc.max_connection_age_grace_ms", _ms(args.connection_age_grace_seconds)),
+        ]
+    return options
 
 
 def configure_logging(level: str) -> None:
@@ -176,12 +297,8 @@ async def serve(args: argparse.Namespace) -> None:
     restored = await registry.restore_all()
     operator_token = args.operator_token or secrets.token_urlsafe(24)
 
-    server = grpc.aio.server(
-        options=[
-            ("grpc.max_receive_message_length", args.max_message_bytes),
-            ("grpc.max_send_message_length", 64 * 1024 * 1024),
-        ]
-    )
+    calls.configure(request_timeout_s=args.request_timeout_seconds, max_calls=args.max_calls)
+    server = grpc.aio.server(options=grpc_options(args))
     add_to_server(SpadesService(registry, operator_token), server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
@@ -226,6 +343,7 @@ async def serve(args: argparse.Namespace) -> None:
         await health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
     await registry.close()  # refuse new actions, end streams with UNAVAILABLE
     await server.stop(args.grace_seconds)
+    calls.REQUEST_WAIT.stop()
     await store.close()
     log.info("stopped")
 
