@@ -1,0 +1,416 @@
+"""Requests that are not what they should be, and calls that never send one:
+each is answered with a status and google.rpc details, bounded in time and
+memory, and other clients do not notice. Raw bytes go over real channels."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import grpc
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+from server_harness import (
+    OP,
+    RPC_TIMEOUT,
+    Deadline,
+    Failure,
+    PlayCall,
+    Server,
+    choose,
+    create_match,
+    failure_of,
+    get_view,
+    seat_md,
+    wait_until,
+)
+from spades_server.gen.spades.v1 import spades_pb2 as pb
+
+SERVICE = "/spades.v1.SpadesService/"
+INVALID_UTF8 = b"\x0a\x02\xff\xfe"  # field 1 (a string in every request below): bad UTF-8
+GARBAGE = b"\xff\xff"  # field 31 of wire type 7: no such wire type
+TRUNCATED = b"\x10\xff"  # field 2 (varint) whose varint never ends
+MALFORMED = (INVALID_UTF8, GARBAGE, TRUNCATED)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _raw_channel(srv: Server) -> grpc.Channel:
+    return grpc.insecure_channel(
+        f"127.0.0.1:{srv.port}", options=[("grpc.use_local_subchannel_pool", 1)]
+    )
+
+
+def _log_since(srv: Server, offset: int) -> str:
+    path = srv.workdir / f"server-{srv.starts}.log"
+    with open(path, encoding="utf-8", errors="replace") as f:
+        f.seek(offset)
+        return f.read()
+
+
+def _log_size(srv: Server) -> int:
+    return (srv.workdir / f"server-{srv.starts}.log").stat().st_size
+
+
+def aio_failure(err: grpc.aio.AioRpcError) -> Failure:
+    """``failure_of`` for an error of a grpc.aio call."""
+    out = Failure(err.code(), err.details() or "")
+    status = rpc_status.from_call(err)  # type: ignore[arg-type]  # duck-typed: code, metadata
+    for detail in status.details if status is not None else ():
+        if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            info = error_details_pb2.ErrorInfo()
+            detail.Unpack(info)
+            out.reason = info.reason
+    return out
+
+
+def _stream_failure(call: Any) -> Failure:
+    """Read a stream to its end; it must end with an error."""
+    try:
+        for _ in call:
+            pass
+    except grpc.RpcError as err:
+        return failure_of(err)
+    raise AssertionError("the stream ended with OK")
+
+
+def test_malformed_requests_get_invalid_argument(shared_server: Server) -> None:
+    srv = shared_server
+    table = create_match(srv.stub, bots=(1, 2, 3), seed=71)
+    token = seat_md(table.tokens[0])
+    start = _log_size(srv)
+    failures: list[tuple[str, bytes, Failure]] = []
+    channel = _raw_channel(srv)
+    try:
+        # Unary methods, with and without credentials (parsing comes first).
+        for method, md in (
+            ("Ping", ()),
+            ("GetView", token),
+            ("SubmitAction", token),
+            ("CreateMatch", OP),
+        ):
+            call = channel.unary_unary(SERVICE + method)
+            for body in MALFORMED:
+                if method == "Ping" and body == INVALID_UTF8:
+                    continue  # PingRequest has no fields: an unknown field parses
+                try:
+                    call(body, metadata=md, timeout=RPC_TIMEOUT)
+                except grpc.RpcError as err:
+                    failures.append((method, body, failure_of(err)))
+                else:
+                    raise AssertionError(f"{method} accepted {body!r}")
+        # Server-streaming methods.
+        for method, md in (("StreamEvents", token), ("Spectate", ())):
+            stream = channel.unary_stream(SERVICE + method)
+            for body in MALFORMED:
+                f = _stream_failure(stream(body, metadata=md, timeout=RPC_TIMEOUT))
+                failures.append((method, body, f))
+        # Play: a malformed first message, and a malformed action after a good open.
+        play = channel.stream_stream(SERVICE + "Play")
+        opening = pb.PlayRequest(open=pb.PlayOpen(match_id=table.match_id)).SerializeToString()
+        for body in MALFORMED:
+            f = _stream_failure(play(iter([body]), metadata=token, timeout=RPC_TIMEOUT))
+            failures.append(("Play open", body, f))
+            f = _stream_failure(play(iter([opening, body]), metadata=token, timeout=RPC_TIMEOUT))
+            failures.append(("Play action", body, f))
+    finally:
+        channel.close()
+
+    for method, body, f in failures:
+        assert f.code == grpc.StatusCode.INVALID_ARGUMENT, (method, body, f)
+        assert f.reason == "MALFORMED_REQUEST", (method, body, f)
+        assert "class" not in f.message and "Unexpected" not in f.message, f
+    # Each refusal is logged as one, without a traceback.
+    wait_until(
+        lambda: _log_since(srv, start).count('"MALFORMED_REQUEST"') >= len(failures),
+        "the refusals in the server's log",
+    )
+    log = _log_since(srv, start)
+    assert "Traceback" not in log and "Unexpected" not in log, log[-3000:]
+    # The match is untouched and the server still serves it.
+    assert get_view(srv.stub, table, 0).as_of_seq == table.summary.last_seq
+
+
+def test_a_call_without_its_request_is_ended(make_server: Any) -> None:
+    srv = make_server("--request-timeout-seconds", "0.5")
+    table = create_match(srv.stub, bots=(1, 2, 3), seed=72)
+    token = seat_md(table.tokens[0])
+    channel = _raw_channel(srv)
+    try:
+        # Half-closed at once, with no request: answered at once.
+        for method in ("Ping", "GetView", "SubmitAction"):
+            d = Deadline(RPC_TIMEOUT)
+            try:
+                channel.stream_unary(SERVICE + method)(
+                    iter([]), metadata=token, timeout=RPC_TIMEOUT
+                )
+            except grpc.RpcError as err:
+                f = failure_of(err)
+            else:
+                raise AssertionError(f"{method} answered OK without a request")
+            assert (f.code, f.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "REQUEST_EXPECTED"), f
+            assert d.left() > RPC_TIMEOUT - 2, "not answered at once"
+        stream = channel.stream_stream(SERVICE + "StreamEvents")
+        f = _stream_failure(stream(iter([]), metadata=token, timeout=RPC_TIMEOUT))
+        assert (f.code, f.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "REQUEST_EXPECTED"), f
+    finally:
+        channel.close()
+
+    # Open, and never send: ended by the server after the request timeout.
+    async def never_send() -> list[tuple[str, Failure, float]]:
+        async with grpc.aio.insecure_channel(
+            f"127.0.0.1:{srv.port}", options=[("grpc.use_local_subchannel_pool", 1)]
+        ) as ch:
+            t0 = time.monotonic()
+            calls = {
+                "Ping": ch.stream_unary(SERVICE + "Ping")(timeout=RPC_TIMEOUT),
+                "StreamEvents": ch.stream_stream(SERVICE + "StreamEvents")(
+                    metadata=token, timeout=RPC_TIMEOUT
+                ),
+                "Play": ch.stream_stream(SERVICE + "Play")(metadata=token, timeout=RPC_TIMEOUT),
+            }
+
+            async def ended(name: str, call: Any) -> tuple[str, Failure, float]:
+                try:
+                    await (call if name == "Ping" else call.read())
+                except grpc.RpcError as err:
+                    return name, aio_failure(err), time.monotonic() - t0
+                raise AssertionError(f"{name} answered without a request")
+
+            return await asyncio.gather(*(ended(n, c) for n, c in calls.items()))
+
+    for name, f, after in asyncio.run(never_send()):
+        reason = "OPEN_EXPECTED" if name == "Play" else "REQUEST_EXPECTED"
+        assert (f.code, f.reason) == (grpc.StatusCode.INVALID_ARGUMENT, reason), (name, f)
+        assert 0.4 < after < 3.0, (name, after)
+
+
+def _rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+class Pinger:
+    """Pings on its own connection every few ms until stopped; keeps the latencies."""
+
+    def __init__(self, srv: Server) -> None:
+        self.channel = _raw_channel(srv)
+        self.ping = self.channel.unary_unary(
+            SERVICE + "Ping",
+            request_serializer=pb.PingRequest.SerializeToString,
+            response_deserializer=pb.PingResponse.FromString,
+        )
+        self.ping(pb.PingRequest(), timeout=RPC_TIMEOUT)
+        self.latencies: list[float] = []
+        self.errors: list[str] = []
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        d = Deadline(120)
+        while not self.stopped.is_set() and not d.expired():
+            t0 = time.perf_counter()
+            try:
+                self.ping(pb.PingRequest(), timeout=RPC_TIMEOUT)
+            except grpc.RpcError as err:
+                self.errors.append(repr(err.code()))
+            self.latencies.append(time.perf_counter() - t0)
+            self.stopped.wait(0.005)
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.thread.join(RPC_TIMEOUT + 5)
+        self.channel.close()
+
+
+# Opens N calls of GetView on one connection, never sends their requests, and
+# prints how they ended as JSON; run as its own process so that its work does
+# not slow the Pings measured in the test's.
+_FLOOD = """
+import asyncio, json, sys, time
+from collections import Counter
+import grpc
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+
+async def main(port, n):
+    async with grpc.aio.insecure_channel(
+        f"127.0.0.1:{port}", options=[("grpc.use_local_subchannel_pool", 1)]
+    ) as ch:
+        await asyncio.wait_for(ch.channel_ready(), 10)
+        t0 = time.monotonic()
+        calls = [ch.stream_unary("/spades.v1.SpadesService/GetView")(timeout=60) for _ in range(n)]
+
+        async def ended(call):
+            try:
+                await asyncio.wait_for(call, 30)
+            except grpc.RpcError as err:
+                reason = ""
+                status = rpc_status.from_call(err)
+                for d in status.details if status is not None else ():
+                    info = error_details_pb2.ErrorInfo()
+                    if d.Unpack(info):
+                        reason = info.reason
+                return f"{err.code().name} {reason}".strip(), time.monotonic() - t0
+            except TimeoutError:
+                call.cancel()
+                return "NEVER", time.monotonic() - t0
+            return "OK", time.monotonic() - t0
+
+        results = await asyncio.gather(*(ended(c) for c in calls))
+        codes = Counter(r for r, _ in results)
+        print(json.dumps({"codes": codes, "last": max(t for _, t in results)}))
+
+asyncio.run(main(int(sys.argv[1]), int(sys.argv[2])))
+"""
+
+
+def test_calls_that_never_send_a_request_are_bounded(make_server: Any) -> None:
+    """2,000 calls on one connection that never send their request end within
+    the request timeout (in waves of --max-calls-per-connection), the server's
+    memory stays bounded, and another client's Pings stay fast throughout."""
+    timeout_s = 1.0
+    srv = make_server("--request-timeout-seconds", str(timeout_s))
+    n = 2000
+    rss_before = _rss_mb(srv.pid)
+    peak = rss_before
+    pinger = Pinger(srv)
+    try:
+        flood = subprocess.Popen(
+            [sys.executable, "-c", _FLOOD, str(srv.port), str(n)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        d = Deadline(60)
+        while flood.poll() is None and not d.expired():
+            peak = max(peak, _rss_mb(srv.pid))
+            time.sleep(0.1)
+        if flood.poll() is None:
+            flood.kill()
+        out, _ = flood.communicate(timeout=10)
+    finally:
+        pinger.stop()
+    assert flood.returncode == 0, out
+    summary = json.loads(out)
+    codes, last = summary["codes"], summary["last"]
+    # Past --max-calls-per-connection the server refuses streams (HTTP/2
+    # REFUSED_STREAM, UNAVAILABLE to the client); it ends the others.
+    assert set(codes) <= {"INVALID_ARGUMENT REQUEST_EXPECTED", "UNAVAILABLE"}, codes
+    assert codes.get("INVALID_ARGUMENT REQUEST_EXPECTED", 0) >= 1000, codes
+    assert last < 8 * timeout_s, f"the last call ended after {last:.1f} s"
+    growth = peak - rss_before
+    assert growth < 80, f"the server grew by {growth:.0f} MB"
+    assert not pinger.errors, pinger.errors
+    worst = max(pinger.latencies)
+    assert worst < 1.0, f"Ping max {worst * 1000:.0f} ms"
+    print(
+        f"\n{n} calls ended by {last:.2f} s ({codes}); server RSS {rss_before:.0f} -> "
+        f"peak {peak:.0f} MB; {len(pinger.latencies)} Pings, max {worst * 1000:.0f} ms"
+    )
+    assert srv.stub.Ping(pb.PingRequest(), timeout=RPC_TIMEOUT) == pb.PingResponse()
+
+
+def test_a_quiet_play_call_outlives_every_idle_limit(make_server: Any) -> None:
+    """The request timeout is for a call's first message only; the server's
+    keepalive pings and connection idle limit leave a quiet Play call open."""
+    srv = make_server(
+        "--request-timeout-seconds",
+        "0.3",
+        "--connection-idle-seconds",
+        "0.5",
+        "--keepalive-seconds",
+        "0.5",
+        "--keepalive-timeout-seconds",
+        "1",
+    )
+    table = create_match(srv.stub, bots=(1, 2, 3), seed=73)
+    play = PlayCall(srv.stub, table, 0)
+    try:
+        play.wait_seq(1)
+        wait_until(lambda: bool(get_view(srv.stub, table, 0).legal_actions), "seat 0's turn")
+        before = play.last_seq
+        time.sleep(2.5)  # quiet: no message either way
+        assert not play.done, play.error
+        view = get_view(srv.stub, table, 0)
+        action_id = play.act(choose(view))
+        result = play.result(action_id)
+        assert not result.HasField("error"), result
+        play.wait_seq(result.last_seq)
+        assert play.last_seq > before
+    finally:
+        play.cancel()
+
+
+def test_limits_are_flags_and_documented() -> None:
+    flags = (
+        "--request-timeout-seconds",
+        "--max-calls",
+        "--max-calls-per-connection",
+        "--connection-idle-seconds",
+        "--connection-age-seconds",
+        "--connection-age-grace-seconds",
+        "--keepalive-seconds",
+        "--keepalive-timeout-seconds",
+        "--min-client-ping-seconds",
+        "--max-message-bytes",
+        "--streams-per-match",
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "spades_server.main", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env=dict(os.environ, COLUMNS="200"),
+    ).stdout
+    api = (ROOT / "docs" / "api.md").read_text()
+    limits = api[api.index("## Limits") :]
+    limits = limits[: limits.index("\n## ", 1)]
+    for flag in flags:
+        assert flag in out, flag
+        assert f"`{flag}`" in limits, f"{flag} is not in docs/api.md's Limits"
+    for reason in ("MALFORMED_REQUEST", "REQUEST_EXPECTED", "TOO_MANY_CALLS"):
+        assert reason in api[api.index("## Errors") :], reason
+
+
+def test_calls_past_the_server_bound_are_refused(make_server: Any) -> None:
+    srv = make_server("--max-calls", "3")
+    table = create_match(srv.stub, bots=(1, 2, 3), seed=74)
+    streams = [
+        srv.stub.Spectate(pb.SpectateRequest(match_id=table.match_id), timeout=RPC_TIMEOUT)
+        for _ in range(3)
+    ]
+    try:
+        for s in streams:
+            next(iter(s))  # open, and counted
+        try:
+            srv.stub.Ping(pb.PingRequest(), timeout=RPC_TIMEOUT)
+        except grpc.RpcError as err:
+            f = failure_of(err)
+        else:
+            raise AssertionError("a fourth call was admitted")
+        assert (f.code, f.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_CALLS"), f
+    finally:
+        streams[0].cancel()
+    # A freed place is taken again.
+    d = Deadline(RPC_TIMEOUT)
+    while True:
+        try:
+            srv.stub.Ping(pb.PingRequest(), timeout=RPC_TIMEOUT)
+            break
+        except grpc.RpcError as err:
+            assert failure_of(err).reason == "TOO_MANY_CALLS"
+            d.check("the cancelled stream's place")
+            time.sleep(0.02)
+    for s in streams[1:]:
+        s.cancel()
