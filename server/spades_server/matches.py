@@ -16,6 +16,8 @@ import secrets
 import time
 from dataclasses import dataclass
 
+import structlog
+
 from spades_engine import Event, Match
 
 from . import auth
@@ -24,6 +26,8 @@ from .gen.spades.v1 import spades_pb2 as pb
 from .metrics import ACTIVE_MATCHES, LOADED_MATCHES
 from .session import CONTROL_BOT, CONTROL_OPEN, Seat, Session, SessionLimits
 from .store import MatchNotFound, Store, StoredEvent
+
+log = structlog.get_logger("spades.matches")
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,9 +215,15 @@ class Registry:
 
     def _summary(self, match_id: str) -> pb.MatchSummary:
         session = self.sessions.get(match_id)
-        if session is not None:
+        if session is None:
+            return pb.MatchSummary.FromString(self.unloaded[match_id])
+        try:
             return session.summary()
-        return pb.MatchSummary.FromString(self.unloaded[match_id])
+        except ValueError:
+            # A match stored before imports were range-checked may hold a value
+            # the API cannot carry: list it by id rather than fail the page.
+            log.exception("match summary failed", match_id=match_id)
+            return pb.MatchSummary(match_id=match_id, last_seq=session.last_seq, winner=-1)
 
     async def close(self) -> None:
         for timer in self._unloads.values():

@@ -198,6 +198,35 @@ class SpadesService:
             )
         return ms
 
+    @staticmethod
+    def _check_importable(match: Match, history: list[Any]) -> None:
+        """Refuse an imported match holding a value the API cannot carry, before
+        anything is stored: checked value by value (naming it), then by
+        building what every later call builds from it (its ruleset, each
+        seat's view and the spectator's, every event of its history)."""
+        try:
+            convert.check_match_ranges(match)
+        except convert.OutOfRange as e:
+            raise ServiceError(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "VALUE_OUT_OF_RANGE",
+                f"the snapshot's {e}",
+                fields=("snapshot",),
+                metadata={"value": e.value_path},
+            ) from None
+        try:
+            convert.resolved_ruleset_pb(match.rules)
+            for seat in (*range(match.rules.players), None):
+                convert.view_to_pb(match.view(seat), as_of_seq=0, seats=())
+            for event in history:
+                convert.event_to_pb(event, 0, 0)
+        except ValueError as e:
+            raise invalid(
+                "VALUE_OUT_OF_RANGE",
+                f"the snapshot holds a value the API cannot carry: {e}",
+                "snapshot",
+            ) from None
+
     def _tokens(self, tokens: list[tuple[int, str]]) -> list[pb.SeatToken]:
         return [pb.SeatToken(seat=s, token=t) for s, t in tokens]
 
@@ -224,6 +253,7 @@ class SpadesService:
         # Replayed from its deal, so the new log holds the whole story: a stream
         # from the start shows what it would have on the server it came from.
         match, history = replay_snapshot(request.snapshot)
+        self._check_importable(match, history)
         specs = self._seat_specs(request.seats, match.rules.players)
         timer = self._turn_timer(request.turn_timer_ms)
         session, tokens = await self.registry.create(match, specs, timer, history)
