@@ -44,7 +44,10 @@ Resp = TypeVar("Resp")
 _ARGUMENT_REASONS = {Reason.BID_OUT_OF_RANGE, Reason.UNKNOWN_ACTION, Reason.WRONG_PASS_COUNT}
 MAX_NAME = 64
 MAX_ACTION_ID = 64
+MAX_MATCH_ID = 64  # ids this server makes are 16 characters
+MAX_PRESET = 32
 MAX_TURN_TIMER_MS = 3_600_000
+_BOT_LEVELS = frozenset(pb.BotLevel.values())
 
 
 def service_error(exc: BaseException) -> ServiceError:
@@ -187,6 +190,13 @@ class SpadesService:
             if len(c.name) > MAX_NAME:
                 raise invalid(
                     "NAME_TOO_LONG", f"names are at most {MAX_NAME} characters", f"seats[{i}].name"
+                )
+            # Checked on every seat: a human seat ignores it, but it is still a level.
+            if c.bot_level not in _BOT_LEVELS:
+                raise invalid(
+                    "BAD_BOT_LEVEL",
+                    f"seat {i}: bot_level {c.bot_level} is not a BotLevel value",
+                    f"seats[{i}].bot_level",
                 )
             specs.append(SeatSpec(c.name or f"Seat {i}", c.bot, int(c.bot_level)))
         return specs

@@ -12,10 +12,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import grpc
+import structlog
 
 from spades_engine import Action, IllegalAction, Match, Phase, parse_action
 from spades_engine.bots import BOTS
@@ -24,7 +28,7 @@ from spades_engine.record import record_of
 from . import convert
 from .errors import ServiceError, exhausted, invalid, precondition, unavailable
 from .gen.spades.v1 import spades_pb2 as pb
-from .metrics import ACTIONS, BOT_THINK, REJECTIONS, STORE_LATENCY
+from .metrics import ACTIONS, BOT_FAILURES, BOT_THINK, REJECTIONS, STORE_LATENCY
 from .store import LoadedMatch, Store, StoredAction, StoredEvent, StoreError
 
 if TYPE_CHECKING:
@@ -38,6 +42,13 @@ _HUMAN_CONTROLS = (CONTROL_OPEN, CONTROL_HUMAN)
 _SEARCH_BOTS = frozenset({"expert"})
 _APPEND_LATENCY = STORE_LATENCY.labels("append")
 STREAM_BATCH = 256  # most events in one stream response (the proto promises it)
+_BOT_NAMES: dict[int, str] = {
+    v: pb.BotLevel.Name(v).removeprefix("BOT_LEVEL_").lower()
+    for v in pb.BotLevel.values()
+    if v != pb.BOT_LEVEL_UNSPECIFIED
+}
+
+log = structlog.get_logger("spades.session")
 
 
 _SEQ_MASK = (1 << 32) - 1
@@ -440,28 +451,75 @@ class Session:
         return None
 
     async def _run_bots(self) -> None:
+        """Play every bot seat the match waits for. A bot that fails (raises, or
+        answers an action the rules refuse) is logged and counted, and a legal
+        action is played for it instead: a match never waits on a bot."""
         try:
             while True:
                 await asyncio.sleep(self.limits.bot_delay_s)
                 async with self.lock:
                     seat = None if self.closing or self.broken else self._bot_seat()
                     if seat is None:
-                        self._bot_task = None
                         return
-                    action = await self._bot_decide(seat)
-                    count = len(self.match.actions)
-                    try:
-                        await self._apply_locked(seat, action, f"bot:{count}", by="bot")
-                    except (ServiceError, IllegalAction):
-                        self._bot_task = None
+                    if not await self._bot_turn(seat):
                         return
-        except asyncio.CancelledError:
+        except Exception:
+            # Not a bot's failure (those are handled in _bot_turn): a bug here,
+            # perhaps with the engine ahead of the store. Logged, and the
+            # session is reloaded from the store by the next call to it.
+            log.exception("bot loop failed", match_id=self.match_id)
+            self.broken = True
+        finally:
             self._bot_task = None
-            raise
+
+    async def _bot_turn(self, seat: int) -> bool:
+        """One action for the bot seat ``seat`` (the lock held); False when the
+        session can take no more (its store write failed)."""
+        level = self.seats[seat].bot_level or pb.BOT_LEVEL_RANDOM
+        action_id = f"bot:{len(self.match.actions)}"
+        try:
+            action = await self._bot_decide(seat)
+        except Exception:
+            log.exception("bot failed", match_id=self.match_id, seat=seat, bot_level=level)
+            action = self._fallback_action(seat, level)
+        try:
+            await self._apply_locked(seat, action, action_id, by="bot")
+            return True
+        except ServiceError:
+            return False  # the store refused: the session is broken and reloads
+        except IllegalAction as e:
+            log.warning(
+                "bot action refused",
+                match_id=self.match_id,
+                seat=seat,
+                bot_level=level,
+                action=str(action),
+                reason=e.reason.value,
+            )
+        fallback = self._fallback_action(seat, level)
+        try:
+            await self._apply_locked(seat, fallback, action_id, by="bot")
+        except ServiceError:
+            return False
+        return True
+
+    def _fallback_action(self, seat: int, level: int) -> Action:
+        """A legal action for a bot that failed, drawn from the match's seed;
+        counted as a failure of its level."""
+        BOT_FAILURES.labels(str(level)).inc()
+        legal = self.match.legal_actions(seat)
+        rng = random.Random(self.match.seed * 1_000_033 + len(self.match.actions))
+        return rng.choice(legal)
 
     async def _bot_decide(self, seat: int) -> Action:
         level = self.seats[seat].bot_level or pb.BOT_LEVEL_RANDOM
-        name = pb.BotLevel.Name(level).removeprefix("BOT_LEVEL_").lower()  # type: ignore[arg-type]
+        name = _BOT_NAMES.get(level)
+        if name is None:
+            # A level this server does not know (stored by another version, or
+            # written by hand): counted as a failure, played by the random bot.
+            log.warning("unknown bot level", match_id=self.match_id, seat=seat, bot_level=level)
+            BOT_FAILURES.labels(str(level)).inc()
+            name = "random"
         bot = BOTS.get(name, BOTS["random"])
         seed = (self.match.seed * 1_000_003 + len(self.match.actions)) & ((1 << 63) - 1)
         view = self.match.view(seat)
