@@ -305,6 +305,7 @@ class SpadesService:
         self, request: pb.ClaimSeatRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.ClaimSeatResponse:
         session, seat = await self._seat(context, request.match_id)
+        session.check_rate(seat)  # seat changes share the seat's action allowance
         await session.set_control(seat, CONTROL_HUMAN, "claimed")
         async with session.lock:
             return pb.ClaimSeatResponse(seat=seat, view=session.view(seat))
@@ -314,6 +315,7 @@ class SpadesService:
         self, request: pb.LeaveSeatRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.LeaveSeatResponse:
         session, seat = await self._seat(context, request.match_id)
+        session.check_rate(seat)
         await session.set_control(seat, CONTROL_STAND_IN, "left")
         return pb.LeaveSeatResponse(seat=seat)
 

@@ -61,6 +61,10 @@ class SessionLimits:
     action_burst: int = 40
     chat_per_minute: int = 20
     chat_max_chars: int = 200
+    # Per seat and hand, so that a seat that holds up the table cannot grow
+    # the log without bound: the hand moves on only by play.
+    chat_per_hand: int = 40
+    seat_changes_per_hand: int = 16
     snapshot_every: int = 64  # actions between snapshots
     bot_delay_s: float = 0.0
     bot_budget_ms: int = 200
@@ -130,6 +134,9 @@ class Session:
         self._waiters: list[asyncio.Future[None]] = []  # streams waiting for a change
         self._buckets: dict[int, _Bucket] = {}
         self._chat: dict[int, list[float]] = {}
+        # Chat lines and seat-control changes each seat made in one hand:
+        # (hand number, seat, kind) -> count; cleared when a hand starts.
+        self._per_hand: dict[tuple[int, int, str], int] = {}
         self._bot_task: asyncio.Task[None] | None = None
         self._snapshots: set[asyncio.Task[None]] = set()  # being saved (a strong reference)
         self._timer: asyncio.TimerHandle | None = None
@@ -354,11 +361,37 @@ class Session:
         )
         return "everyone", ev
 
+    def _count_per_hand(self, seat: int, kind: str, limit: int, refusal: ServiceError) -> None:
+        """Count one more ``kind`` of event by ``seat`` in this hand, or raise
+        ``refusal`` when it has had ``limit``."""
+        hand = self.match.hand_number
+        key = (hand, seat, kind)
+        if not any(k[0] == hand for k in self._per_hand):
+            self._per_hand.clear()  # a new hand: forget the last one's
+        count = self._per_hand.get(key, 0)
+        if count >= limit:
+            REJECTIONS.labels(refusal.reason).inc()
+            raise refusal
+        self._per_hand[key] = count + 1
+
     async def set_control(self, seat: int, control: int, reason: str) -> None:
         async with self.lock:
             self._check_usable()
+            if self.match.is_over:
+                REJECTIONS.labels("MATCH_OVER").inc()
+                raise precondition("MATCH_OVER", "the match is over")
             if self.seats[seat].control == control:
                 return
+            lim = self.limits.seat_changes_per_hand
+            self._count_per_hand(
+                seat,
+                "control",
+                lim,
+                exhausted(
+                    "SEAT_CHANGES_EXHAUSTED",
+                    f"at most {lim} seat changes per seat in a hand; play on",
+                ),
+            )
             self.seats[seat].control = control
             await self._append([self._control_payload(seat, reason)], meta=True)
             self._after_change()
@@ -378,16 +411,27 @@ class Session:
             raise precondition("NO_PARTNER", "chat is between partners; this table is cutthroat")
         if self.match.phase is not Phase.BIDDING:
             raise precondition("CHAT_CLOSED", "partners may talk only during bidding")
-        if not text.strip() or len(text) > lim.chat_max_chars:
-            raise invalid(
-                "CHAT_TEXT_INVALID",
-                f"chat text must be 1 to {lim.chat_max_chars} characters",
-                "text",
-            )
+        problem = (
+            "chat text is empty"
+            if not text
+            else "chat text is blank: it holds only whitespace"
+            if not text.strip()
+            else f"chat text is {len(text)} characters; at most {lim.chat_max_chars}"
+            if len(text) > lim.chat_max_chars
+            else None
+        )
+        if problem is not None:
+            raise invalid("CHAT_TEXT_INVALID", problem, "text")
         now = time.monotonic()
         recent = [t for t in self._chat.get(seat, []) if now - t < 60.0]
         if len(recent) >= lim.chat_per_minute:
             raise exhausted("CHAT_RATE_LIMITED", f"at most {lim.chat_per_minute} lines a minute")
+        self._count_per_hand(
+            seat,
+            "chat",
+            lim.chat_per_hand,
+            exhausted("CHAT_QUOTA_EXHAUSTED", f"at most {lim.chat_per_hand} lines a hand"),
+        )
         recent.append(now)
         self._chat[seat] = recent
 
