@@ -283,6 +283,10 @@ class SpadesService:
         self, request: pb.ListMatchesRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.ListMatchesResponse:
         self._operator(context)
+        if request.page_size < 0:
+            raise invalid(
+                "BAD_PAGE_SIZE", "page_size must be 0 (the default, 50) or more", "page_size"
+            )
         summaries, nxt = self.registry.page(request.page_size, request.page_token)
         return pb.ListMatchesResponse(matches=summaries, next_page_token=nxt)
 
