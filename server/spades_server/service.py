@@ -167,9 +167,18 @@ class SpadesService:
     def _operator(self, context: grpc.aio.ServicerContext[Any, Any]) -> None:
         auth.require_operator(auth.bearer(context.invocation_metadata()), self.operator_token)
 
+    @staticmethod
+    def _match_id(match_id: str, field: str = "match_id") -> str:
+        """``match_id`` if it may be an id at all: checked before any lookup, so
+        a huge one costs nothing and is not echoed back in a refusal."""
+        if len(match_id) > MAX_MATCH_ID:
+            raise invalid("BAD_MATCH_ID", f"{field} is at most {MAX_MATCH_ID} characters", field)
+        return match_id
+
     async def _seat(
-        self, context: grpc.aio.ServicerContext[Any, Any], match_id: str
+        self, context: grpc.aio.ServicerContext[Any, Any], match_id: str, field: str = "match_id"
     ) -> tuple[Session, int]:
+        self._match_id(match_id, field)
         session, seat = await self.registry.seat_of(
             auth.bearer(context.invocation_metadata()), match_id
         )
@@ -246,6 +255,8 @@ class SpadesService:
         self, request: pb.CreateMatchRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.CreateMatchResponse:
         self._operator(context)
+        if len(request.ruleset.preset) > MAX_PRESET:
+            raise RulesetError(f"preset names are at most {MAX_PRESET} characters", ("preset",))
         rules = convert.ruleset_from_pb(request.ruleset)
         specs = self._seat_specs(request.seats, rules.players)
         timer = self._turn_timer(request.turn_timer_ms)
@@ -275,7 +286,7 @@ class SpadesService:
         self, request: pb.GetMatchRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.GetMatchResponse:
         self._operator(context)
-        session = await self.registry.get(request.match_id)
+        session = await self.registry.get(self._match_id(request.match_id))
         return pb.GetMatchResponse(match=session.summary())
 
     @_unary
@@ -295,7 +306,7 @@ class SpadesService:
         self, request: pb.ExportMatchRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.ExportMatchResponse:
         self._operator(context)
-        session = await self.registry.get(request.match_id)
+        session = await self.registry.get(self._match_id(request.match_id))
         async with session.lock:
             return pb.ExportMatchResponse(
                 snapshot=session.match.to_snapshot(),
@@ -388,7 +399,7 @@ class SpadesService:
         opened = await play.first_request(context.read)
         if opened is None:
             return  # the client closed the call before opening it
-        session, seat = await self._seat(context, opened.match_id)
+        session, seat = await self._seat(context, opened.match_id, "open.match_id")
 
         async def act(request: pb.PlayAction) -> tuple[bytes, int]:
             t0 = time.perf_counter()
@@ -419,7 +430,7 @@ class SpadesService:
         context: grpc.aio.ServicerContext[Any, Any],
         first_sent: Callable[[], None],
     ) -> None:
-        session = await self.registry.get(request.match_id)
+        session = await self.registry.get(self._match_id(request.match_id))
         structlog.contextvars.bind_contextvars(match_id=session.match_id, seat="spectator")
         # Each write is a serialized SpectateResponse (see add_to_server).
         await session.pump(None, request.after_seq, context.write, first_sent)

@@ -269,6 +269,16 @@ class Session:
             done = self._answered[seat].get(action_id)
             if done is not None:
                 return done >> 32, done & _SEQ_MASK
+            if expected_seq is not None and expected_seq > self.last_seq:
+                REJECTIONS.labels("FUTURE_SEQUENCE").inc()
+                raise ServiceError(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    "FUTURE_SEQUENCE",
+                    f"expected_seq {expected_seq} is after the match's last event; "
+                    f"seat {seat}'s latest is {self.last_visible[seat]}",
+                    fields=("expected_seq",),
+                    metadata={"current_seq": str(self.last_visible[seat])},
+                )
             if expected_seq is not None and self.last_visible[seat] > expected_seq:
                 REJECTIONS.labels("STALE_SEQUENCE").inc()
                 raise precondition(
