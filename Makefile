@@ -61,6 +61,7 @@ bench: install
 	$(PYTHON) bench/server.py --via unary
 	$(PYTHON) bench/server.py --think-ms 100
 	$(PYTHON) bench/finished.py
+	$(PYTHON) bench/snapshot_load.py
 	$(PYTHON) bench/grpc_floor.py --act bidi
 	$(PYTHON) bench/grpc_floor.py
 

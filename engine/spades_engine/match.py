@@ -212,17 +212,11 @@ class Match:
 
     @classmethod
     def from_snapshot(cls, data: bytes) -> Match:
+        """The match a snapshot holds, rebuilt by replaying its actions from its
+        deal; ``SnapshotError`` unless the replay gives exactly its state."""
         from .snapshot import load_snapshot
 
         return load_snapshot(data)
-
-    @classmethod
-    def _restore(cls, st: MatchState, actions: list[tuple[int, Action]]) -> Match:
-        m = cls.__new__(cls)
-        m._st = st
-        m.actions = actions
-        m.opening_events = []
-        return m
 
 
 _EMPTY_HAND = HandState(0, 0, (), [], [], [], [], [], 0)

@@ -37,7 +37,12 @@ def bearer(metadata: Iterable[tuple[str, str | bytes]] | None) -> str | None:
     return None
 
 
+MAX_SEAT_TOKEN = 256  # tokens this server makes are 49 characters
+
+
 def split_seat_token(token: str) -> tuple[str, str]:
+    if len(token) > MAX_SEAT_TOKEN:
+        raise unauthenticated(f"malformed seat token: longer than {MAX_SEAT_TOKEN} characters")
     match_id, dot, secret = token.partition(".")
     if not dot or not match_id or not secret:
         raise unauthenticated("malformed seat token: expected <match_id>.<secret>")

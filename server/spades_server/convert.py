@@ -26,6 +26,7 @@ from spades_engine.actions import BLIND_NIL, LOOK, Action, Bid, BlindNil, Look, 
 from spades_engine.actions import bid as make_bid
 from spades_engine.actions import play as make_play
 from spades_engine.cards import BIG_JOKER, LITTLE_JOKER, Card
+from spades_engine.match import Match
 from spades_engine.ruleset import BagRule, FirstLead, Ruleset, RulesetError, SetPenalty, preset
 from spades_engine.state import Phase
 from spades_engine.view import SeatView
@@ -33,6 +34,7 @@ from spades_server.gen.spades.v1 import spades_pb2 as pb
 
 __all__ = [
     "ConversionError",
+    "OutOfRange",
     "action_from_pb",
     "action_to_pb",
     "audience_key",
@@ -40,6 +42,7 @@ __all__ = [
     "card_from_pb",
     "card_to_pb",
     "chat_event",
+    "check_match_ranges",
     "event_to_pb",
     "frame_event",
     "phase_to_pb",
@@ -58,6 +61,49 @@ class ConversionError(ValueError):
         super().__init__(f"{field_path}: {message}")
         self.field_path = field_path
         self.message = message
+
+
+class OutOfRange(ValueError):
+    """An engine value the API cannot carry (an int32 field given 2**31);
+    ``value_path`` names it inside the engine value (``rules.target_score``)."""
+
+    def __init__(self, value_path: str, value: int, lo: int, hi: int) -> None:
+        super().__init__(f"{value_path}={value} is outside the API's range ({lo} to {hi})")
+        self.value_path = value_path
+
+
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+UINT64_MAX = (1 << 64) - 1
+# The int32 options of a resolved ruleset (mercy_score may be None).
+_INT32_RULES = (
+    "target_score",
+    "mercy_score",
+    "blind_nil_deficit",
+    "blind_nil_exchange",
+    "players",
+    "hand_size",
+)
+
+
+def _in_range(path: str, value: int | None, lo: int, hi: int) -> None:
+    if value is not None and not lo <= value <= hi:
+        raise OutOfRange(path, value, lo, hi)
+
+
+def check_match_ranges(match: Match) -> None:
+    """Raise ``OutOfRange`` for the first value of ``match`` that a message
+    of this API cannot hold: the ruleset's int32 options, the seed (uint64, as
+    CreateMatch takes it), the hand number, scores and bags. The engine accepts
+    any integer; a match holding one would fail every summary and view of it."""
+    rules = match.rules
+    for name in _INT32_RULES:
+        _in_range(f"rules.{name}", getattr(rules, name), INT32_MIN, INT32_MAX)
+    _in_range("seed", match.seed, 0, UINT64_MAX)
+    st = match.state
+    _in_range("hand.number", st.hand.number, INT32_MIN, INT32_MAX)
+    for name in ("scores", "bags"):
+        for i, v in enumerate(getattr(st, name)):
+            _in_range(f"{name}[{i}]", v, INT32_MIN, INT32_MAX)
 
 
 # -- cards ---------------------------------------------------------------------

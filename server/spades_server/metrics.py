@@ -30,6 +30,12 @@ STORE_LATENCY = Histogram(
 BOT_THINK = Histogram(
     "spades_bot_think_seconds", "Bot decision time", ["level"], buckets=_LATENCY_BUCKETS
 )
+BOT_FAILURES = Counter(
+    "spades_bot_failures_total",
+    "Bot decisions that failed (an unknown level, an exception, an action the rules refuse) "
+    "and were replaced by a legal action, by level",
+    ["level"],
+)
 GC_PAUSE = Histogram(
     "spades_gc_pause_seconds",
     "Collections of the cyclic garbage collector, which stop the event loop, by generation",

@@ -44,7 +44,10 @@ Resp = TypeVar("Resp")
 _ARGUMENT_REASONS = {Reason.BID_OUT_OF_RANGE, Reason.UNKNOWN_ACTION, Reason.WRONG_PASS_COUNT}
 MAX_NAME = 64
 MAX_ACTION_ID = 64
+MAX_MATCH_ID = 64  # ids this server makes are 16 characters
+MAX_PRESET = 32
 MAX_TURN_TIMER_MS = 3_600_000
+_BOT_LEVELS = frozenset(pb.BotLevel.values())
 
 
 def service_error(exc: BaseException) -> ServiceError:
@@ -200,9 +203,18 @@ class SpadesService:
     def _operator(self, context: grpc.aio.ServicerContext[Any, Any]) -> None:
         auth.require_operator(auth.bearer(context.invocation_metadata()), self.operator_token)
 
+    @staticmethod
+    def _match_id(match_id: str, field: str = "match_id") -> str:
+        """``match_id`` if it may be an id at all: checked before any lookup, so
+        a huge one costs nothing and is not echoed back in a refusal."""
+        if len(match_id) > MAX_MATCH_ID:
+            raise invalid("BAD_MATCH_ID", f"{field} is at most {MAX_MATCH_ID} characters", field)
+        return match_id
+
     async def _seat(
-        self, context: grpc.aio.ServicerContext[Any, Any], match_id: str
+        self, context: grpc.aio.ServicerContext[Any, Any], match_id: str, field: str = "match_id"
     ) -> tuple[Session, int]:
+        self._match_id(match_id, field)
         session, seat = await self.registry.seat_of(
             auth.bearer(context.invocation_metadata()), match_id
         )
@@ -224,6 +236,13 @@ class SpadesService:
                 raise invalid(
                     "NAME_TOO_LONG", f"names are at most {MAX_NAME} characters", f"seats[{i}].name"
                 )
+            # Checked on every seat: a human seat ignores it, but it is still a level.
+            if c.bot_level not in _BOT_LEVELS:
+                raise invalid(
+                    "BAD_BOT_LEVEL",
+                    f"seat {i}: bot_level {c.bot_level} is not a BotLevel value",
+                    f"seats[{i}].bot_level",
+                )
             specs.append(SeatSpec(c.name or f"Seat {i}", c.bot, int(c.bot_level)))
         return specs
 
@@ -234,6 +253,35 @@ class SpadesService:
             )
         return ms
 
+    @staticmethod
+    def _check_importable(match: Match, history: list[Any]) -> None:
+        """Refuse an imported match holding a value the API cannot carry, before
+        anything is stored: checked value by value (naming it), then by
+        building what every later call builds from it (its ruleset, each
+        seat's view and the spectator's, every event of its history)."""
+        try:
+            convert.check_match_ranges(match)
+        except convert.OutOfRange as e:
+            raise ServiceError(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "VALUE_OUT_OF_RANGE",
+                f"the snapshot's {e}",
+                fields=("snapshot",),
+                metadata={"value": e.value_path},
+            ) from None
+        try:
+            convert.resolved_ruleset_pb(match.rules)
+            for seat in (*range(match.rules.players), None):
+                convert.view_to_pb(match.view(seat), as_of_seq=0, seats=())
+            for event in history:
+                convert.event_to_pb(event, 0, 0)
+        except ValueError as e:
+            raise invalid(
+                "VALUE_OUT_OF_RANGE",
+                f"the snapshot holds a value the API cannot carry: {e}",
+                "snapshot",
+            ) from None
+
     def _tokens(self, tokens: list[tuple[int, str]]) -> list[pb.SeatToken]:
         return [pb.SeatToken(seat=s, token=t) for s, t in tokens]
 
@@ -243,6 +291,8 @@ class SpadesService:
         self, request: pb.CreateMatchRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.CreateMatchResponse:
         self._operator(context)
+        if len(request.ruleset.preset) > MAX_PRESET:
+            raise RulesetError(f"preset names are at most {MAX_PRESET} characters", ("preset",))
         rules = convert.ruleset_from_pb(request.ruleset)
         specs = self._seat_specs(request.seats, rules.players)
         timer = self._turn_timer(request.turn_timer_ms)
@@ -260,6 +310,7 @@ class SpadesService:
         # Replayed from its deal, so the new log holds the whole story: a stream
         # from the start shows what it would have on the server it came from.
         match, history = replay_snapshot(request.snapshot)
+        self._check_importable(match, history)
         specs = self._seat_specs(request.seats, match.rules.players)
         timer = self._turn_timer(request.turn_timer_ms)
         session, tokens = await self.registry.create(match, specs, timer, history)
@@ -271,7 +322,7 @@ class SpadesService:
         self, request: pb.GetMatchRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.GetMatchResponse:
         self._operator(context)
-        session = await self.registry.get(request.match_id)
+        session = await self.registry.get(self._match_id(request.match_id))
         return pb.GetMatchResponse(match=session.summary())
 
     @_unary
@@ -279,6 +330,10 @@ class SpadesService:
         self, request: pb.ListMatchesRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.ListMatchesResponse:
         self._operator(context)
+        if request.page_size < 0:
+            raise invalid(
+                "BAD_PAGE_SIZE", "page_size must be 0 (the default, 50) or more", "page_size"
+            )
         summaries, nxt = self.registry.page(request.page_size, request.page_token)
         return pb.ListMatchesResponse(matches=summaries, next_page_token=nxt)
 
@@ -287,7 +342,7 @@ class SpadesService:
         self, request: pb.ExportMatchRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.ExportMatchResponse:
         self._operator(context)
-        session = await self.registry.get(request.match_id)
+        session = await self.registry.get(self._match_id(request.match_id))
         async with session.lock:
             return pb.ExportMatchResponse(
                 snapshot=session.match.to_snapshot(),
@@ -301,6 +356,7 @@ class SpadesService:
         self, request: pb.ClaimSeatRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.ClaimSeatResponse:
         session, seat = await self._seat(context, request.match_id)
+        session.check_rate(seat)  # seat changes share the seat's action allowance
         await session.set_control(seat, CONTROL_HUMAN, "claimed")
         async with session.lock:
             return pb.ClaimSeatResponse(seat=seat, view=session.view(seat))
@@ -310,6 +366,7 @@ class SpadesService:
         self, request: pb.LeaveSeatRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.LeaveSeatResponse:
         session, seat = await self._seat(context, request.match_id)
+        session.check_rate(seat)
         await session.set_control(seat, CONTROL_STAND_IN, "left")
         return pb.LeaveSeatResponse(seat=seat)
 
@@ -378,7 +435,7 @@ class SpadesService:
         opened = await play.first_request(context.read)
         if opened is None:
             return  # the client closed the call before opening it
-        session, seat = await self._seat(context, opened.match_id)
+        session, seat = await self._seat(context, opened.match_id, "open.match_id")
 
         async def act(request: pb.PlayAction) -> tuple[bytes, int]:
             t0 = time.perf_counter()
@@ -409,7 +466,7 @@ class SpadesService:
         context: grpc.aio.ServicerContext[Any, Any],
         first_sent: Callable[[], None],
     ) -> None:
-        session = await self.registry.get(request.match_id)
+        session = await self.registry.get(self._match_id(request.match_id))
         structlog.contextvars.bind_contextvars(match_id=session.match_id, seat="spectator")
         # Each write is a serialized SpectateResponse (see add_to_server).
         await session.pump(None, request.after_seq, context.write, first_sent)

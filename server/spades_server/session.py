@@ -12,10 +12,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import grpc
+import structlog
 
 from spades_engine import Action, IllegalAction, Match, Phase, parse_action
 from spades_engine.bots import BOTS
@@ -24,7 +28,7 @@ from spades_engine.record import record_of
 from . import convert
 from .errors import ServiceError, exhausted, invalid, precondition, unavailable
 from .gen.spades.v1 import spades_pb2 as pb
-from .metrics import ACTIONS, BOT_THINK, REJECTIONS, STORE_LATENCY
+from .metrics import ACTIONS, BOT_FAILURES, BOT_THINK, REJECTIONS, STORE_LATENCY
 from .store import LoadedMatch, Store, StoredAction, StoredEvent, StoreError
 
 if TYPE_CHECKING:
@@ -38,6 +42,13 @@ _HUMAN_CONTROLS = (CONTROL_OPEN, CONTROL_HUMAN)
 _SEARCH_BOTS = frozenset({"expert"})
 _APPEND_LATENCY = STORE_LATENCY.labels("append")
 STREAM_BATCH = 256  # most events in one stream response (the proto promises it)
+_BOT_NAMES: dict[int, str] = {
+    v: pb.BotLevel.Name(v).removeprefix("BOT_LEVEL_").lower()
+    for v in pb.BotLevel.values()
+    if v != pb.BOT_LEVEL_UNSPECIFIED
+}
+
+log = structlog.get_logger("spades.session")
 
 
 _SEQ_MASK = (1 << 32) - 1
@@ -50,6 +61,10 @@ class SessionLimits:
     action_burst: int = 40
     chat_per_minute: int = 20
     chat_max_chars: int = 200
+    # Per seat and hand, so that a seat that holds up the table cannot grow
+    # the log without bound: the hand moves on only by play.
+    chat_per_hand: int = 40
+    seat_changes_per_hand: int = 16
     snapshot_every: int = 64  # actions between snapshots
     bot_delay_s: float = 0.0
     bot_budget_ms: int = 200
@@ -119,6 +134,9 @@ class Session:
         self._waiters: list[asyncio.Future[None]] = []  # streams waiting for a change
         self._buckets: dict[int, _Bucket] = {}
         self._chat: dict[int, list[float]] = {}
+        # Chat lines and seat-control changes each seat made in one hand:
+        # (hand number, seat, kind) -> count; cleared when a hand starts.
+        self._per_hand: dict[tuple[int, int, str], int] = {}
         self._bot_task: asyncio.Task[None] | None = None
         self._snapshots: set[asyncio.Task[None]] = set()  # being saved (a strong reference)
         self._timer: asyncio.TimerHandle | None = None
@@ -251,6 +269,16 @@ class Session:
             done = self._answered[seat].get(action_id)
             if done is not None:
                 return done >> 32, done & _SEQ_MASK
+            if expected_seq is not None and expected_seq > self.last_seq:
+                REJECTIONS.labels("FUTURE_SEQUENCE").inc()
+                raise ServiceError(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    "FUTURE_SEQUENCE",
+                    f"expected_seq {expected_seq} is after the match's last event; "
+                    f"seat {seat}'s latest is {self.last_visible[seat]}",
+                    fields=("expected_seq",),
+                    metadata={"current_seq": str(self.last_visible[seat])},
+                )
             if expected_seq is not None and self.last_visible[seat] > expected_seq:
                 REJECTIONS.labels("STALE_SEQUENCE").inc()
                 raise precondition(
@@ -343,11 +371,37 @@ class Session:
         )
         return "everyone", ev
 
+    def _count_per_hand(self, seat: int, kind: str, limit: int, refusal: ServiceError) -> None:
+        """Count one more ``kind`` of event by ``seat`` in this hand, or raise
+        ``refusal`` when it has had ``limit``."""
+        hand = self.match.hand_number
+        key = (hand, seat, kind)
+        if not any(k[0] == hand for k in self._per_hand):
+            self._per_hand.clear()  # a new hand: forget the last one's
+        count = self._per_hand.get(key, 0)
+        if count >= limit:
+            REJECTIONS.labels(refusal.reason).inc()
+            raise refusal
+        self._per_hand[key] = count + 1
+
     async def set_control(self, seat: int, control: int, reason: str) -> None:
         async with self.lock:
             self._check_usable()
+            if self.match.is_over:
+                REJECTIONS.labels("MATCH_OVER").inc()
+                raise precondition("MATCH_OVER", "the match is over")
             if self.seats[seat].control == control:
                 return
+            lim = self.limits.seat_changes_per_hand
+            self._count_per_hand(
+                seat,
+                "control",
+                lim,
+                exhausted(
+                    "SEAT_CHANGES_EXHAUSTED",
+                    f"at most {lim} seat changes per seat in a hand; play on",
+                ),
+            )
             self.seats[seat].control = control
             await self._append([self._control_payload(seat, reason)], meta=True)
             self._after_change()
@@ -367,16 +421,27 @@ class Session:
             raise precondition("NO_PARTNER", "chat is between partners; this table is cutthroat")
         if self.match.phase is not Phase.BIDDING:
             raise precondition("CHAT_CLOSED", "partners may talk only during bidding")
-        if not text.strip() or len(text) > lim.chat_max_chars:
-            raise invalid(
-                "CHAT_TEXT_INVALID",
-                f"chat text must be 1 to {lim.chat_max_chars} characters",
-                "text",
-            )
+        problem = (
+            "chat text is empty"
+            if not text
+            else "chat text is blank: it holds only whitespace"
+            if not text.strip()
+            else f"chat text is {len(text)} characters; at most {lim.chat_max_chars}"
+            if len(text) > lim.chat_max_chars
+            else None
+        )
+        if problem is not None:
+            raise invalid("CHAT_TEXT_INVALID", problem, "text")
         now = time.monotonic()
         recent = [t for t in self._chat.get(seat, []) if now - t < 60.0]
         if len(recent) >= lim.chat_per_minute:
             raise exhausted("CHAT_RATE_LIMITED", f"at most {lim.chat_per_minute} lines a minute")
+        self._count_per_hand(
+            seat,
+            "chat",
+            lim.chat_per_hand,
+            exhausted("CHAT_QUOTA_EXHAUSTED", f"at most {lim.chat_per_hand} lines a hand"),
+        )
         recent.append(now)
         self._chat[seat] = recent
 
@@ -440,28 +505,75 @@ class Session:
         return None
 
     async def _run_bots(self) -> None:
+        """Play every bot seat the match waits for. A bot that fails (raises, or
+        answers an action the rules refuse) is logged and counted, and a legal
+        action is played for it instead: a match never waits on a bot."""
         try:
             while True:
                 await asyncio.sleep(self.limits.bot_delay_s)
                 async with self.lock:
                     seat = None if self.closing or self.broken else self._bot_seat()
                     if seat is None:
-                        self._bot_task = None
                         return
-                    action = await self._bot_decide(seat)
-                    count = len(self.match.actions)
-                    try:
-                        await self._apply_locked(seat, action, f"bot:{count}", by="bot")
-                    except (ServiceError, IllegalAction):
-                        self._bot_task = None
+                    if not await self._bot_turn(seat):
                         return
-        except asyncio.CancelledError:
+        except Exception:
+            # Not a bot's failure (those are handled in _bot_turn): a bug here,
+            # perhaps with the engine ahead of the store. Logged, and the
+            # session is reloaded from the store by the next call to it.
+            log.exception("bot loop failed", match_id=self.match_id)
+            self.broken = True
+        finally:
             self._bot_task = None
-            raise
+
+    async def _bot_turn(self, seat: int) -> bool:
+        """One action for the bot seat ``seat`` (the lock held); False when the
+        session can take no more (its store write failed)."""
+        level = self.seats[seat].bot_level or pb.BOT_LEVEL_RANDOM
+        action_id = f"bot:{len(self.match.actions)}"
+        try:
+            action = await self._bot_decide(seat)
+        except Exception:
+            log.exception("bot failed", match_id=self.match_id, seat=seat, bot_level=level)
+            action = self._fallback_action(seat, level)
+        try:
+            await self._apply_locked(seat, action, action_id, by="bot")
+            return True
+        except ServiceError:
+            return False  # the store refused: the session is broken and reloads
+        except IllegalAction as e:
+            log.warning(
+                "bot action refused",
+                match_id=self.match_id,
+                seat=seat,
+                bot_level=level,
+                action=str(action),
+                reason=e.reason.value,
+            )
+        fallback = self._fallback_action(seat, level)
+        try:
+            await self._apply_locked(seat, fallback, action_id, by="bot")
+        except ServiceError:
+            return False
+        return True
+
+    def _fallback_action(self, seat: int, level: int) -> Action:
+        """A legal action for a bot that failed, drawn from the match's seed;
+        counted as a failure of its level."""
+        BOT_FAILURES.labels(str(level)).inc()
+        legal = self.match.legal_actions(seat)
+        rng = random.Random(self.match.seed * 1_000_033 + len(self.match.actions))
+        return rng.choice(legal)
 
     async def _bot_decide(self, seat: int) -> Action:
         level = self.seats[seat].bot_level or pb.BOT_LEVEL_RANDOM
-        name = pb.BotLevel.Name(level).removeprefix("BOT_LEVEL_").lower()  # type: ignore[arg-type]
+        name = _BOT_NAMES.get(level)
+        if name is None:
+            # A level this server does not know (stored by another version, or
+            # written by hand): counted as a failure, played by the random bot.
+            log.warning("unknown bot level", match_id=self.match_id, seat=seat, bot_level=level)
+            BOT_FAILURES.labels(str(level)).inc()
+            name = "random"
         bot = BOTS.get(name, BOTS["random"])
         seed = (self.match.seed * 1_000_003 + len(self.match.actions)) & ((1 << 63) - 1)
         view = self.match.view(seat)

@@ -284,14 +284,14 @@ def test_replay_keeps_explicit_deals_and_dealer() -> None:
     assert len(events) > len(m.actions)
 
 
-def test_replay_refuses_a_state_its_deal_does_not_give(sample: bytes) -> None:
+def test_a_state_its_deal_does_not_give_is_refused(sample: bytes) -> None:
     fresh = sample_doc(Match(preset("classic"), seed=8).to_snapshot())
     for doc in (fresh, sample_doc(sample)):
         doc["seed"] += 1  # well formed, but this seed deals other cards than the ones held
         edited = encode(doc)
-        load_snapshot(edited)  # the field checks alone accept it
-        with pytest.raises(SnapshotError, match=r"does not (follow|replay)"):
-            replay_snapshot(edited)
+        for load in (load_snapshot, replay_snapshot):
+            with pytest.raises(SnapshotError, match=r"does not (follow|replay)"):
+                load(edited)
 
 
 def test_replay_refuses_an_action_that_does_not_replay(sample: bytes) -> None:
@@ -378,26 +378,26 @@ BAD_FIELDS: list[tuple[str, tuple[Any, ...], Any, str]] = [
     ("float seed", ("seed",), 1.5, "seed: expected an integer"),
     ("unknown phase", ("phase",), "dozing", "phase"),
     ("bad bid", ("hand", "bids", 0), "x", r"hand\.bids\[0\]"),
-    ("bid too high", ("hand", "bids", 0), 14, r"hand\.bids\[0\]: 14 is out of range"),
+    ("bid too high", ("hand", "bids", 0), 14, r"hand\.bids\[0\]: 14 does not follow"),
     ("bad seat", ("hand", "to_act"), 4, "hand.to_act"),
     ("unknown option", ("rules", "trumps"), "hearts", "unknown key"),
     ("bad option", ("rules", "players"), 3, "players=3 is played only without partnerships"),
     ("bad enum", ("rules", "bag_rule"), "sometimes", "bag_rule"),
     ("short scores", ("scores",), [0], r"scores: expected 2 items"),
-    ("winner while playing", ("winner",), 1, "winner 1 does not fit phase"),
+    ("winner while playing", ("winner",), 1, "winner: 1 does not follow .* give null"),
     ("action count", ("action_count",), 0, "action_count"),
     ("bad action", ("actions", 0, 1), "play ZZ", r"actions\[0\]\[1\]"),
     ("action not text", ("actions", 0, 1), 7, r"actions\[0\]\[1\]"),
     ("action seat", ("actions", 0, 0), -1, r"actions\[0\]\[0\]"),
     ("dealer", ("hand", "dealer"), None, "hand.dealer"),
-    ("wrong dealer", ("first_dealer",), None, "does not fit first_dealer"),
+    ("wrong dealer", ("first_dealer",), None, r"actions\[0\]: .*NOT_YOUR_TURN"),
     ("extra card", ("hand", "hands", 0), None, r"hand\.hands"),
-    ("card not in deck", ("hand", "trick"), [14], "not a card of this ruleset's deck"),
-    ("mask outside deck", ("hand", "hands", 1), 1 << 63, "not cards of this deck"),
-    ("chosen card not held", ("hand", "exchange_chosen"), None, "does not hold the cards"),
-    ("chosen count", ("hand", "exchange_chosen"), None, "1 cards chosen, the table passes 2"),
+    ("card not in deck", ("hand", "trick"), [14], r"hand\.trick: expected 0 items"),
+    ("mask outside deck", ("hand", "hands", 1), 1 << 63, r"hand\.hands\[1\]: .*: holds #63"),
+    ("chosen card not held", ("hand", "exchange_chosen"), None, r"exchange_chosen\[0\]\[1\]"),
+    ("chosen count", ("hand", "exchange_chosen"), None, r"chosen\[0\]\[1\]: .* lacks \w\w$"),
     ("results without hands", ("results",), [[]], "results"),
-    ("scores without results", ("scores",), [10, 0], "must be 0 before"),
+    ("scores without results", ("scores",), [10, 0], r"scores\[0\]: 10 does not follow"),
 ]
 
 
@@ -452,7 +452,7 @@ def test_card_moved_between_hands_is_refused(sample: bytes) -> None:
     low = hands[1] & -hands[1]
     hands[1] ^= low
     hands[0] |= low
-    with pytest.raises(SnapshotError, match=r"hand\.hands\[0\]: holds 14 cards"):
+    with pytest.raises(SnapshotError, match=r"hand\.hands\[0\]: .*: holds \w\w and lacks no card"):
         load_snapshot(encode(doc))
 
 
@@ -460,7 +460,7 @@ def test_lost_card_is_refused(sample: bytes) -> None:
     doc = sample_doc(sample)
     hands = doc["hand"]["hands"]
     hands[2] &= hands[2] - 1
-    with pytest.raises(SnapshotError, match="neither held nor played"):
+    with pytest.raises(SnapshotError, match=r"hand\.hands\[2\]: .*: holds no card and lacks \w\w$"):
         load_snapshot(encode(doc))
 
 
@@ -499,16 +499,16 @@ def _flip(doc: dict[str, Any], label: str) -> None:
 
 
 INCONSISTENT = [
-    ("turn", "hand.to_act: seat"),
-    ("phase", "hand"),
-    ("over", "expected one entry per finished hand"),
+    ("turn", r"hand\.to_act: \d does not follow"),
+    ("phase", r"phase: \"bidding\" does not follow"),
+    ("over", r"phase: \"match_over\" does not follow"),
     ("broken", "hand.spades_broken"),
-    ("won", r"hand\.completed\[0\]: seat \d wins this trick"),
+    ("won", r"hand\.completed\[0\]\[2\]: \d does not follow"),
     ("tricks", "hand.tricks_won"),
-    ("face down", r"hand\.face_down\[0\]: seat 0 could not bid blind nil"),
-    ("blind", r"hand\.face_down\[1\]"),
-    ("result", r"results\[0\]\[0\]: score does not follow"),
-    ("bids", r"results\[1\]\[0\]: contract or tricks differ"),
+    ("face down", r"hand\.face_down\[0\]: true does not follow"),
+    ("blind", r"hand\.blind\[1\]: true does not follow"),
+    ("result", r"results\[0\]\[0\]\[8\]: -?\d+ does not follow"),
+    ("bids", r"hand_bids\[1\]\[0\]: \d+ does not follow"),
 ]
 
 
@@ -523,7 +523,7 @@ def test_states_play_cannot_reach_are_refused(playing: bytes, label: str, messag
 def test_exchange_inconsistencies_are_refused(sample: bytes) -> None:
     doc = sample_doc(sample)
     doc["hand"]["received"] = [[0, [1, 2]]]
-    with pytest.raises(SnapshotError, match="received only when the exchange completes"):
+    with pytest.raises(SnapshotError, match=r"hand\.received: expected 0 items"):
         load_snapshot(encode(doc))
     doc = sample_doc(sample)
     doc["hand"]["exchange_seats"] = [0, 2]
@@ -531,5 +531,5 @@ def test_exchange_inconsistencies_are_refused(sample: bytes) -> None:
         load_snapshot(encode(doc))
     doc = sample_doc(sample)
     doc["phase"] = "playing"
-    with pytest.raises(SnapshotError, match="play began before every seat chose"):
+    with pytest.raises(SnapshotError, match=r"phase: \"playing\" does not follow"):
         load_snapshot(encode(doc))

@@ -7,6 +7,7 @@ they run anything, and the database `make run` writes stays out of git.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -32,8 +33,11 @@ def _fresh_clone(tmp_path: Path) -> Path:
 
 
 def _dry_run(clone: Path, target: str) -> list[str]:
+    # As a fresh shell would run it: under `make test` the parent's MAKELEVEL
+    # makes every make print "Entering/Leaving directory" lines around it.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
     out = subprocess.run(
-        ["make", "-n", target], cwd=clone, check=True, capture_output=True, text=True
+        ["make", "-n", target], cwd=clone, check=True, capture_output=True, text=True, env=env
     ).stdout
     return out.splitlines()
 

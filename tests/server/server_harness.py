@@ -135,7 +135,10 @@ class Server:
             env=env,
         )
         log.close()  # the child holds its own descriptor
-        threading.Thread(target=self._pump, args=(self.proc,), daemon=True).start()
+        # The queue is handed over, not looked up: the previous process's pump
+        # may still be draining its pipe, and its end-of-output None must not
+        # land in this start's queue ("exited before it was ready").
+        threading.Thread(target=self._pump, args=(self.proc, self._lines), daemon=True).start()
         d = Deadline(START_TIMEOUT)
         while True:
             try:
@@ -156,11 +159,12 @@ class Server:
         grpc.channel_ready_future(self.channel).result(timeout=RPC_TIMEOUT)
         self._stub = spades_pb2_grpc.SpadesServiceStub(self.channel)
 
-    def _pump(self, proc: subprocess.Popen[str]) -> None:
+    @staticmethod
+    def _pump(proc: subprocess.Popen[str], lines: queue.Queue[str | None]) -> None:
         assert proc.stdout is not None
         for line in proc.stdout:
-            self._lines.put(line)
-        self._lines.put(None)
+            lines.put(line)
+        lines.put(None)
 
     @property
     def stub(self) -> spades_pb2_grpc.SpadesServiceStub:
