@@ -17,11 +17,16 @@ deadline, and one sweeper task per process cancels the waits that are overdue
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import grpc
+from google.protobuf import message_factory
+from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 from google.protobuf.message import DecodeError
+from grpc_status import rpc_status
 
 from .errors import ServiceError, exhausted, invalid
 
@@ -121,7 +126,7 @@ def parse_request(raw: bytes, parse: Callable[[bytes], Any], type_name: str) -> 
 
 
 class CallLimit:
-    """The server-wide bound on open calls of the service (streams included)."""
+    """The server-wide bound on open calls of every service (streams included)."""
 
     def __init__(self, maximum: int = DEFAULT_MAX_CALLS) -> None:
         self.maximum = maximum
@@ -132,6 +137,26 @@ class CallLimit:
             "TOO_MANY_CALLS", f"this server holds at most {self.maximum} open calls; retry later"
         )
 
+    def admit(self) -> _Admission:
+        """``with CALLS.admit():`` counts the call while it is open, or raises
+        the refusal if the server holds its maximum already."""
+        return _Admission(self)
+
+
+class _Admission:
+    __slots__ = ("limit",)
+
+    def __init__(self, limit: CallLimit) -> None:
+        self.limit = limit
+
+    def __enter__(self) -> None:
+        if self.limit.open >= self.limit.maximum:
+            raise self.limit.refusal()
+        self.limit.open += 1
+
+    def __exit__(self, *exc: object) -> None:
+        self.limit.open -= 1
+
 
 CALLS = CallLimit()
 
@@ -139,3 +164,55 @@ CALLS = CallLimit()
 def configure(*, request_timeout_s: float, max_calls: int) -> None:
     REQUEST_WAIT.timeout_s = request_timeout_s
     CALLS.maximum = max_calls
+
+
+# -- the standard services ----------------------------------------------------------------
+
+
+def add_service(server: grpc.aio.Server, service: ServiceDescriptor, servicer: Any) -> None:
+    """Register a servicer of a service other than ours (health, reflection) with
+    the same bounds: each call is counted in ``CALLS``, a call's single request
+    must arrive within the request timeout, and a request that does not parse
+    is refused as MALFORMED_REQUEST. Registered through gRPC's own helpers, a
+    health check that never sends its request would wait forever, uncounted."""
+    handlers = {m.name: _bounded(m, getattr(servicer, m.name)) for m in service.methods}
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(service.full_name, handlers),)
+    )
+
+
+def _bounded(method: MethodDescriptor, behaviour: Any) -> grpc.RpcMethodHandler[Any, Any]:
+    parse = message_factory.GetMessageClass(method.input_type).FromString
+    serialize = message_factory.GetMessageClass(method.output_type).SerializeToString
+    type_name = method.input_type.full_name
+
+    async def requests(context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
+        while (raw := await context.read()) is not grpc.aio.EOF:
+            yield parse_request(raw, parse, type_name)
+
+    async def unary(_: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        try:
+            with CALLS.admit():
+                return await behaviour(await receive(context.read, parse, type_name), context)
+        except ServiceError as err:
+            await context.abort_with_status(rpc_status.to_status(err.to_status()))
+
+    async def streaming(_: Any, context: grpc.aio.ServicerContext[Any, Any]) -> None:
+        try:
+            with CALLS.admit():
+                if method.client_streaming:
+                    given: Any = requests(context)
+                else:
+                    given = await receive(context.read, parse, type_name)
+                result = behaviour(given, context)
+                if inspect.isasyncgen(result):
+                    async for response in result:
+                        await context.write(response)
+                else:
+                    await result  # a coroutine that writes its responses
+        except ServiceError as err:
+            await context.abort_with_status(rpc_status.to_status(err.to_status()))
+
+    if method.server_streaming:
+        return grpc.stream_stream_rpc_method_handler(streaming, response_serializer=serialize)
+    return grpc.stream_unary_rpc_method_handler(unary, response_serializer=serialize)

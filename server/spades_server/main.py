@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import grpc
 import structlog
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_health.v1 import health, health_pb2
+from grpc_reflection.v1alpha import reflection, reflection_pb2
 from prometheus_client import start_http_server
 
 from . import calls
@@ -87,6 +87,20 @@ OPTIONS = (
         int,
     ),
     _Opt("--streams-per-match", "SPADES_STREAMS_PER_MATCH", "64", "open streams per match", int),
+    _Opt(
+        "--chat-per-hand",
+        "SPADES_CHAT_PER_HAND",
+        "40",
+        "chat lines one seat may send in one hand (besides 20 a minute)",
+        int,
+    ),
+    _Opt(
+        "--seat-changes-per-hand",
+        "SPADES_SEAT_CHANGES_PER_HAND",
+        "16",
+        "ClaimSeat/LeaveSeat changes of one seat's control in one hand",
+        int,
+    ),
     # Limits on calls and connections: docs/api.md, "Limits".
     _Opt(
         "--request-timeout-seconds",
@@ -204,10 +218,20 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.store not in ("sqlite", "memory"):
         p.error("--store must be sqlite or memory")
-    for flag in ("max_calls", "max_calls_per_connection"):
+    for flag in (
+        "max_calls",
+        "max_calls_per_connection",
+        "max_matches",
+        "max_message_bytes",
+        "streams_per_match",
+        "chat_per_hand",
+        "seat_changes_per_hand",
+        "snapshot_every",
+    ):
         if getattr(args, flag) < 1:
             p.error(f"--{flag.replace('_', '-')} must be at least 1")
     for flag in (
+        "actions_per_second",
         "request_timeout_seconds",
         "keepalive_timeout_seconds",
         "connection_age_grace_seconds",
@@ -289,6 +313,8 @@ async def serve(args: argparse.Namespace) -> None:
         streams_per_match=args.streams_per_match,
         actions_per_second=args.actions_per_second,
         action_burst=max(1, int(args.actions_per_second * 2)),
+        chat_per_hand=args.chat_per_hand,
+        seat_changes_per_hand=args.seat_changes_per_hand,
         snapshot_every=args.snapshot_every,
         bot_delay_s=args.bot_delay_ms / 1000.0,
     )
@@ -301,11 +327,14 @@ async def serve(args: argparse.Namespace) -> None:
     server = grpc.aio.server(options=grpc_options(args))
     add_to_server(SpadesService(registry, operator_token), server)
     health_servicer = health.aio.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection(
-        (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME),
+    calls.add_service(server, health_pb2.DESCRIPTOR.services_by_name["Health"], health_servicer)
+    calls.add_service(
         server,
-        pool=MethodAwarePool(),  # duck-typed: the lookups reflection makes
+        reflection_pb2.DESCRIPTOR.services_by_name["ServerReflection"],
+        reflection.aio.ReflectionServicer(
+            (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME),
+            pool=MethodAwarePool(),  # duck-typed: the lookups reflection makes
+        ),
     )
     port = server.add_insecure_port(f"{args.host}:{args.port}")
     await server.start()

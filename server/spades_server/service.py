@@ -121,22 +121,16 @@ def _unary(
         structlog.contextvars.bind_contextvars(request_id=_request_id(context), method=name)
         t0 = time.perf_counter()
         code = "OK"
-        admitted = limit.open < limit.maximum
-        if admitted:
-            limit.open += 1
         try:
-            if not admitted:
-                raise limit.refusal()
-            request = await calls.receive(context.read, parse, type_name)
-            return await fn(self, request, context)
+            with limit.admit():
+                request = await calls.receive(context.read, parse, type_name)
+                return await fn(self, request, context)
         except Exception as exc:
             err = await _refuse(context, name, exc)
             code = err.code.name
             await context.abort_with_status(rpc_status.to_status(err.to_status()))
             raise  # abort_with_status always raises; this keeps type checkers honest
         finally:
-            if admitted:
-                limit.open -= 1
             (ok_count if code == "OK" else RPCS.labels(name, code)).inc()
             latency.observe(time.perf_counter() - t0)
             structlog.contextvars.clear_contextvars()
@@ -170,23 +164,17 @@ def _streaming(
         def first_sent() -> None:
             latency.observe(time.perf_counter() - t0)
 
-        admitted = limit.open < limit.maximum
-        if admitted:
-            limit.open += 1
         OPEN_STREAMS.inc()
         try:
-            if not admitted:
-                raise limit.refusal()
-            if not client_streaming:
-                requests = await calls.receive(context.read, parse, type_name)
-            await fn(self, requests, context, first_sent)
+            with limit.admit():
+                if not client_streaming:
+                    requests = await calls.receive(context.read, parse, type_name)
+                await fn(self, requests, context, first_sent)
         except Exception as exc:
             err = await _refuse(context, name, exc)
             code = err.code.name
             await context.abort_with_status(rpc_status.to_status(err.to_status()))
         finally:
-            if admitted:
-                limit.open -= 1
             OPEN_STREAMS.dec()
             RPCS.labels(name, code).inc()
             structlog.contextvars.clear_contextvars()

@@ -456,3 +456,16 @@ def test_over_long_ids_are_refused_before_any_lookup(shared_server: Server) -> N
     assert (f.reason, f.fields) == ("INVALID_RULESET", ["ruleset.preset"])
     assert len(f.message) < 200
     assert get_match(stub, table.match_id) == before
+
+
+def test_the_per_hand_bounds_are_flags(make_server: Any) -> None:
+    srv = make_server("--seat-changes-per-hand", "2", "--chat-per-hand", "1")
+    table = create_match(srv.stub, seed=10)  # four humans: the hand never moves
+    seat = (get_view(srv.stub, table, 0).to_act + 1) % 4
+    claim(srv.stub, table, seat)
+    leave(srv.stub, table, seat)
+    f = expect_failure(grpc.StatusCode.RESOURCE_EXHAUSTED, claim, srv.stub, table, seat)
+    assert f.reason == "SEAT_CHANGES_EXHAUSTED", f
+    chat(srv.stub, table, seat, "one line")
+    f = expect_failure(grpc.StatusCode.RESOURCE_EXHAUSTED, chat, srv.stub, table, seat, "two")
+    assert f.reason == "CHAT_QUOTA_EXHAUSTED", f

@@ -16,6 +16,7 @@ from typing import Any
 
 import grpc
 from google.rpc import error_details_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 from server_harness import (
     OP,
@@ -241,6 +242,7 @@ import asyncio, json, sys, time
 from collections import Counter
 import grpc
 from google.rpc import error_details_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
 async def main(port, n):
@@ -364,6 +366,10 @@ def test_limits_are_flags_and_documented() -> None:
         "--min-client-ping-seconds",
         "--max-message-bytes",
         "--streams-per-match",
+        "--actions-per-second",
+        "--max-matches",
+        "--chat-per-hand",
+        "--seat-changes-per-hand",
     )
     out = subprocess.run(
         [sys.executable, "-m", "spades_server.main", "--help"],
@@ -414,3 +420,81 @@ def test_calls_past_the_server_bound_are_refused(make_server: Any) -> None:
             time.sleep(0.02)
     for s in streams[1:]:
         s.cancel()
+
+
+HEALTH = "/grpc.health.v1.Health/"
+REFLECTION = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"
+
+
+def test_the_standard_services_are_bounded_too(make_server: Any) -> None:
+    """Health and reflection: malformed requests, missing requests and the
+    server-wide bound on calls are answered as on the game's own service."""
+    srv = make_server("--request-timeout-seconds", "0.5", "--max-calls", "2")
+    channel = _raw_channel(srv)
+    try:
+        for body in (GARBAGE, TRUNCATED):
+            try:
+                channel.unary_unary(HEALTH + "Check")(body, timeout=RPC_TIMEOUT)
+            except grpc.RpcError as err:
+                f = failure_of(err)
+            else:
+                raise AssertionError(f"Health.Check accepted {body!r}")
+            assert (f.code, f.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "MALFORMED_REQUEST")
+            f = _stream_failure(channel.stream_stream(REFLECTION)(iter([body]), timeout=10))
+            assert (f.code, f.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "MALFORMED_REQUEST")
+        try:
+            channel.stream_unary(HEALTH + "Check")(iter([]), timeout=RPC_TIMEOUT)
+        except grpc.RpcError as err:
+            f = failure_of(err)
+        else:
+            raise AssertionError("Health.Check answered without a request")
+        assert (f.code, f.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "REQUEST_EXPECTED")
+    finally:
+        channel.close()
+
+    async def never_send() -> list[tuple[Failure, float]]:
+        async with grpc.aio.insecure_channel(
+            f"127.0.0.1:{srv.port}", options=[("grpc.use_local_subchannel_pool", 1)]
+        ) as ch:
+            t0 = time.monotonic()
+            check = ch.stream_unary(HEALTH + "Check")(timeout=RPC_TIMEOUT)
+            watch = ch.stream_stream(HEALTH + "Watch")(timeout=RPC_TIMEOUT)
+
+            async def ended(wait: Any) -> tuple[Failure, float]:
+                try:
+                    await wait
+                except grpc.RpcError as err:
+                    return aio_failure(err), time.monotonic() - t0
+                raise AssertionError("a health call answered without a request")
+
+            return await asyncio.gather(ended(check), ended(watch.read()))
+
+    for f, after in asyncio.run(never_send()):
+        assert (f.code, f.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "REQUEST_EXPECTED"), f
+        assert 0.4 < after < 3.0, after
+
+    # Two health watches hold both places; a third call of any service waits its turn.
+    channel = _raw_channel(srv)
+    health = health_pb2_grpc.HealthStub(channel)
+    watches = [
+        health.Watch(health_pb2.HealthCheckRequest(service=""), timeout=RPC_TIMEOUT)
+        for _ in range(2)
+    ]
+    try:
+        for w in watches:
+            assert next(iter(w)).status == health_pb2.HealthCheckResponse.SERVING
+        for call in (
+            lambda: srv.stub.Ping(pb.PingRequest(), timeout=RPC_TIMEOUT),
+            lambda: health.Check(health_pb2.HealthCheckRequest(), timeout=RPC_TIMEOUT),
+        ):
+            try:
+                call()
+            except grpc.RpcError as err:
+                f = failure_of(err)
+            else:
+                raise AssertionError("a third call was admitted")
+            assert (f.code, f.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_CALLS")
+    finally:
+        for w in watches:
+            w.cancel()
+        channel.close()
