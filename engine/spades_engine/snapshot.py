@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from .actions import Action, parse_action
 from .cards import SPADE_MASK, TWO_OF_CLUBS, Card, card_name, cards_of
-from .deck import DealError, check_deal
+from .deck import SEED_BITS, DealError, check_deal
 from .errors import IllegalAction, SnapshotError
 from .events import Event, SideScore
 from .exchange import exchange_seats
@@ -287,7 +287,7 @@ class _Reader:
         except RulesetError as e:
             raise self.fail("rules", str(e)) from None
         n, sides = r.players, r.sides
-        seed = self.int_(d["seed"], "seed")
+        seed = self.int_(d["seed"], "seed", 1 - 2**SEED_BITS, 2**SEED_BITS - 1)
         deals = tuple(
             tuple(
                 self.mask(m, f"deals[{i}][{s}]")
