@@ -4,12 +4,14 @@ Start with ``Match`` and a ``Ruleset`` (or a preset from ``preset``)::
 
     from spades_engine import Match, preset
     m = Match(preset("classic"), seed=42)
+
+Every exception the engine raises for input it refuses is a ``SpadesError``.
 """
 
 from .actions import BLIND_NIL, LOOK, Action, Bid, BlindNil, Look, PassCards, Play, parse_action
-from .cards import Card, card_name, parse_card, parse_hand
+from .cards import Card, CardError, card_name, parse_card, parse_hand
 from .deck import DealError
-from .errors import IllegalAction, Reason, SnapshotError
+from .errors import ActionParseError, IllegalAction, Reason, SnapshotError, SpadesError
 from .events import Audience, Event, event_to_dict
 from .match import Match
 from .ruleset import PRESETS, BagRule, FirstLead, Ruleset, RulesetError, SetPenalty, preset
@@ -22,11 +24,13 @@ __all__ = [
     "LOOK",
     "PRESETS",
     "Action",
+    "ActionParseError",
     "Audience",
     "BagRule",
     "Bid",
     "BlindNil",
     "Card",
+    "CardError",
     "DealError",
     "Event",
     "FirstLead",
@@ -42,6 +46,7 @@ __all__ = [
     "SeatView",
     "SetPenalty",
     "SnapshotError",
+    "SpadesError",
     "card_name",
     "event_to_dict",
     "parse_action",

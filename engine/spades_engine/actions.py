@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .cards import Card, CardError, card_name, parse_card
+from .errors import ActionParseError, show
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,14 +71,22 @@ def bid(n: int) -> Bid:
 
 def parse_action(text: str) -> Action:
     """Parse the text form used in game records: ``bid 3``, ``blind_nil``, ``look``,
-    ``pass AS KH``, ``play QS``."""
+    ``pass AS KH``, ``play QS``.  Raises ``ActionParseError`` (a ``ValueError``)
+    for anything else."""
+    if type(text) is not str:
+        raise ActionParseError(f"an action is a str such as 'bid 3', not {type(text).__name__}")
     words = text.split()
     if not words:
-        raise ValueError("empty action")
+        raise ActionParseError("empty action")
     verb, args = words[0].lower(), words[1:]
-    try:
-        if verb == "bid" and len(args) == 1:
+    if verb == "bid" and len(args) == 1:
+        try:
             return bid(int(args[0]))
+        except ValueError:  # not a number, or more digits than int() converts
+            raise ActionParseError(
+                f"bad action {show(text)}: {show(args[0])} is not a whole number"
+            ) from None
+    try:
         if verb == "blind_nil" and not args:
             return BLIND_NIL
         if verb == "look" and not args:
@@ -86,8 +95,8 @@ def parse_action(text: str) -> Action:
             return PassCards(tuple(parse_card(a) for a in args))
         if verb == "play" and len(args) == 1:
             return PLAYS[parse_card(args[0])]
-    except (CardError, ValueError) as e:
-        raise ValueError(f"bad action {text!r}: {e}") from None
-    raise ValueError(
-        f"bad action {text!r}: expected 'bid N', 'blind_nil', 'look', 'pass C C' or 'play C'"
+    except CardError as e:
+        raise ActionParseError(f"bad action {show(text)}: {e}") from None
+    raise ActionParseError(
+        f"bad action {show(text)}: expected 'bid N', 'blind_nil', 'look', 'pass C C' or 'play C'"
     )

@@ -11,7 +11,9 @@ a set of cards is one ``int`` whose bits are the cards.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import NewType
+from typing import NewType, TypeGuard
+
+from .errors import SpadesError, show
 
 Card = NewType("Card", int)
 """A card index: ``suit * 16 + rank``."""
@@ -32,8 +34,17 @@ SUIT_MASKS = tuple(0xFFFF << (16 * s) for s in SUITS)
 SPADE_MASK = SUIT_MASKS[SPADES]
 
 
-class CardError(ValueError):
+CARD_INDICES = sum(0x1FFF << (16 * s) for s in SUITS) | 1 << LITTLE_JOKER | 1 << BIG_JOKER
+"""Mask of every index that denotes a card, in any deck."""
+
+
+class CardError(SpadesError, ValueError):
     """A card name or index that does not denote a card."""
+
+
+def is_card(c: object) -> TypeGuard[int]:
+    """Whether ``c`` is a card index (an ``int``, not a ``bool``)."""
+    return type(c) is int and 0 <= c < 64 and bool(CARD_INDICES >> c & 1)
 
 
 def card(suit: int, rank: int) -> Card:
@@ -58,14 +69,19 @@ def card_name(c: int) -> str:
         return "LJ"
     if c == BIG_JOKER:
         return "BJ"
-    s, r = c >> 4, c & 15
+    try:
+        s, r = c >> 4, c & 15
+    except TypeError:  # a float, None...: costs nothing on the way of a real card
+        raise CardError(f"{show(c)} is not a card index") from None
     if not (0 <= s <= 3 and 0 <= r <= ACE):
-        raise CardError(f"{c} is not a card index")
+        raise CardError(f"{show(c)} is not a card index")
     return RANK_LETTERS[r] + SUIT_LETTERS[s]
 
 
 def parse_card(text: str) -> Card:
     """Parse a card name; accepts ``10H`` as well as ``TH`` and any letter case."""
+    if type(text) is not str:
+        raise CardError(f"a card name is a str, not {type(text).__name__}")
     t = text.strip().upper()
     if t == "LJ":
         return LITTLE_JOKER
@@ -110,6 +126,8 @@ def hand_str(mask: int) -> str:
 
 def parse_hand(text: str) -> int:
     """Parse a space- or comma-separated list of card names into a mask."""
+    if type(text) is not str:
+        raise CardError(f"a hand is a str of card names, not {type(text).__name__}")
     m = 0
     for part in text.replace(",", " ").split():
         c = parse_card(part)

@@ -10,14 +10,21 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from .cards import Card, card_name, cards_of
+from .cards import Card, card_name, cards_of, is_card
+from .errors import SpadesError, show
 from .ruleset import Ruleset
 
 _MASK64 = (1 << 64) - 1
+SEED_BITS = 256
+"""A seed is an ``int`` with ``abs(seed) < 2**SEED_BITS``.  Only its low 64 bits
+decide the deals, but records and snapshots keep it as given, so any 64-bit
+value (signed or not) or a 256-bit digest works; the bound keeps a record's
+JSON small and within what every JSON reader takes."""
 
 
-class DealError(ValueError):
-    """An explicit deal that is not a partition of the ruleset's deck."""
+class DealError(SpadesError, ValueError):
+    """An explicit deal that is not a partition of the ruleset's deck, or a first
+    dealer or seed that cannot start a match."""
 
 
 class SplitMix64:
@@ -91,3 +98,49 @@ def check_deal(ruleset: Ruleset, hands: Sequence[int]) -> None:
                 f"seat {seat} holds {h.bit_count()} cards; each seat is dealt {ruleset.hand_size}"
             )
         seen |= h
+
+
+def check_seed(seed: object) -> int:
+    if type(seed) is not int:
+        raise DealError(f"the seed must be an int, not {type(seed).__name__}")
+    if seed.bit_length() > SEED_BITS:
+        raise DealError(f"the seed must be below 2**{SEED_BITS} in absolute value")
+    return seed
+
+
+def check_dealer(ruleset: Ruleset, dealer: object) -> int:
+    if type(dealer) is not int or not 0 <= dealer < ruleset.players:
+        raise DealError(
+            f"dealer must be a seat from 0 to {ruleset.players - 1}, not {show(dealer)}"
+        )
+    return dealer
+
+
+def deal_masks(ruleset: Ruleset, deals: object) -> tuple[tuple[int, ...], ...]:
+    """Explicit deals given as card indices by seat, checked, as hand masks."""
+    out: list[tuple[int, ...]] = []
+    for i, d in enumerate(_items(deals, "deals", "a list of deals")):
+        masks: list[int] = []
+        for seat, cards in enumerate(_items(d, f"deals[{i}]", "a list of hands, one per seat")):
+            path = f"deals[{i}][{seat}]"
+            m = 0
+            for c in _items(cards, path, "a list of card indices"):
+                if not is_card(c):
+                    raise DealError(f"{path}: {show(c)} is not a card index")
+                if m >> c & 1:
+                    raise DealError(f"{path}: seat {seat} is dealt {card_name(c)} twice")
+                m |= 1 << c
+            masks.append(m)
+        try:
+            check_deal(ruleset, masks)
+        except DealError as e:
+            raise DealError(f"deals[{i}]: {e}") from None
+        out.append(tuple(masks))
+    return tuple(out)
+
+
+def _items(value: object, path: str, what: str) -> Sequence[object]:
+    # A str is a Sequence too, of one-letter strs: never a list of cards.
+    if not isinstance(value, Sequence) or isinstance(value, str | bytes | bytearray):
+        raise DealError(f"{path} must be {what}, not {type(value).__name__}")
+    return value

@@ -1,9 +1,19 @@
 """Typed rejections.  ``reason`` values are stable: clients and the gRPC layer
-switch on them, so a value, once released, never changes meaning."""
+switch on them, so a value, once released, never changes meaning.
+
+Every refusal the engine makes is a ``SpadesError``: a caller that catches it
+catches every exception the engine raises on purpose, and anything else that
+escapes a public function is a bug in the engine.
+"""
 
 from __future__ import annotations
 
+import reprlib
 from enum import StrEnum
+
+
+class SpadesError(Exception):
+    """The base of every exception the engine raises for input it refuses."""
 
 
 class Reason(StrEnum):
@@ -25,7 +35,7 @@ class Reason(StrEnum):
     SPADES_NOT_BROKEN = "SPADES_NOT_BROKEN"
 
 
-class IllegalAction(Exception):
+class IllegalAction(SpadesError):
     """An action the rules do not allow now.  The match is left exactly as it was."""
 
     def __init__(self, reason: Reason, message: str, seat: int | None = None) -> None:
@@ -38,5 +48,25 @@ class IllegalAction(Exception):
         return f"IllegalAction({self.reason.value}, {self.message!r})"
 
 
-class SnapshotError(ValueError):
+class SnapshotError(SpadesError, ValueError):
     """A snapshot or game record that cannot be loaded."""
+
+
+class ActionParseError(SpadesError, ValueError):
+    """Text that is not an action (``parse_action``)."""
+
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 40
+
+
+def show(value: object) -> str:
+    """A short repr of a value a caller passed, for error messages.
+
+    Refused input can be anything: a repr may be huge, nest too deep, or fail
+    (an int past Python's digit limit), and a message must never raise.
+    """
+    try:
+        return _REPR.repr(value)
+    except Exception:
+        return f"<{type(value).__name__}>"

@@ -8,7 +8,7 @@ from itertools import combinations
 
 from .actions import Action, PassCards
 from .cards import Card, card_name, cards_of
-from .errors import IllegalAction, Reason
+from .errors import IllegalAction, Reason, show
 from .events import EVERYONE, CardsChosen, CardsPassed, Event, ExchangeStarted, to_team
 from .state import MatchState
 
@@ -45,12 +45,17 @@ def apply_pass(st: MatchState, seat: int, action: PassCards) -> list[Event]:
         raise IllegalAction(Reason.NOT_IN_EXCHANGE, "you are not part of this exchange", seat)
     if seat in h.exchange_chosen:
         raise IllegalAction(Reason.ALREADY_PASSED, "you have already chosen cards to pass", seat)
+    cards: object = action.cards  # anything: a caller may build PassCards(None)
+    if not isinstance(cards, tuple | list):
+        raise IllegalAction(
+            Reason.WRONG_PASS_COUNT, f"pass a tuple of {k} cards, not {type(cards).__name__}", seat
+        )
     mask = 0
-    for c in action.cards:
+    for c in cards:
         if type(c) is not int or not 0 <= c < 64:
-            raise IllegalAction(Reason.CARD_NOT_IN_HAND, f"{c!r} is not a card", seat)
+            raise IllegalAction(Reason.CARD_NOT_IN_HAND, f"{show(c)} is not a card", seat)
         mask |= 1 << c
-    if len(action.cards) != k or mask.bit_count() != k:
+    if len(cards) != k or mask.bit_count() != k:
         raise IllegalAction(Reason.WRONG_PASS_COUNT, f"pass exactly {k} different cards", seat)
     missing = mask & ~h.hands[seat]
     if missing:

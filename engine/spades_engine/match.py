@@ -11,14 +11,13 @@ from collections.abc import Sequence
 
 from .actions import Action, Bid, BlindNil, Look, PassCards, Play
 from .bidding import apply_bid, apply_blind_nil, apply_look, legal_bidding_actions
-from .cards import mask_of
-from .deck import check_deal, first_dealer
-from .errors import IllegalAction, Reason
+from .deck import check_dealer, check_seed, deal_masks, first_dealer
+from .errors import IllegalAction, Reason, show
 from .events import Event
 from .exchange import apply_pass, begin_exchange, exchange_seats, legal_exchange_actions
 from .hand import deal_hand, finish_hand
 from .play import apply_play, begin_play, legal_play_actions
-from .ruleset import Ruleset
+from .ruleset import Ruleset, RulesetError
 from .state import HandState, MatchState, Phase
 from .view import SeatView, make_view
 
@@ -58,18 +57,25 @@ class Match:
     ) -> None:
         """Start a match; the first hand is dealt at once (see ``opening_events``).
 
-        ``deals`` are explicit hands (cards by seat) for the first hands, so a
-        deal from elsewhere can be replayed; later hands come from ``seed``.
-        ``dealer`` is the first dealer, drawn from the seed when not given.
+        ``deals`` are explicit hands (card indices by seat) for the first hands,
+        so a deal from elsewhere can be replayed; later hands come from ``seed``,
+        an ``int`` below 2**256 in absolute value (its low 64 bits decide the
+        deals).  ``dealer`` is the first dealer, drawn from the seed when not given.
+
+        Raises ``RulesetError`` when ``rules`` is not a ``Ruleset``, and
+        ``DealError`` for a bad seed, deal or dealer.
         """
-        r = rules if rules is not None else Ruleset()
-        masks = tuple(tuple(mask_of(cards) for cards in d) for d in deals)
-        for d in masks:
-            check_deal(r, d)
-        if dealer is None:
-            dealer = first_dealer(seed, r.players)
-        elif not 0 <= dealer < r.players:
-            raise ValueError(f"dealer must be a seat from 0 to {r.players - 1}")
+        if rules is None:
+            r = Ruleset()
+        elif isinstance(rules, Ruleset):
+            r = rules
+        else:
+            raise RulesetError(
+                f"rules must be a Ruleset (e.g. preset('classic')), not {type(rules).__name__}", ()
+            )
+        seed = check_seed(seed)
+        masks = deal_masks(r, deals)
+        dealer = first_dealer(seed, r.players) if dealer is None else check_dealer(r, dealer)
         self._st = MatchState(
             rules=r,
             seed=seed,
@@ -132,8 +138,13 @@ class Match:
         return [s for s in range(self.rules.players) if self.legal_actions(s)]
 
     def legal_actions(self, seat: int) -> list[Action]:
+        """The actions ``seat`` may take now: none for a seat number that is not at
+        the table.  A ``seat`` that is not an ``int`` (a ``bool`` included) raises
+        ``IllegalAction`` with reason ``INVALID_SEAT``, as ``view`` and ``apply`` do."""
         st = self._st
-        if not 0 <= seat < st.rules.players:
+        if type(seat) is not int or not 0 <= seat < st.rules.players:
+            if type(seat) is not int:
+                raise IllegalAction(Reason.INVALID_SEAT, f"{show(seat)} is not a seat number", None)
             return []
         phase = st.phase
         if phase is _PLAYING:
@@ -145,9 +156,13 @@ class Match:
         return []
 
     def view(self, seat: int | None) -> SeatView:
-        """What ``seat`` may know now; ``None`` for a spectator."""
-        if seat is not None and not 0 <= seat < self.rules.players:
-            raise IllegalAction(Reason.INVALID_SEAT, f"no seat {seat} at this table", seat)
+        """What ``seat`` may know now; ``None`` for a spectator.  Any other value
+        than a seat of this table or ``None`` raises ``IllegalAction`` (``INVALID_SEAT``)."""
+        if seat is not None and (type(seat) is not int or not 0 <= seat < self.rules.players):
+            valid = type(seat) is int
+            raise IllegalAction(
+                Reason.INVALID_SEAT, f"no seat {show(seat)} at this table", seat if valid else None
+            )
         return make_view(self._st, seat, self.legal_actions(seat) if seat is not None else [])
 
     # -- acting ----------------------------------------------------------------
@@ -159,7 +174,7 @@ class Match:
         """
         st = self._st
         if type(seat) is not int or not 0 <= seat < st.rules.players:
-            raise IllegalAction(Reason.INVALID_SEAT, f"no seat {seat!r} at this table", None)
+            raise IllegalAction(Reason.INVALID_SEAT, f"no seat {show(seat)} at this table", None)
         phase = st.phase
         kind = type(action)
         if kind is Play and phase is _PLAYING:
@@ -169,7 +184,7 @@ class Match:
         elif phase is _MATCH_OVER:
             raise IllegalAction(Reason.MATCH_OVER, "the match is over", seat)
         elif kind not in _PHASE_NAMES:
-            raise IllegalAction(Reason.UNKNOWN_ACTION, f"{action!r} is not an action", seat)
+            raise IllegalAction(Reason.UNKNOWN_ACTION, f"{show(action)} is not an action", seat)
         elif phase not in _PHASE_NAMES[kind]:
             raise IllegalAction(
                 Reason.WRONG_PHASE, f"{kind.__name__} is not allowed during {phase.value}", seat

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from .actions import PLAYS, Action, Play
-from .cards import SPADES, TWO_OF_CLUBS, card_name
-from .errors import IllegalAction, Reason
+from .cards import SPADES, TWO_OF_CLUBS, card_name, is_card
+from .errors import IllegalAction, Reason, show
 from .events import EVERYONE, CardPlayed, Event, TrickWon
 from .ruleset import FirstLead
 from .state import MatchState, Phase
@@ -75,10 +75,7 @@ def apply_play(st: MatchState, seat: int, action: Play) -> tuple[list[Event], bo
 
 
 def _name(c: object) -> str:
-    try:
-        return card_name(c)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return repr(c)
+    return card_name(c) if is_card(c) else show(c)
 
 
 def _why_illegal(led_suit: int, seat: int) -> IllegalAction:

@@ -30,8 +30,8 @@ from typing import Any
 
 from .actions import parse_action
 from .cards import Card, CardError, card_name, cards_of, mask_of, parse_card
-from .deck import DealError, check_deal
-from .errors import IllegalAction, Reason, SnapshotError
+from .deck import DealError, check_deal, check_seed
+from .errors import ActionParseError, IllegalAction, Reason, SnapshotError
 from .events import Event, HandScored, HandStarted, MatchEnded
 from .match import Match
 from .ruleset import Ruleset, RulesetError
@@ -155,7 +155,7 @@ def replay_events(record: dict[str, Any]) -> tuple[Match, list[Event]]:
             raise RecordError(f"actions[{i}]: the action must be a string, got {_show(text)}")
         try:
             action = parse_action(text)
-        except ValueError as e:
+        except ActionParseError as e:
             raise RecordActionError(i, seat, text, None, str(e)) from None
         try:
             events.extend(match.apply(seat, action))
@@ -191,6 +191,10 @@ def start_match(record: dict[str, Any]) -> Match:
     seed = record["seed"]
     if type(seed) is not int:
         raise RecordError(f'"seed" must be an integer, got {_show(seed)}')
+    try:
+        check_seed(seed)
+    except DealError as e:
+        raise RecordError(f'bad "seed": {e}') from None
     dealer = record.get("dealer")
     if dealer is not None and (type(dealer) is not int or not 0 <= dealer < rules.players):
         raise RecordError(
@@ -239,7 +243,7 @@ def _list(value: Any, path: str) -> list[Any]:
 def _show(v: Any) -> str:
     try:
         text = json.dumps(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         text = type(v).__name__
     return text if len(text) <= 40 else text[:37] + "..."
 

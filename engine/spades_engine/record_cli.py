@@ -14,6 +14,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from .deck import check_seed
+from .errors import SpadesError
 from .match import Match
 from .record import (
     RecordError,
@@ -24,7 +26,7 @@ from .record import (
     replay_events,
     results_of,
 )
-from .ruleset import OPTION_NAMES, PRESETS, Ruleset, RulesetError, parse_option, preset
+from .ruleset import OPTION_NAMES, PRESETS, Ruleset, parse_option, preset
 
 PROG = "spades-record"
 
@@ -106,14 +108,28 @@ def _parser() -> argparse.ArgumentParser:
 
 def _validate(path: str, compact: bool) -> int:
     try:
-        record = loads_record(sys.stdin.read()) if path == "-" else read_record(path)
+        record = _read_stdin() if path == "-" else read_record(path)
         match, events = replay_events(record)
-    except RecordError as e:
-        print(f"{PROG}: {path}: invalid record: {e}", file=sys.stderr)
+    except SpadesError as e:  # a RecordError, unless the engine has a bug
+        print(f"{PROG}: {path}: invalid record: {_one_line(e)}", file=sys.stderr)
         return 1
     report = {"file": path, "valid": True, **results_of(match, events)}
     print(json.dumps(report) if compact else pretty_json(report))
     return 0
+
+
+def _read_stdin() -> dict[str, Any]:
+    data = sys.stdin.buffer.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise RecordError(f"stdin is not UTF-8 text: {e}") from None
+    return loads_record(text)
+
+
+def _one_line(e: Exception) -> str:
+    """The message on one line: what a shell script greps, and a log keeps whole."""
+    return " ".join(str(e).split())
 
 
 def pretty_json(value: Any, indent: int = 0, width: int = 100) -> str:
@@ -135,8 +151,9 @@ def _play(args: argparse.Namespace) -> int:
     try:
         overrides = dict(parse_option(text) for text in args.options)
         rules = preset(args.preset, **overrides)
-    except (RulesetError, ValueError) as e:
-        print(f"{PROG} play: {e}", file=sys.stderr)
+        check_seed(args.seed)
+    except SpadesError as e:
+        print(f"{PROG} play: {_one_line(e)}", file=sys.stderr)
         return 2
     if args.max_hands < 1:
         print(f"{PROG} play: --max-hands must be at least 1", file=sys.stderr)

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from .cards import DIAMONDS, TWO, TWO_OF_CLUBS, card
+from .errors import SpadesError, show
 
 
 class BagRule(StrEnum):
@@ -32,15 +34,23 @@ class SetPenalty(StrEnum):
     ZERO = "zero"  # seed 002: a broken contract scores 0
 
 
-class RulesetError(ValueError):
-    """An option value or a combination of options that cannot be played.
+class RulesetError(SpadesError, ValueError):
+    """Option values or combinations of options that cannot be played.
 
+    One error reports every problem of a ruleset at once: ``problems`` lists
+    each as (message, the options involved), the message joins them, and
     ``options`` names every option involved, so a caller can point at them.
     """
 
-    def __init__(self, message: str, options: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        message: str,
+        options: tuple[str, ...],
+        problems: tuple[tuple[str, tuple[str, ...]], ...] | None = None,
+    ) -> None:
         super().__init__(message)
         self.options = options
+        self.problems = problems if problems is not None else ((message, options),)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,11 +75,13 @@ class Ruleset:
     hand_size: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        values, problems = _check({name: getattr(self, name) for name in OPTION_NAMES})
+        if problems:
+            raise _error(problems)
         # Store enum options as enums even when given as their string values:
         # the rules compare them by identity (``is FirstLead.DEALER``).
         for name in _ENUMS:
-            object.__setattr__(self, name, _coerce(name, getattr(self, name)))
-        _validate(self)
+            object.__setattr__(self, name, values[name])
         deck = _deck_mask(self.players, self.jokers)
         object.__setattr__(self, "deck_mask", deck)
         object.__setattr__(self, "hand_size", deck.bit_count() // self.players)
@@ -110,7 +122,10 @@ class Ruleset:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Ruleset:
-        """Build a ruleset from option names and values (unknown names are refused)."""
+        """Build a ruleset from option names and values (unknown names are refused);
+        options not named keep their default."""
+        if not isinstance(data, Mapping):
+            raise RulesetError(f"a ruleset is a dict of options, not {type(data).__name__}", ())
         return _build(cls(), data)
 
     def replace(self, **changes: Any) -> Ruleset:
@@ -118,6 +133,7 @@ class Ruleset:
 
 
 OPTION_NAMES = tuple(f.name for f in dataclasses.fields(Ruleset) if f.init)
+_OPTION_SET = frozenset(OPTION_NAMES)
 
 _ENUMS: dict[str, type[StrEnum]] = {
     "bag_rule": BagRule,
@@ -129,33 +145,142 @@ _ENUMS: dict[str, type[StrEnum]] = {
 _BOOLS = frozenset({"blind_nil", "nil_allowed", "partnerships", "jokers", "thirteen_bid"})
 
 
-def _build(base: Ruleset, changes: dict[str, Any]) -> Ruleset:
-    unknown = sorted(set(changes) - set(OPTION_NAMES))
+_MAX_POINTS = 2**31 - 1
+"""Bound of the options counted in points: the API carries them as int32."""
+
+Problem = tuple[str, tuple[str, ...]]
+
+
+def _build(base: Ruleset, changes: Mapping[Any, Any]) -> Ruleset:
+    problems: list[Problem] = []
+    unknown = sorted(k if type(k) is str else show(k) for k in changes if k not in _OPTION_SET)
     if unknown:
-        raise RulesetError(
-            f"unknown ruleset option(s) {', '.join(unknown)}; known: {', '.join(OPTION_NAMES)}",
-            tuple(unknown),
+        problems.append(
+            (
+                f"unknown ruleset option(s) {', '.join(unknown)}; known: {', '.join(OPTION_NAMES)}",
+                tuple(unknown),
+            )
         )
     values = {name: getattr(base, name) for name in OPTION_NAMES}
     for name, raw in changes.items():
-        values[name] = _coerce(name, raw)
-    return Ruleset(**values)
+        if name in _OPTION_SET:
+            values[name] = raw
+    coerced, more = _check(values)
+    problems += more
+    if problems:
+        raise _error(problems)
+    return Ruleset(**coerced)
 
 
-def _coerce(name: str, raw: Any) -> Any:
-    if name in _ENUMS:
-        enum = _ENUMS[name]
-        try:
-            return enum(raw)
-        except ValueError:
-            allowed = ", ".join(e.value for e in enum)
-            raise RulesetError(f"{name}={raw!r} is not one of: {allowed}", (name,)) from None
-    if name == "mercy_score" and raw is None:
-        return None
-    expected = bool if name in _BOOLS else int
-    if type(raw) is not expected:
-        raise RulesetError(f"{name}={raw!r} must be a {expected.__name__}", (name,))
-    return raw
+def _error(problems: list[Problem]) -> RulesetError:
+    options = tuple(dict.fromkeys(o for _, opts in problems for o in opts))
+    message = "; ".join(msg for msg, _ in problems)
+    return RulesetError(message, options, tuple(problems))
+
+
+def _check(values: dict[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
+    """Every option's value coerced (enums from their string values), and every
+    problem: each bad value, then each conflict between values that are fine
+    alone (a conflict with a bad value would only repeat it)."""
+    problems: list[Problem] = []
+    bad: set[str] = set()
+    out = dict(values)
+
+    def fail(msg: str, *options: str) -> None:
+        problems.append((msg, options))
+
+    def invalid(name: str, msg: str) -> None:
+        fail(msg, name)
+        bad.add(name)
+
+    for name in OPTION_NAMES:
+        raw = values[name]
+        if name in _ENUMS:
+            enum = _ENUMS[name]
+            try:
+                out[name] = enum(raw)
+            except ValueError:
+                allowed = ", ".join(e.value for e in enum)
+                invalid(name, f"{name}={show(raw)} is not one of: {allowed}")
+            continue
+        if name == "mercy_score" and raw is None:
+            continue
+        expected = bool if name in _BOOLS else int
+        if type(raw) is not expected:
+            invalid(name, f"{name}={show(raw)} must be a {expected.__name__}")
+
+    def fine(*names: str) -> bool:
+        return bad.isdisjoint(names)
+
+    v = out
+    if fine("target_score") and not 0 < v["target_score"] <= _MAX_POINTS:
+        invalid(
+            "target_score",
+            f"target_score={show(v['target_score'])} must be a positive number of points "
+            f"(at most {_MAX_POINTS})",
+        )
+    mercy = v["mercy_score"]
+    if fine("mercy_score") and mercy is not None and not -_MAX_POINTS <= mercy < 0:
+        invalid(
+            "mercy_score",
+            f"mercy_score={show(mercy)} must be negative (at least {-_MAX_POINTS}), or none",
+        )
+    players = v["players"]
+    if fine("players") and players not in (3, 4, 5):
+        invalid("players", f"players={show(players)}: a table has 3, 4 or 5 players")
+    if fine("blind_nil_deficit") and not 0 <= v["blind_nil_deficit"] <= _MAX_POINTS:
+        invalid(
+            "blind_nil_deficit",
+            f"blind_nil_deficit must be 0 or more points (at most {_MAX_POINTS})",
+        )
+    if fine("blind_nil_exchange") and not 0 <= v["blind_nil_exchange"] <= 3:
+        invalid("blind_nil_exchange", "blind_nil_exchange must be between 0 and 3 cards")
+
+    if fine("players", "partnerships") and players != 4 and v["partnerships"]:
+        fail(
+            f"players={players} is played only without partnerships (cutthroat); "
+            "set partnerships=false",
+            "players",
+            "partnerships",
+        )
+    if fine("players", "jokers") and players != 4 and not v["jokers"]:
+        fail(
+            f"players={players} needs jokers=true: the jokers make the deck divide evenly",
+            "players",
+            "jokers",
+        )
+    if (
+        fine("first_lead", "jokers", "players")
+        and v["first_lead"] is FirstLead.TWO_OF_CLUBS
+        and v["jokers"]
+        and players != 3
+    ):
+        fail(
+            f"first_lead=two_of_clubs cannot be played with jokers=true and players={players}: "
+            "the 2 of clubs is removed from that deck",
+            "first_lead",
+            "jokers",
+            "players",
+        )
+    if fine("blind_nil", "nil_allowed") and v["blind_nil"] and not v["nil_allowed"]:
+        fail(
+            "blind_nil=true needs nil_allowed=true: a blind nil is a nil bid",
+            "blind_nil",
+            "nil_allowed",
+        )
+    if (
+        fine("blind_nil", "blind_nil_exchange", "partnerships")
+        and v["blind_nil"]
+        and v["blind_nil_exchange"]
+        and not v["partnerships"]
+    ):
+        fail(
+            "blind_nil_exchange passes cards to a partner, so it needs partnerships=true "
+            "(or set blind_nil_exchange=0)",
+            "blind_nil_exchange",
+            "partnerships",
+        )
+    return out, problems
 
 
 def _deck_mask(players: int, jokers: bool) -> int:
@@ -168,58 +293,6 @@ def _deck_mask(players: int, jokers: bool) -> int:
             for s in range(4):
                 deck &= ~(1 << card(s, TWO))
     return deck
-
-
-def _validate(r: Ruleset) -> None:
-    def fail(msg: str, *options: str) -> None:
-        raise RulesetError(msg, options)
-
-    for name in OPTION_NAMES:
-        _coerce(name, getattr(r, name))  # type check every value, enums included
-    if r.target_score <= 0:
-        fail(f"target_score={r.target_score} must be a positive number of points", "target_score")
-    if r.mercy_score is not None and r.mercy_score >= 0:
-        fail(f"mercy_score={r.mercy_score} must be negative, or none", "mercy_score")
-    if r.players not in (3, 4, 5):
-        fail(f"players={r.players}: a table has 3, 4 or 5 players", "players")
-    if r.players != 4 and r.partnerships:
-        fail(
-            f"players={r.players} is played only without partnerships (cutthroat); "
-            "set partnerships=false",
-            "players",
-            "partnerships",
-        )
-    if r.players != 4 and not r.jokers:
-        fail(
-            f"players={r.players} needs jokers=true: the jokers make the deck divide evenly",
-            "players",
-            "jokers",
-        )
-    if r.first_lead is FirstLead.TWO_OF_CLUBS and r.jokers and r.players != 3:
-        fail(
-            f"first_lead=two_of_clubs cannot be played with jokers=true and players={r.players}: "
-            "the 2 of clubs is removed from that deck",
-            "first_lead",
-            "jokers",
-            "players",
-        )
-    if r.blind_nil_deficit < 0:
-        fail("blind_nil_deficit must be 0 or more points", "blind_nil_deficit")
-    if not 0 <= r.blind_nil_exchange <= 3:
-        fail("blind_nil_exchange must be between 0 and 3 cards", "blind_nil_exchange")
-    if r.blind_nil and not r.nil_allowed:
-        fail(
-            "blind_nil=true needs nil_allowed=true: a blind nil is a nil bid",
-            "blind_nil",
-            "nil_allowed",
-        )
-    if r.blind_nil and r.blind_nil_exchange and not r.partnerships:
-        fail(
-            "blind_nil_exchange passes cards to a partner, so it needs partnerships=true "
-            "(or set blind_nil_exchange=0)",
-            "blind_nil_exchange",
-            "partnerships",
-        )
 
 
 PRESETS: dict[str, Ruleset] = {
@@ -261,20 +334,19 @@ def parse_option(text: str) -> tuple[str, Any]:
     """Parse a command line's ``OPTION=VALUE`` (the value as JSON, else a string)."""
     name, sep, raw = text.partition("=")
     if not sep or not name:
-        raise ValueError(f"--set {text!r}: expected OPTION=VALUE")
+        raise RulesetError(f"--set {show(text)}: expected OPTION=VALUE", ())
     try:
         value: Any = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON (or nested past the parser's depth)
         value = raw
     return name.strip(), value
 
 
 def preset(name: str, **overrides: Any) -> Ruleset:
     """A named preset, optionally with some options changed."""
-    try:
-        base = PRESETS[name]
-    except KeyError:
+    base = PRESETS.get(name) if type(name) is str else None
+    if base is None:
         raise RulesetError(
-            f"unknown preset {name!r}; presets: {', '.join(PRESETS)}", ("preset",)
-        ) from None
+            f"unknown preset {show(name)}; presets: {', '.join(PRESETS)}", ("preset",)
+        )
     return base.replace(**overrides) if overrides else base

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from .actions import Action, parse_action
 from .cards import Card, CardError, card_name, cards_of
-from .deck import DealError, check_deal
+from .deck import SEED_BITS, DealError, check_deal
 from .errors import IllegalAction, SnapshotError
 from .events import Event, SideScore
 from .ruleset import OPTION_NAMES, Ruleset, RulesetError
@@ -247,7 +247,7 @@ class _Reader:
             self.rules = r = Ruleset.from_dict(self.obj(d["rules"], "rules", OPTION_NAMES))
         except RulesetError as e:
             raise _fail("rules", str(e)) from None
-        seed = self.int_(d["seed"], "seed")
+        seed = self.int_(d["seed"], "seed", 1 - 2**SEED_BITS, 2**SEED_BITS - 1)
         deals = []
         for i, hands in enumerate(self.list_(d["deals"], "deals")):
             path = f"deals[{i}]"

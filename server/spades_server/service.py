@@ -19,11 +19,15 @@ import structlog
 from grpc_status import rpc_status
 
 from spades_engine import (
+    ActionParseError,
+    CardError,
+    DealError,
     IllegalAction,
     Match,
     Reason,
     RulesetError,
     SnapshotError,
+    SpadesError,
     replay_snapshot,
 )
 
@@ -68,7 +72,17 @@ def service_error(exc: BaseException) -> ServiceError:
         return invalid("INVALID_ARGUMENT", str(exc), exc.field_path)
     if isinstance(exc, SnapshotError):
         return invalid("INVALID_SNAPSHOT", str(exc), "snapshot")
+    if isinstance(exc, SpadesError):  # the engine refused its input: never INTERNAL
+        reason = next((r for t, r in _ENGINE_REASONS if isinstance(exc, t)), "INVALID_ARGUMENT")
+        return invalid(reason, str(exc))
     return ServiceError(grpc.StatusCode.INTERNAL, "INTERNAL", "internal error")
+
+
+_ENGINE_REASONS: tuple[tuple[type[SpadesError], str], ...] = (
+    (DealError, "INVALID_DEAL"),
+    (ActionParseError, "INVALID_ACTION"),
+    (CardError, "INVALID_CARD"),
+)
 
 
 # Request ids made here: a random per-process prefix and a counter, unique across

@@ -64,7 +64,7 @@ def test_overrides_and_dict_round_trip() -> None:
 @pytest.mark.parametrize(
     ("overrides", "options"),
     [
-        ({"players": 3}, {"players", "partnerships"}),
+        ({"players": 3}, {"players", "partnerships", "jokers"}),  # both conflicts at once
         ({"players": 5, "jokers": True}, {"players", "partnerships"}),
         ({"players": 3, "partnerships": False}, {"players", "jokers"}),
         ({"players": 5, "partnerships": False}, {"players", "jokers"}),
@@ -103,7 +103,7 @@ def test_an_invalid_option_or_combination_names_the_options(
 def test_the_constructor_validates_too() -> None:
     with pytest.raises(RulesetError) as info:
         Ruleset(players=3)
-    assert set(info.value.options) == {"players", "partnerships"}
+    assert set(info.value.options) == {"players", "partnerships", "jokers"}
     with pytest.raises(RulesetError) as info:
         Ruleset(first_lead="two_of_clubs", jokers=True)  # type: ignore[arg-type]
     assert set(info.value.options) == {"first_lead", "jokers", "players"}

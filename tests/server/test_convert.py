@@ -471,7 +471,7 @@ def test_unset_options_keep_the_preset() -> None:
     ("msg", "options"),
     [
         (pb.Ruleset(preset="texas"), {"preset"}),
-        (pb.Ruleset(players=3), {"players", "partnerships"}),
+        (pb.Ruleset(players=3), {"players", "partnerships", "jokers"}),
         (pb.Ruleset(partnerships=False, players=5), {"players", "jokers"}),
         (pb.Ruleset(preset="polish", nil_allowed=False), {"blind_nil", "nil_allowed"}),
         (pb.Ruleset(target_score=0), {"target_score"}),
