@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -63,29 +64,40 @@ def import_call(stub: Any, snapshot: bytes, seats: list[pb.SeatConfig] | None = 
 # -- 1. engine values outside the proto's ranges -------------------------------------------
 
 
+def _edited_snapshot(rules: dict[str, int], seed: int) -> bytes:
+    """A classic snapshot with some options changed in its document (the engine
+    itself makes no match with such values; a client can send one)."""
+    data = Match(preset("classic"), seed=seed).to_snapshot()
+    doc = json.loads(zlib.decompress(data[5:]))
+    doc["rules"].update(rules)
+    return data[:5] + zlib.compress(json.dumps(doc, separators=(",", ":")).encode())
+
+
 @pytest.mark.parametrize(
-    ("changes", "seed", "value"),
+    ("rules", "seed", "reason", "value"),
     [
-        ({"target_score": 2**31}, 1, "rules.target_score"),
-        ({"mercy_score": -(2**31) - 1}, 1, "rules.mercy_score"),
-        ({"blind_nil_deficit": 2**31}, 1, "rules.blind_nil_deficit"),
-        ({}, 2**64, "seed"),
-        ({}, -1, "seed"),
+        # Options the engine itself bounds to the API's int32: a snapshot error.
+        ({"target_score": 2**31}, 3, "INVALID_SNAPSHOT", "target_score"),
+        ({"mercy_score": -(2**31) - 1}, 3, "INVALID_SNAPSHOT", "mercy_score"),
+        ({"blind_nil_deficit": 2**31}, 3, "INVALID_SNAPSHOT", "blind_nil_deficit"),
+        # Seeds the engine plays (any below 2**256) but CreateMatch's uint64 cannot carry.
+        ({}, 2**64, "VALUE_OUT_OF_RANGE", "seed"),
+        ({}, -1, "VALUE_OUT_OF_RANGE", "seed"),
     ],
 )
 def test_import_of_values_outside_the_api_ranges_is_refused_and_stores_nothing(
-    make_server: Callable[..., Server], changes: dict[str, int], seed: int, value: str
+    make_server: Callable[..., Server], rules: dict[str, int], seed: int, reason: str, value: str
 ) -> None:
     srv = make_server()
     create_match(srv.stub, seed=3)
     before = all_listed(srv.stub)
-    snapshot = Match(preset("classic").replace(**changes), seed=seed).to_snapshot()
+    snapshot = _edited_snapshot(rules, seed)
+    if reason == "VALUE_OUT_OF_RANGE":  # the engine loads it: the server must refuse it
+        assert Match.from_snapshot(snapshot).seed == seed
     f = expect_failure(grpc.StatusCode.INVALID_ARGUMENT, import_call, srv.stub, snapshot)
-    assert (f.reason, f.fields, f.metadata) == (
-        "VALUE_OUT_OF_RANGE",
-        ["snapshot"],
-        {"value": value},
-    )
+    assert (f.reason, f.fields) == (reason, ["snapshot"]), f
+    if reason == "VALUE_OUT_OF_RANGE":
+        assert f.metadata == {"value": value}
     assert value in f.message
     assert all_listed(srv.stub) == before
     srv.stop()
@@ -96,11 +108,11 @@ def test_import_of_values_outside_the_api_ranges_is_refused_and_stores_nothing(
 def test_import_of_the_largest_values_in_range_works(shared_server: Server) -> None:
     stub = shared_server.stub
     rules = preset("classic").replace(
-        target_score=2**31 - 1, mercy_score=-(2**31), blind_nil_deficit=2**31 - 1
+        target_score=2**31 - 1, mercy_score=-(2**31 - 1), blind_nil_deficit=2**31 - 1
     )
     imported = import_call(stub, Match(rules, seed=2**64 - 1).to_snapshot())
     got = get_match(stub, imported.match.match_id)
-    assert (got.ruleset.target_score, got.ruleset.mercy_score) == (2**31 - 1, -(2**31))
+    assert (got.ruleset.target_score, got.ruleset.mercy_score) == (2**31 - 1, -(2**31 - 1))
     assert imported.match.match_id in {
         m.match_id for m in map(pb.MatchSummary.FromString, all_listed(stub))
     }
