@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .cards import Card, card_name
+from .errors import SpadesError
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,10 +179,13 @@ Event = (
     | HandScored
     | MatchEnded
 )
+_EVENT_TYPES = Event.__args__
 
 
 def event_to_dict(event: Event) -> dict[str, Any]:
     """A JSON-ready form: ``type`` plus the fields, cards by name."""
+    if not isinstance(event, _EVENT_TYPES):
+        raise SpadesError(f"{type(event).__name__} is not an engine event")
     out: dict[str, Any] = {"type": type(event).__name__, "audience": str(event.audience)}
     for f in dataclasses.fields(event):
         if f.name == "audience":

@@ -72,6 +72,8 @@ class RecordActionError(RecordError):
 def record_of(match: Match) -> dict[str, Any]:
     """The game record of a match: its rules, seed, first dealer, explicit deals
     (only if it had any) and every action applied so far."""
+    if not isinstance(match, Match):
+        raise RecordError(f"record_of takes a Match, not {type(match).__name__}")
     st = match.state
     rec: dict[str, Any] = {
         "format": FORMAT,

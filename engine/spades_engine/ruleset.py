@@ -143,6 +143,7 @@ _ENUMS: dict[str, type[StrEnum]] = {
 
 
 _BOOLS = frozenset({"blind_nil", "nil_allowed", "partnerships", "jokers", "thirteen_bid"})
+_KIND_NAMES = {bool: "true or false", int: "an integer"}
 
 
 _MAX_POINTS = 2**31 - 1
@@ -207,7 +208,7 @@ def _check(values: dict[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
             continue
         expected = bool if name in _BOOLS else int
         if type(raw) is not expected:
-            invalid(name, f"{name}={show(raw)} must be a {expected.__name__}")
+            invalid(name, f"{name}={show(raw)} must be {_KIND_NAMES[expected]}")
 
     def fine(*names: str) -> bool:
         return bad.isdisjoint(names)

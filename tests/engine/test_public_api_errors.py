@@ -27,12 +27,13 @@ from spades_engine import (
     SnapshotError,
     SpadesError,
     card_name,
+    event_to_dict,
     parse_action,
     parse_card,
     parse_hand,
     preset,
 )
-from spades_engine.record import RecordActionError, RecordError, replay
+from spades_engine.record import RecordActionError, RecordError, record_of, replay
 from spades_engine.ruleset import parse_option
 
 HUGE = pytest.param(10**5000, id="10**5000")  # past the digits str() converts
@@ -335,3 +336,19 @@ def test_a_snapshot_with_a_seed_past_the_range_is_a_snapshot_error() -> None:
     data = MAGIC + bytes((VERSION,)) + zlib.compress(json.dumps(doc).encode())
     with pytest.raises(SnapshotError, match="seed"):
         Match.from_snapshot(data)
+
+
+@pytest.mark.parametrize("value", [None, 1, "HandStarted", Match(preset("classic"), seed=1)])
+def test_event_to_dict_and_record_of_refuse_what_they_were_not_given(value: Any) -> None:
+    with pytest.raises(SpadesError, match="is not an engine event"):
+        event_to_dict(value)
+    if not isinstance(value, Match):
+        with pytest.raises(RecordError, match="record_of takes a Match"):
+            record_of(value)
+
+
+def test_a_wrong_option_type_says_what_it_should_be() -> None:
+    with pytest.raises(RulesetError, match=r"target_score='x' must be an integer"):
+        Ruleset(target_score="x")  # type: ignore[arg-type]
+    with pytest.raises(RulesetError, match=r"jokers=1 must be true or false"):
+        Ruleset(jokers=1)  # type: ignore[arg-type]
