@@ -390,7 +390,7 @@ class SpadesService:
         session, seat = await self._seat(context, request.match_id)
         first, last = await self._act(session, seat, request)
         return pb.SubmitActionResponse(
-            events=session.visible_range(seat, first, last), last_seq=last
+            events=session.event_log.visible_range(seat, first, last), last_seq=last
         )
 
     @_unary
@@ -410,7 +410,7 @@ class SpadesService:
     ) -> None:
         session, seat = await self._seat(context, request.match_id)
         # Each write is a serialized StreamEventsResponse (see add_to_server).
-        await session.pump(seat, request.after_seq, context.write, first_sent)
+        await session.event_log.pump(seat, request.after_seq, context.write, first_sent)
 
     @_streaming
     async def Play(
@@ -443,7 +443,7 @@ class SpadesService:
         reader.start()
         try:
             # Each write is a serialized PlayResponse (see add_to_server).
-            await session.pump(seat, opened.after_seq, context.write, first_sent, outbox)
+            await session.event_log.pump(seat, opened.after_seq, context.write, first_sent, outbox)
         finally:
             reader.stop()
 
@@ -457,7 +457,7 @@ class SpadesService:
         session = await self.registry.get(self._match_id(request.match_id))
         structlog.contextvars.bind_contextvars(match_id=session.match_id, seat="spectator")
         # Each write is a serialized SpectateResponse (see add_to_server).
-        await session.pump(None, request.after_seq, context.write, first_sent)
+        await session.event_log.pump(None, request.after_seq, context.write, first_sent)
 
     @_unary
     async def Ping(

@@ -2,9 +2,9 @@
 
 One writer at a time (``lock``).  An action is applied to the engine, its
 events are appended to the store — durable when ``append`` returns — and only
-then published to streams and acknowledged.  If the store refuses, the
-session is marked broken and the registry reloads it from the store, the
-source of truth, so an unacknowledged action never shows.
+then published to streams (the ``EventLog``, event_log.py) and acknowledged.
+If the store refuses, the session is marked broken and the registry reloads it
+from the store, the source of truth, so an unacknowledged action never shows.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import base64
 import json
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import grpc
 import structlog
@@ -27,12 +27,10 @@ from spades_engine.record import record_of
 
 from . import convert
 from .errors import ServiceError, exhausted, invalid, precondition, unavailable
+from .event_log import EventLog, Payload, engine_payloads
 from .gen.spades.v1 import spades_pb2 as pb
 from .metrics import ACTIONS, BOT_FAILURES, BOT_THINK, REJECTIONS, STORE_LATENCY
-from .store import LoadedMatch, Store, StoredAction, StoredEvent, StoreError
-
-if TYPE_CHECKING:
-    from .play import Outbox
+from .store import LoadedMatch, Store, StoredAction, StoreError
 
 CONTROL_OPEN = pb.SEAT_CONTROL_OPEN
 CONTROL_HUMAN = pb.SEAT_CONTROL_HUMAN
@@ -41,7 +39,6 @@ CONTROL_STAND_IN = pb.SEAT_CONTROL_BOT_STANDING_IN
 _HUMAN_CONTROLS = (CONTROL_OPEN, CONTROL_HUMAN)
 _SEARCH_BOTS = frozenset({"expert"})
 _APPEND_LATENCY = STORE_LATENCY.labels("append")
-STREAM_BATCH = 256  # most events in one stream response (the proto promises it)
 _BOT_NAMES: dict[int, str] = {
     v: pb.BotLevel.Name(v).removeprefix("BOT_LEVEL_").lower()
     for v in pb.BotLevel.values()
@@ -88,10 +85,6 @@ class _Bucket:
     stamp: float
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 class Session:
     def __init__(
         self,
@@ -116,22 +109,15 @@ class Session:
         # store index of an engine action is its position minus this base.
         self.action_base = action_base
         self.lock = asyncio.Lock()
-        # The event log, compact: each event serialized once and framed as an
-        # element of a stream response (convert.frame_event), and the viewers
-        # who may see it as a bitmask (convert.audience_mask).
-        self.framed: list[bytes] = []
-        self.masks: list[int] = []
+        self.event_log = EventLog(match.rules, len(seats), limits.streams_per_match)
         # Each seat's answered action ids: action_id -> first_seq << 32 | last_seq
         # (a match's sequence numbers stay far below 2**32). A str -> int dict
         # is never tracked by the cyclic garbage collector; tuples were two
         # more objects per action for every collection to visit.
         self._answered: list[dict[str, int]] = [{} for _ in seats]
-        self.last_visible = [0] * len(seats)
         self.snapshot_actions = 0
-        self.streams = 0
         self.closing = False
         self.broken = False
-        self._waiters: list[asyncio.Future[None]] = []  # streams waiting for a change
         self._buckets: dict[int, _Bucket] = {}
         self._chat: dict[int, list[float]] = {}
         # Chat lines and seat-control changes each seat made in one hand:
@@ -146,7 +132,7 @@ class Session:
     # -- identity and visibility ------------------------------------------------
     @property
     def last_seq(self) -> int:
-        return len(self.framed)
+        return self.event_log.last_seq
 
     def meta(self, last_seq: int | None = None) -> bytes:
         """The match's stored metadata; ``last_seq`` when the log is about to
@@ -181,52 +167,13 @@ class Session:
         return None if summary is None else base64.b64decode(summary)
 
     # -- building the log ---------------------------------------------------------
-    def _stage(self, payloads: list[tuple[str, pb.MatchEvent]]) -> list[StoredEvent]:
-        """Number events after the log's end (not yet published)."""
-        stored = []
-        seq = self.last_seq
-        now = _now_ms()
-        for audience, ev in payloads:
-            seq += 1
-            ev.seq = seq
-            ev.time_ms = now
-            stored.append(StoredEvent(seq, audience, ev.SerializeToString()))
-        return stored
-
-    def _publish(self, stored: list[StoredEvent]) -> None:
-        rules = self.match.rules
-        seats = range(len(self.seats))
-        for e in stored:
-            mask = convert.audience_mask(e.audience, rules.players, rules.partnerships)
-            self.framed.append(convert.frame_event(e.payload))
-            self.masks.append(mask)
-            for seat in seats:
-                if mask >> seat & 1:
-                    self.last_visible[seat] = e.seq
-        self.wake_streams()
-
-    def waiter(self) -> asyncio.Future[None]:
-        """A future resolved at the next change to the log (or on close)."""
-        fut = asyncio.get_running_loop().create_future()
-        self._waiters.append(fut)
-        return fut
-
-    def wake_streams(self) -> None:
-        waiters, self._waiters = self._waiters, []
-        for fut in waiters:
-            if not fut.done():  # a stream cancelled while waiting has cancelled its future
-                fut.set_result(None)
-
-    def _engine_payloads(self, events: list[Any]) -> list[tuple[str, pb.MatchEvent]]:
-        return [(convert.audience_key(e.audience), convert.event_to_pb(e, 0, 0)) for e in events]
-
     async def _append(
         self,
-        payloads: list[tuple[str, pb.MatchEvent]],
+        payloads: list[Payload],
         action: StoredAction | None = None,
         meta: bool = False,
     ) -> None:
-        stored = self._stage(payloads)
+        stored = self.event_log.stage(payloads)
         t0 = time.perf_counter()
         try:
             await self.store.append(
@@ -237,11 +184,17 @@ class Session:
                 self.meta(stored[-1].seq if stored else None) if meta else None,
             )
         except StoreError as e:
-            self.broken = True
+            self._mark_broken()
             raise unavailable("STORE_FAILED", f"the store refused the write: {e}") from e
         finally:
             _APPEND_LATENCY.observe(time.perf_counter() - t0)
-        self._publish(stored)
+        self.event_log.publish(stored)
+
+    def _mark_broken(self) -> None:
+        """The engine may be ahead of the store: refuse every call until the
+        registry reloads the match from the store (closing this session)."""
+        self.broken = True
+        self.event_log.interrupted = True  # not woken: the reload's close wakes them
 
     # -- acting ---------------------------------------------------------------------
     def check_rate(self, seat: int) -> None:
@@ -269,23 +222,24 @@ class Session:
             done = self._answered[seat].get(action_id)
             if done is not None:
                 return done >> 32, done & _SEQ_MASK
+            last_visible = self.event_log.last_visible
             if expected_seq is not None and expected_seq > self.last_seq:
                 REJECTIONS.labels("FUTURE_SEQUENCE").inc()
                 raise ServiceError(
                     grpc.StatusCode.INVALID_ARGUMENT,
                     "FUTURE_SEQUENCE",
                     f"expected_seq {expected_seq} is after the match's last event; "
-                    f"seat {seat}'s latest is {self.last_visible[seat]}",
+                    f"seat {seat}'s latest is {last_visible[seat]}",
                     fields=("expected_seq",),
-                    metadata={"current_seq": str(self.last_visible[seat])},
+                    metadata={"current_seq": str(last_visible[seat])},
                 )
-            if expected_seq is not None and self.last_visible[seat] > expected_seq:
+            if expected_seq is not None and last_visible[seat] > expected_seq:
                 REJECTIONS.labels("STALE_SEQUENCE").inc()
                 raise precondition(
                     "STALE_SEQUENCE",
                     f"seat {seat} has events after sequence {expected_seq}; "
-                    f"its latest is {self.last_visible[seat]}",
-                    current_seq=str(self.last_visible[seat]),
+                    f"its latest is {last_visible[seat]}",
+                    current_seq=str(last_visible[seat]),
                 )
             return await self._apply_locked(seat, action, action_id, by="human")
 
@@ -295,13 +249,6 @@ class Session:
         if self.broken:
             raise unavailable("MATCH_RELOADING", "the match is being reloaded; retry")
 
-    def visible_range(self, seat: int, first: int, last: int) -> list[pb.MatchEvent]:
-        """The events ``first`` to ``last`` that ``seat`` may see."""
-        bit = convert.viewer_bit(seat)
-        masks, framed = self.masks, self.framed
-        data = b"".join(framed[i] for i in range(first - 1, last) if masks[i] & bit)
-        return list(pb.StreamEventsResponse.FromString(data).events)
-
     async def _apply_locked(
         self, seat: int, action: Action, action_id: str, by: str
     ) -> tuple[int, int]:
@@ -310,12 +257,12 @@ class Session:
         except IllegalAction as e:
             REJECTIONS.labels(e.reason.value).inc()
             raise
-        payloads: list[tuple[str, pb.MatchEvent]] = []
+        payloads: list[Payload] = []
         took_back = by == "human" and self.seats[seat].control == CONTROL_STAND_IN
         if took_back:
             self.seats[seat].control = CONTROL_HUMAN
             payloads.append(self._control_payload(seat, "acted"))
-        payloads += self._engine_payloads(engine_events)
+        payloads += engine_payloads(engine_events)
         first = self.last_seq + 1
         last = self.last_seq + len(payloads)
         index = len(self.match.actions) - 1 - self.action_base
@@ -364,7 +311,7 @@ class Session:
         await asyncio.gather(*self._snapshots, return_exceptions=True)
 
     # -- seats ------------------------------------------------------------------------
-    def _control_payload(self, seat: int, reason: str) -> tuple[str, pb.MatchEvent]:
+    def _control_payload(self, seat: int, reason: str) -> Payload:
         ev = pb.MatchEvent()
         ev.seat_control_changed.CopyFrom(
             pb.SeatControlChanged(seat=seat, control=self.seats[seat].control, reason=reason)  # type: ignore[arg-type]
@@ -522,7 +469,7 @@ class Session:
             # perhaps with the engine ahead of the store. Logged, and the
             # session is reloaded from the store by the next call to it.
             log.exception("bot loop failed", match_id=self.match_id)
-            self.broken = True
+            self._mark_broken()
         finally:
             self._bot_task = None
 
@@ -616,68 +563,13 @@ class Session:
     def record_json(self) -> str:
         return json.dumps(record_of(self.match))
 
-    async def pump(
-        self,
-        seat: int | None,
-        after_seq: int,
-        send: Callable[[bytes], Awaitable[None]],
-        first_sent: Callable[[], None] | None = None,
-        outbox: Outbox | None = None,
-    ) -> None:
-        """Send the visible events after ``after_seq``, then live ones, until the
-        server closes (UNAVAILABLE, with the sequence to resume from).
-
-        Each ``send`` gets one serialized stream response: a batch of up to
-        ``STREAM_BATCH`` events, everything visible that is new when the
-        previous send has finished, followed on a Play call by the results in
-        ``outbox`` whose events it has sent; ``first_sent`` is called after the
-        first. A plain coroutine rather than an async generator: every
-        generator layer costs a few microseconds per message on the fan-out
-        path."""
-        if self.streams >= self.limits.streams_per_match:
-            raise exhausted(
-                "TOO_MANY_STREAMS", f"at most {self.limits.streams_per_match} streams per match"
-            )
-        self.streams += 1
-        try:
-            pos = min(after_seq, self.last_seq)
-            bit = convert.viewer_bit(seat)
-            masks, framed = self.masks, self.framed
-            while True:
-                batch: list[bytes] = []
-                while pos < self.last_seq and len(batch) < STREAM_BATCH:
-                    if masks[pos] & bit:
-                        batch.append(framed[pos])
-                    pos += 1
-                if outbox is not None:
-                    results = outbox.take(pos)
-                    if results:
-                        batch.append(results)
-                if batch:
-                    await send(b"".join(batch))
-                    if first_sent is not None:
-                        first_sent()
-                        first_sent = None
-                    continue
-                if self.closing or self.broken:
-                    raise unavailable(
-                        "STREAM_INTERRUPTED",
-                        f"stream ended at sequence {pos}; reconnect with after_seq={pos}",
-                    )
-                woken = self.waiter()
-                if outbox is not None:
-                    outbox.wake = woken
-                await woken
-        finally:
-            self.streams -= 1
-
     def close(self) -> None:
         """Stop bots and the timer and wake every stream so it ends."""
         self.closing = True
         self._cancel_timer()
         if self._bot_task is not None:
             self._bot_task.cancel()
-        self.wake_streams()
+        self.event_log.interrupt()
 
     # -- restoring -------------------------------------------------------------------
     @classmethod
@@ -698,7 +590,7 @@ class Session:
             meta.get("action_base", 0),
         )
         s.snapshot_actions = loaded.snapshot_actions
-        s._publish(loaded.events)
+        s.event_log.publish(loaded.events)
         for a in loaded.actions:
             s._answered[a.seat][a.action_id] = a.first_seq << 32 | a.last_seq
         return s
