@@ -23,11 +23,12 @@ import structlog
 from spades_engine import Event, Match
 
 from . import auth
+from .allowance import SessionLimits
 from .errors import denied, exhausted, invalid, not_found, unauthenticated
 from .event_log import engine_payloads
 from .gen.spades.v1 import spades_pb2 as pb
 from .metrics import ACTIVE_MATCHES, LOADED_MATCHES
-from .session import CONTROL_BOT, CONTROL_OPEN, Seat, Session, SessionLimits
+from .session import CONTROL_BOT, CONTROL_OPEN, Seat, Session
 from .store import MatchNotFound, Store, StoredEvent
 
 # A page token: "p1." and the count of matches older than the next page's

@@ -344,7 +344,7 @@ class SpadesService:
         self, request: pb.ClaimSeatRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.ClaimSeatResponse:
         session, seat = await self._seat(context, request.match_id)
-        session.check_rate(seat)  # seat changes share the seat's action allowance
+        session.allowances.check_rate(seat)  # seat changes share the seat's action allowance
         await session.set_control(seat, CONTROL_HUMAN, "claimed")
         async with session.lock:
             return pb.ClaimSeatResponse(seat=seat, view=session.view(seat))
@@ -354,7 +354,7 @@ class SpadesService:
         self, request: pb.LeaveSeatRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.LeaveSeatResponse:
         session, seat = await self._seat(context, request.match_id)
-        session.check_rate(seat)
+        session.allowances.check_rate(seat)
         await session.set_control(seat, CONTROL_STAND_IN, "left")
         return pb.LeaveSeatResponse(seat=seat)
 
@@ -379,7 +379,7 @@ class SpadesService:
                 "BAD_ACTION_ID", f"action_id must be 1 to {MAX_ACTION_ID} characters", "action_id"
             )
         action = convert.action_from_pb(request.action)
-        session.check_rate(seat)
+        session.allowances.check_rate(seat)
         expected = request.expected_seq if request.HasField("expected_seq") else None
         return await session.submit(seat, request.action_id, action, expected)
 

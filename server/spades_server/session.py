@@ -26,7 +26,8 @@ from spades_engine.bots import BOTS
 from spades_engine.record import record_of
 
 from . import convert
-from .errors import ServiceError, exhausted, invalid, precondition, unavailable
+from .allowance import Allowances, SessionLimits
+from .errors import ServiceError, precondition, unavailable
 from .event_log import EventLog, Payload, engine_payloads
 from .gen.spades.v1 import spades_pb2 as pb
 from .metrics import ACTIONS, BOT_FAILURES, BOT_THINK, REJECTIONS, STORE_LATENCY
@@ -52,22 +53,6 @@ _SEQ_MASK = (1 << 32) - 1
 
 
 @dataclass(slots=True)
-class SessionLimits:
-    streams_per_match: int = 64
-    actions_per_second: float = 20.0  # per seat token, sustained
-    action_burst: int = 40
-    chat_per_minute: int = 20
-    chat_max_chars: int = 200
-    # Per seat and hand, so that a seat that holds up the table cannot grow
-    # the log without bound: the hand moves on only by play.
-    chat_per_hand: int = 40
-    seat_changes_per_hand: int = 16
-    snapshot_every: int = 64  # actions between snapshots
-    bot_delay_s: float = 0.0
-    bot_budget_ms: int = 200
-
-
-@dataclass(slots=True)
 class Seat:
     name: str
     bot_level: int  # a BotLevel; 0 for a human seat
@@ -77,12 +62,6 @@ class Seat:
     @property
     def is_bot_seat(self) -> bool:
         return not self.token_hash
-
-
-@dataclass(slots=True)
-class _Bucket:
-    tokens: float
-    stamp: float
 
 
 class Session:
@@ -118,11 +97,7 @@ class Session:
         self.snapshot_actions = 0
         self.closing = False
         self.broken = False
-        self._buckets: dict[int, _Bucket] = {}
-        self._chat: dict[int, list[float]] = {}
-        # Chat lines and seat-control changes each seat made in one hand:
-        # (hand number, seat, kind) -> count; cleared when a hand starts.
-        self._per_hand: dict[tuple[int, int, str], int] = {}
+        self.allowances = Allowances(limits)
         self._bot_task: asyncio.Task[None] | None = None
         self._snapshots: set[asyncio.Task[None]] = set()  # being saved (a strong reference)
         self._timer: asyncio.TimerHandle | None = None
@@ -197,21 +172,6 @@ class Session:
         self.event_log.interrupted = True  # not woken: the reload's close wakes them
 
     # -- acting ---------------------------------------------------------------------
-    def check_rate(self, seat: int) -> None:
-        now = time.monotonic()
-        lim = self.limits
-        b = self._buckets.get(seat)
-        if b is None:
-            b = self._buckets[seat] = _Bucket(float(lim.action_burst), now)
-        b.tokens = min(float(lim.action_burst), b.tokens + (now - b.stamp) * lim.actions_per_second)
-        b.stamp = now
-        if b.tokens < 1.0:
-            raise exhausted(
-                "RATE_LIMITED",
-                f"more than {lim.actions_per_second:g} actions per second from this seat",
-            )
-        b.tokens -= 1.0
-
     async def submit(
         self, seat: int, action_id: str, action: Action, expected_seq: int | None
     ) -> tuple[int, int]:
@@ -318,19 +278,6 @@ class Session:
         )
         return "everyone", ev
 
-    def _count_per_hand(self, seat: int, kind: str, limit: int, refusal: ServiceError) -> None:
-        """Count one more ``kind`` of event by ``seat`` in this hand, or raise
-        ``refusal`` when it has had ``limit``."""
-        hand = self.match.hand_number
-        key = (hand, seat, kind)
-        if not any(k[0] == hand for k in self._per_hand):
-            self._per_hand.clear()  # a new hand: forget the last one's
-        count = self._per_hand.get(key, 0)
-        if count >= limit:
-            REJECTIONS.labels(refusal.reason).inc()
-            raise refusal
-        self._per_hand[key] = count + 1
-
     async def set_control(self, seat: int, control: int, reason: str) -> None:
         async with self.lock:
             self._check_usable()
@@ -339,16 +286,7 @@ class Session:
                 raise precondition("MATCH_OVER", "the match is over")
             if self.seats[seat].control == control:
                 return
-            lim = self.limits.seat_changes_per_hand
-            self._count_per_hand(
-                seat,
-                "control",
-                lim,
-                exhausted(
-                    "SEAT_CHANGES_EXHAUSTED",
-                    f"at most {lim} seat changes per seat in a hand; play on",
-                ),
-            )
+            self.allowances.seat_change(self.match.hand_number, seat)
             self.seats[seat].control = control
             await self._append([self._control_payload(seat, reason)], meta=True)
             self._after_change()
@@ -363,34 +301,11 @@ class Session:
             return self.last_seq
 
     def _check_chat(self, seat: int, text: str) -> None:
-        lim = self.limits
         if not self.match.rules.partnerships:
             raise precondition("NO_PARTNER", "chat is between partners; this table is cutthroat")
         if self.match.phase is not Phase.BIDDING:
             raise precondition("CHAT_CLOSED", "partners may talk only during bidding")
-        problem = (
-            "chat text is empty"
-            if not text
-            else "chat text is blank: it holds only whitespace"
-            if not text.strip()
-            else f"chat text is {len(text)} characters; at most {lim.chat_max_chars}"
-            if len(text) > lim.chat_max_chars
-            else None
-        )
-        if problem is not None:
-            raise invalid("CHAT_TEXT_INVALID", problem, "text")
-        now = time.monotonic()
-        recent = [t for t in self._chat.get(seat, []) if now - t < 60.0]
-        if len(recent) >= lim.chat_per_minute:
-            raise exhausted("CHAT_RATE_LIMITED", f"at most {lim.chat_per_minute} lines a minute")
-        self._count_per_hand(
-            seat,
-            "chat",
-            lim.chat_per_hand,
-            exhausted("CHAT_QUOTA_EXHAUSTED", f"at most {lim.chat_per_hand} lines a hand"),
-        )
-        recent.append(now)
-        self._chat[seat] = recent
+        self.allowances.chat(self.match.hand_number, seat, text)
 
     # -- bots and the turn timer ------------------------------------------------------
     def _pending_seats(self) -> list[int]:
