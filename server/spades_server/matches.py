@@ -28,7 +28,8 @@ from .errors import denied, exhausted, invalid, not_found, unauthenticated
 from .event_log import engine_payloads
 from .gen.spades.v1 import spades_pb2 as pb
 from .metrics import ACTIVE_MATCHES, LOADED_MATCHES
-from .session import CONTROL_BOT, CONTROL_OPEN, Seat, Session
+from .seats import CONTROL_BOT, CONTROL_OPEN, Seat
+from .session import Session
 from .store import MatchNotFound, Store, StoredEvent
 
 # A page token: "p1." and the count of matches older than the next page's

@@ -32,7 +32,8 @@ from .errors import ServiceError, invalid
 from .gen.spades.v1 import spades_pb2 as pb
 from .matches import Registry, SeatSpec
 from .metrics import OPEN_STREAMS, RPC_LATENCY, RPCS
-from .session import CONTROL_HUMAN, CONTROL_STAND_IN, Session
+from .seats import CONTROL_HUMAN, CONTROL_STAND_IN
+from .session import Session
 
 log = structlog.get_logger("spades.rpc")
 

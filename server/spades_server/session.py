@@ -15,7 +15,6 @@ import json
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -31,13 +30,9 @@ from .errors import ServiceError, precondition, unavailable
 from .event_log import EventLog, Payload, engine_payloads
 from .gen.spades.v1 import spades_pb2 as pb
 from .metrics import ACTIONS, BOT_FAILURES, BOT_THINK, REJECTIONS, STORE_LATENCY
+from .seats import CONTROL_HUMAN, CONTROL_STAND_IN, HUMAN_CONTROLS, Seat
 from .store import LoadedMatch, Store, StoredAction, StoreError
 
-CONTROL_OPEN = pb.SEAT_CONTROL_OPEN
-CONTROL_HUMAN = pb.SEAT_CONTROL_HUMAN
-CONTROL_BOT = pb.SEAT_CONTROL_BOT
-CONTROL_STAND_IN = pb.SEAT_CONTROL_BOT_STANDING_IN
-_HUMAN_CONTROLS = (CONTROL_OPEN, CONTROL_HUMAN)
 _SEARCH_BOTS = frozenset({"expert"})
 _APPEND_LATENCY = STORE_LATENCY.labels("append")
 _BOT_NAMES: dict[int, str] = {
@@ -50,18 +45,6 @@ log = structlog.get_logger("spades.session")
 
 
 _SEQ_MASK = (1 << 32) - 1
-
-
-@dataclass(slots=True)
-class Seat:
-    name: str
-    bot_level: int  # a BotLevel; 0 for a human seat
-    token_hash: str  # "" for a bot seat
-    control: int  # a SeatControl
-
-    @property
-    def is_bot_seat(self) -> bool:
-        return not self.token_hash
 
 
 class Session:
@@ -323,7 +306,7 @@ class Session:
                 self.on_over(self)
             return
         pending = self._pending_seats()
-        bots_to_act = any(self.seats[s].control not in _HUMAN_CONTROLS for s in pending)
+        bots_to_act = any(self.seats[s].control not in HUMAN_CONTROLS for s in pending)
         if bots_to_act and self._bot_task is None:
             self._bot_task = asyncio.get_running_loop().create_task(self._run_bots())
         self._arm_timer(pending)
@@ -335,7 +318,7 @@ class Session:
 
     def _arm_timer(self, pending: list[int]) -> None:
         self._cancel_timer()
-        humans = [s for s in pending if self.seats[s].control in _HUMAN_CONTROLS]
+        humans = [s for s in pending if self.seats[s].control in HUMAN_CONTROLS]
         if not humans or self.turn_timer_ms <= 0:
             return
         mark = len(self.match.actions)
@@ -350,7 +333,7 @@ class Session:
                 return
             payloads = []
             for s in self._pending_seats():
-                if self.seats[s].control in _HUMAN_CONTROLS:
+                if self.seats[s].control in HUMAN_CONTROLS:
                     self.seats[s].control = CONTROL_STAND_IN
                     payloads.append(self._control_payload(s, "turn_timer"))
             if payloads:
@@ -362,7 +345,7 @@ class Session:
 
     def _bot_seat(self) -> int | None:
         for s in self._pending_seats():
-            if self.seats[s].control not in _HUMAN_CONTROLS:
+            if self.seats[s].control not in HUMAN_CONTROLS:
                 return s
         return None
 
