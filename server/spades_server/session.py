@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import random
 import time
 from collections.abc import Callable
 from typing import Any
@@ -21,7 +20,6 @@ import grpc
 import structlog
 
 from spades_engine import Action, IllegalAction, Match, Phase, parse_action
-from spades_engine.bots import BOTS
 from spades_engine.record import record_of
 
 from . import convert
@@ -29,18 +27,12 @@ from .allowance import Allowances, SessionLimits
 from .errors import ServiceError, precondition, unavailable
 from .event_log import EventLog, Payload, engine_payloads
 from .gen.spades.v1 import spades_pb2 as pb
-from .metrics import ACTIONS, BOT_FAILURES, BOT_THINK, REJECTIONS, STORE_LATENCY
+from .metrics import ACTIONS, REJECTIONS, STORE_LATENCY
+from .seat_bots import SeatBots
 from .seats import CONTROL_HUMAN, CONTROL_STAND_IN, HUMAN_CONTROLS, Seat
 from .store import LoadedMatch, Store, StoredAction, StoreError
 
-_SEARCH_BOTS = frozenset({"expert"})
 _APPEND_LATENCY = STORE_LATENCY.labels("append")
-_BOT_NAMES: dict[int, str] = {
-    v: pb.BotLevel.Name(v).removeprefix("BOT_LEVEL_").lower()
-    for v in pb.BotLevel.values()
-    if v != pb.BOT_LEVEL_UNSPECIFIED
-}
-
 log = structlog.get_logger("spades.session")
 
 
@@ -81,7 +73,7 @@ class Session:
         self.closing = False
         self.broken = False
         self.allowances = Allowances(limits)
-        self._bot_task: asyncio.Task[None] | None = None
+        self.bots = SeatBots(self)
         self._snapshots: set[asyncio.Task[None]] = set()  # being saved (a strong reference)
         self._timer: asyncio.TimerHandle | None = None
         # Called after a change that leaves the match over (set by the registry).
@@ -142,13 +134,13 @@ class Session:
                 self.meta(stored[-1].seq if stored else None) if meta else None,
             )
         except StoreError as e:
-            self._mark_broken()
+            self.mark_broken()
             raise unavailable("STORE_FAILED", f"the store refused the write: {e}") from e
         finally:
             _APPEND_LATENCY.observe(time.perf_counter() - t0)
         self.event_log.publish(stored)
 
-    def _mark_broken(self) -> None:
+    def mark_broken(self) -> None:
         """The engine may be ahead of the store: refuse every call until the
         registry reloads the match from the store (closing this session)."""
         self.broken = True
@@ -184,7 +176,7 @@ class Session:
                     f"its latest is {last_visible[seat]}",
                     current_seq=str(last_visible[seat]),
                 )
-            return await self._apply_locked(seat, action, action_id, by="human")
+            return await self.apply_locked(seat, action, action_id, by="human")
 
     def _check_usable(self) -> None:
         if self.closing:
@@ -192,9 +184,11 @@ class Session:
         if self.broken:
             raise unavailable("MATCH_RELOADING", "the match is being reloaded; retry")
 
-    async def _apply_locked(
+    async def apply_locked(
         self, seat: int, action: Action, action_id: str, by: str
     ) -> tuple[int, int]:
+        """Apply, store and publish ``seat``'s action, the lock held; ``by`` is
+        "human" (``submit``) or "bot" (``SeatBots``)."""
         try:
             engine_events = self.match.apply(seat, action)
         except IllegalAction as e:
@@ -291,7 +285,7 @@ class Session:
         self.allowances.chat(self.match.hand_number, seat, text)
 
     # -- bots and the turn timer ------------------------------------------------------
-    def _pending_seats(self) -> list[int]:
+    def pending_seats(self) -> list[int]:
         st = self.match.state
         if self.match.phase is Phase.EXCHANGE:
             return [s for s in st.hand.exchange_seats if s not in st.hand.exchange_chosen]
@@ -305,10 +299,8 @@ class Session:
             if self.match.is_over and self.on_over is not None:
                 self.on_over(self)
             return
-        pending = self._pending_seats()
-        bots_to_act = any(self.seats[s].control not in HUMAN_CONTROLS for s in pending)
-        if bots_to_act and self._bot_task is None:
-            self._bot_task = asyncio.get_running_loop().create_task(self._run_bots())
+        pending = self.pending_seats()
+        self.bots.wake(pending)
         self._arm_timer(pending)
 
     def _cancel_timer(self) -> None:
@@ -332,7 +324,7 @@ class Session:
             if self.closing or self.broken or len(self.match.actions) != mark:
                 return
             payloads = []
-            for s in self._pending_seats():
+            for s in self.pending_seats():
                 if self.seats[s].control in HUMAN_CONTROLS:
                     self.seats[s].control = CONTROL_STAND_IN
                     payloads.append(self._control_payload(s, "turn_timer"))
@@ -342,95 +334,6 @@ class Session:
                 except ServiceError:
                     return
             self._after_change()
-
-    def _bot_seat(self) -> int | None:
-        for s in self._pending_seats():
-            if self.seats[s].control not in HUMAN_CONTROLS:
-                return s
-        return None
-
-    async def _run_bots(self) -> None:
-        """Play every bot seat the match waits for. A bot that fails (raises, or
-        answers an action the rules refuse) is logged and counted, and a legal
-        action is played for it instead: a match never waits on a bot."""
-        try:
-            while True:
-                await asyncio.sleep(self.limits.bot_delay_s)
-                async with self.lock:
-                    seat = None if self.closing or self.broken else self._bot_seat()
-                    if seat is None:
-                        return
-                    if not await self._bot_turn(seat):
-                        return
-        except Exception:
-            # Not a bot's failure (those are handled in _bot_turn): a bug here,
-            # perhaps with the engine ahead of the store. Logged, and the
-            # session is reloaded from the store by the next call to it.
-            log.exception("bot loop failed", match_id=self.match_id)
-            self._mark_broken()
-        finally:
-            self._bot_task = None
-
-    async def _bot_turn(self, seat: int) -> bool:
-        """One action for the bot seat ``seat`` (the lock held); False when the
-        session can take no more (its store write failed)."""
-        level = self.seats[seat].bot_level or pb.BOT_LEVEL_RANDOM
-        action_id = f"bot:{len(self.match.actions)}"
-        try:
-            action = await self._bot_decide(seat)
-        except Exception:
-            log.exception("bot failed", match_id=self.match_id, seat=seat, bot_level=level)
-            action = self._fallback_action(seat, level)
-        try:
-            await self._apply_locked(seat, action, action_id, by="bot")
-            return True
-        except ServiceError:
-            return False  # the store refused: the session is broken and reloads
-        except IllegalAction as e:
-            log.warning(
-                "bot action refused",
-                match_id=self.match_id,
-                seat=seat,
-                bot_level=level,
-                action=str(action),
-                reason=e.reason.value,
-            )
-        fallback = self._fallback_action(seat, level)
-        try:
-            await self._apply_locked(seat, fallback, action_id, by="bot")
-        except ServiceError:
-            return False
-        return True
-
-    def _fallback_action(self, seat: int, level: int) -> Action:
-        """A legal action for a bot that failed, drawn from the match's seed;
-        counted as a failure of its level."""
-        BOT_FAILURES.labels(str(level)).inc()
-        legal = self.match.legal_actions(seat)
-        rng = random.Random(self.match.seed * 1_000_033 + len(self.match.actions))
-        return rng.choice(legal)
-
-    async def _bot_decide(self, seat: int) -> Action:
-        level = self.seats[seat].bot_level or pb.BOT_LEVEL_RANDOM
-        name = _BOT_NAMES.get(level)
-        if name is None:
-            # A level this server does not know (stored by another version, or
-            # written by hand): counted as a failure, played by the random bot.
-            log.warning("unknown bot level", match_id=self.match_id, seat=seat, bot_level=level)
-            BOT_FAILURES.labels(str(level)).inc()
-            name = "random"
-        bot = BOTS.get(name, BOTS["random"])
-        seed = (self.match.seed * 1_000_003 + len(self.match.actions)) & ((1 << 63) - 1)
-        view = self.match.view(seat)
-        t0 = time.perf_counter()
-        if name in _SEARCH_BOTS:
-            # A search spends its whole budget: think on a worker thread so the
-            # event loop keeps serving every other match meanwhile.
-            action = await asyncio.to_thread(bot, view, seed, self.limits.bot_budget_ms)
-        else:
-            action = bot(view, seed, self.limits.bot_budget_ms)
-        BOT_THINK.labels(name).observe(time.perf_counter() - t0)
-        return action
 
     # -- reading -------------------------------------------------------------------
     def seat_infos(self) -> list[pb.SeatInfo]:
@@ -465,8 +368,7 @@ class Session:
         """Stop bots and the timer and wake every stream so it ends."""
         self.closing = True
         self._cancel_timer()
-        if self._bot_task is not None:
-            self._bot_task.cancel()
+        self.bots.cancel()
         self.event_log.interrupt()
 
     # -- restoring -------------------------------------------------------------------
