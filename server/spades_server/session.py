@@ -29,8 +29,9 @@ from .event_log import EventLog, Payload, engine_payloads
 from .gen.spades.v1 import spades_pb2 as pb
 from .metrics import ACTIONS, REJECTIONS, STORE_LATENCY
 from .seat_bots import SeatBots
-from .seats import CONTROL_HUMAN, CONTROL_STAND_IN, HUMAN_CONTROLS, Seat
+from .seats import CONTROL_HUMAN, CONTROL_STAND_IN, Seat
 from .store import LoadedMatch, Store, StoredAction, StoreError
+from .turn_timer import TurnTimer
 
 _APPEND_LATENCY = STORE_LATENCY.labels("append")
 log = structlog.get_logger("spades.session")
@@ -40,6 +41,9 @@ _SEQ_MASK = (1 << 32) - 1
 
 
 class Session:
+    """One match on this server, and the coordinator of its jobs: the event log
+    and its streams, the seats' allowances, the bots and the turn timer."""
+
     def __init__(
         self,
         match_id: str,
@@ -63,7 +67,6 @@ class Session:
         # store index of an engine action is its position minus this base.
         self.action_base = action_base
         self.lock = asyncio.Lock()
-        self.event_log = EventLog(match.rules, len(seats), limits.streams_per_match)
         # Each seat's answered action ids: action_id -> first_seq << 32 | last_seq
         # (a match's sequence numbers stay far below 2**32). A str -> int dict
         # is never tracked by the cyclic garbage collector; tuples were two
@@ -72,10 +75,12 @@ class Session:
         self.snapshot_actions = 0
         self.closing = False
         self.broken = False
+        self._snapshots: set[asyncio.Task[None]] = set()  # being saved (a strong reference)
+        # The session's jobs, one module each; the session calls on them.
+        self.event_log = EventLog(match.rules, len(seats), limits.streams_per_match)
         self.allowances = Allowances(limits)
         self.bots = SeatBots(self)
-        self._snapshots: set[asyncio.Task[None]] = set()  # being saved (a strong reference)
-        self._timer: asyncio.TimerHandle | None = None
+        self.timer = TurnTimer(self)
         # Called after a change that leaves the match over (set by the registry).
         self.on_over: Callable[[Session], None] | None = None
 
@@ -117,12 +122,14 @@ class Session:
         return None if summary is None else base64.b64decode(summary)
 
     # -- building the log ---------------------------------------------------------
-    async def _append(
+    async def append(
         self,
         payloads: list[Payload],
         action: StoredAction | None = None,
         meta: bool = False,
     ) -> None:
+        """Number ``payloads``, store them (with ``action``, and the metadata
+        when ``meta``) and publish them once stored; the lock held."""
         stored = self.event_log.stage(payloads)
         t0 = time.perf_counter()
         try:
@@ -198,18 +205,18 @@ class Session:
         took_back = by == "human" and self.seats[seat].control == CONTROL_STAND_IN
         if took_back:
             self.seats[seat].control = CONTROL_HUMAN
-            payloads.append(self._control_payload(seat, "acted"))
+            payloads.append(self.control_payload(seat, "acted"))
         payloads += engine_payloads(engine_events)
         first = self.last_seq + 1
         last = self.last_seq + len(payloads)
         index = len(self.match.actions) - 1 - self.action_base
         stored = StoredAction(index, seat, str(action), action_id, first, last)
         # The action that ends the match stores its summary (see meta).
-        await self._append(payloads, stored, meta=took_back or self.match.is_over)
+        await self.append(payloads, stored, meta=took_back or self.match.is_over)
         self._answered[seat][action_id] = first << 32 | last
         ACTIONS.labels(type(action).__name__, by).inc()
         self._maybe_snapshot()
-        self._after_change()
+        self.after_change()
         return first, last
 
     def _maybe_snapshot(self) -> None:
@@ -248,7 +255,7 @@ class Session:
         await asyncio.gather(*self._snapshots, return_exceptions=True)
 
     # -- seats ------------------------------------------------------------------------
-    def _control_payload(self, seat: int, reason: str) -> Payload:
+    def control_payload(self, seat: int, reason: str) -> Payload:
         ev = pb.MatchEvent()
         ev.seat_control_changed.CopyFrom(
             pb.SeatControlChanged(seat=seat, control=self.seats[seat].control, reason=reason)  # type: ignore[arg-type]
@@ -265,8 +272,8 @@ class Session:
                 return
             self.allowances.seat_change(self.match.hand_number, seat)
             self.seats[seat].control = control
-            await self._append([self._control_payload(seat, reason)], meta=True)
-            self._after_change()
+            await self.append([self.control_payload(seat, reason)], meta=True)
+            self.after_change()
 
     async def chat(self, seat: int, text: str) -> int:
         async with self.lock:
@@ -274,7 +281,7 @@ class Session:
             self._check_chat(seat, text)
             ev = pb.MatchEvent()
             ev.chat_message.CopyFrom(pb.ChatMessage(seat=seat, text=text))
-            await self._append([(f"team:{seat & 1}", ev)])
+            await self.append([(f"team:{seat & 1}", ev)])
             return self.last_seq
 
     def _check_chat(self, seat: int, text: str) -> None:
@@ -286,6 +293,7 @@ class Session:
 
     # -- bots and the turn timer ------------------------------------------------------
     def pending_seats(self) -> list[int]:
+        """The seats the match waits for."""
         st = self.match.state
         if self.match.phase is Phase.EXCHANGE:
             return [s for s in st.hand.exchange_seats if s not in st.hand.exchange_chosen]
@@ -293,47 +301,17 @@ class Session:
             return []
         return [self.match.to_act]
 
-    def _after_change(self) -> None:
+    def after_change(self) -> None:
+        """Set the bots and the turn timer going for the seats the match now
+        waits for, or tell the registry the match is over."""
         if self.closing or self.match.is_over:
-            self._cancel_timer()
+            self.timer.cancel()
             if self.match.is_over and self.on_over is not None:
                 self.on_over(self)
             return
         pending = self.pending_seats()
         self.bots.wake(pending)
-        self._arm_timer(pending)
-
-    def _cancel_timer(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-    def _arm_timer(self, pending: list[int]) -> None:
-        self._cancel_timer()
-        humans = [s for s in pending if self.seats[s].control in HUMAN_CONTROLS]
-        if not humans or self.turn_timer_ms <= 0:
-            return
-        mark = len(self.match.actions)
-        self._timer = asyncio.get_running_loop().call_later(
-            self.turn_timer_ms / 1000.0,
-            lambda: asyncio.ensure_future(self._on_timeout(mark)),
-        )
-
-    async def _on_timeout(self, mark: int) -> None:
-        async with self.lock:
-            if self.closing or self.broken or len(self.match.actions) != mark:
-                return
-            payloads = []
-            for s in self.pending_seats():
-                if self.seats[s].control in HUMAN_CONTROLS:
-                    self.seats[s].control = CONTROL_STAND_IN
-                    payloads.append(self._control_payload(s, "turn_timer"))
-            if payloads:
-                try:
-                    await self._append(payloads, meta=True)
-                except ServiceError:
-                    return
-            self._after_change()
+        self.timer.arm(pending)
 
     # -- reading -------------------------------------------------------------------
     def seat_infos(self) -> list[pb.SeatInfo]:
@@ -367,7 +345,7 @@ class Session:
     def close(self) -> None:
         """Stop bots and the timer and wake every stream so it ends."""
         self.closing = True
-        self._cancel_timer()
+        self.timer.cancel()
         self.bots.cancel()
         self.event_log.interrupt()
 
@@ -397,4 +375,4 @@ class Session:
 
     def start(self) -> None:
         """Resume bots and timers (after creation or restore)."""
-        self._after_change()
+        self.after_change()
