@@ -38,42 +38,45 @@ log = structlog.get_logger("spades.session")  # the session's log: its bots are 
 
 
 class SeatBots:
-    """The bot task of one session."""
+    """The bot task of one session.
 
-    def __init__(self, session: Session) -> None:
-        self._session = session
+    It holds no reference to its session: the session is passed in, and only
+    the running task keeps it, so a session left idle is freed by reference
+    counting, not by a later cyclic collection (main.py makes those rare).
+    """
+
+    def __init__(self) -> None:
         self._task: asyncio.Task[None] | None = None
 
-    def wake(self, pending: list[int]) -> None:
+    def wake(self, session: Session, pending: list[int]) -> None:
         """Start playing if a seat in ``pending`` (those the match waits for)
         is a bot's and the bots are not playing already."""
-        seats = self._session.seats
+        seats = session.seats
         bots_to_act = any(seats[s].control not in HUMAN_CONTROLS for s in pending)
         if bots_to_act and self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run())
+            self._task = asyncio.get_running_loop().create_task(self._run(session))
 
     def cancel(self) -> None:
         if self._task is not None:
             self._task.cancel()
 
-    def _seat(self) -> int | None:
-        session = self._session
+    @staticmethod
+    def _seat(session: Session) -> int | None:
         for s in session.pending_seats():
             if session.seats[s].control not in HUMAN_CONTROLS:
                 return s
         return None
 
-    async def _run(self) -> None:
+    async def _run(self, session: Session) -> None:
         """Play every bot seat the match waits for."""
-        session = self._session
         try:
             while True:
                 await asyncio.sleep(session.limits.bot_delay_s)
                 async with session.lock:
-                    seat = None if session.closing or session.broken else self._seat()
+                    seat = None if session.closing or session.broken else self._seat(session)
                     if seat is None:
                         return
-                    if not await self._turn(seat):
+                    if not await self._turn(session, seat):
                         return
         except Exception:
             # Not a bot's failure (those are handled in _turn): a bug here,
@@ -84,15 +87,14 @@ class SeatBots:
         finally:
             self._task = None
 
-    async def _turn(self, seat: int) -> bool:
+    async def _turn(self, session: Session, seat: int) -> bool:
         """One action for the bot seat ``seat`` (the lock held); False when the
         session can take no more (its store write failed)."""
-        session = self._session
         match = session.match
         level = session.seats[seat].bot_level or pb.BOT_LEVEL_RANDOM
         action_id = f"bot:{len(match.actions)}"
         try:
-            action = await self._decide(seat, level)
+            action = await self._decide(session, seat, level)
         except Exception:
             log.exception("bot failed", match_id=session.match_id, seat=seat, bot_level=level)
             action = fallback_action(match, seat, level)
@@ -117,9 +119,9 @@ class SeatBots:
             return False
         return True
 
-    async def _decide(self, seat: int, level: int) -> Action:
+    @staticmethod
+    async def _decide(session: Session, seat: int, level: int) -> Action:
         """The action the bot of ``level`` chooses for ``seat``."""
-        session = self._session
         match = session.match
         name = _BOT_NAMES.get(level)
         if name is None:

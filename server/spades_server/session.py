@@ -79,8 +79,8 @@ class Session:
         # The session's jobs, one module each; the session calls on them.
         self.event_log = EventLog(match.rules, len(seats), limits.streams_per_match)
         self.allowances = Allowances(limits)
-        self.bots = SeatBots(self)
-        self.timer = TurnTimer(self)
+        self.bots = SeatBots()
+        self.timer = TurnTimer()
         # Called after a change that leaves the match over (set by the registry).
         self.on_over: Callable[[Session], None] | None = None
 
@@ -310,8 +310,8 @@ class Session:
                 self.on_over(self)
             return
         pending = self.pending_seats()
-        self.bots.wake(pending)
-        self.timer.arm(pending)
+        self.bots.wake(self, pending)
+        self.timer.arm(self, pending)
 
     # -- reading -------------------------------------------------------------------
     def seat_infos(self) -> list[pb.SeatInfo]:

@@ -21,10 +21,14 @@ if TYPE_CHECKING:
 
 
 class TurnTimer:
-    """The turn timer of one session."""
+    """The turn timer of one session.
 
-    def __init__(self, session: Session) -> None:
-        self._session = session
+    It holds no reference to its session: the session is passed in, and only
+    an armed timer keeps it, so a session left idle is freed by reference
+    counting, not by a later cyclic collection (main.py makes those rare).
+    """
+
+    def __init__(self) -> None:
         self._handle: asyncio.TimerHandle | None = None
 
     def cancel(self) -> None:
@@ -32,22 +36,21 @@ class TurnTimer:
             self._handle.cancel()
             self._handle = None
 
-    def arm(self, pending: list[int]) -> None:
+    def arm(self, session: Session, pending: list[int]) -> None:
         """Start over for the seats ``pending`` (those the match waits for)."""
         self.cancel()
-        session = self._session
         humans = [s for s in pending if session.seats[s].control in HUMAN_CONTROLS]
         if not humans or session.turn_timer_ms <= 0:
             return
         mark = len(session.match.actions)
         self._handle = asyncio.get_running_loop().call_later(
             session.turn_timer_ms / 1000.0,
-            lambda: asyncio.ensure_future(self._on_timeout(mark)),
+            lambda: asyncio.ensure_future(self._on_timeout(session, mark)),
         )
 
-    async def _on_timeout(self, mark: int) -> None:
+    @staticmethod
+    async def _on_timeout(session: Session, mark: int) -> None:
         """Stand bots in, unless the match moved on since ``mark`` actions."""
-        session = self._session
         async with session.lock:
             if session.closing or session.broken or len(session.match.actions) != mark:
                 return
