@@ -33,8 +33,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from spades_server.allowance import SessionLimits
 from spades_server.matches import Registry, SeatSpec
-from spades_server.session import SessionLimits
 from spades_server.store.sqlite import SqliteStore
 
 from server import print_table, start_server

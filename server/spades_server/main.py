@@ -20,11 +20,11 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2
 from prometheus_client import start_http_server
 
 from . import calls
+from .allowance import SessionLimits
 from .gen.spades.v1 import spades_pb2 as pb
 from .matches import Registry
 from .metrics import observe_gc_pauses
 from .service import SpadesService, add_to_server
-from .session import SessionLimits
 from .store import Store
 from .store.memory import MemoryStore
 from .store.sqlite import SqliteStore

@@ -23,10 +23,13 @@ import structlog
 from spades_engine import Event, Match
 
 from . import auth
+from .allowance import SessionLimits
 from .errors import denied, exhausted, invalid, not_found, unauthenticated
+from .event_log import engine_payloads
 from .gen.spades.v1 import spades_pb2 as pb
 from .metrics import ACTIVE_MATCHES, LOADED_MATCHES
-from .session import CONTROL_BOT, CONTROL_OPEN, Seat, Session, SessionLimits
+from .seats import CONTROL_BOT, CONTROL_OPEN, Seat
+from .session import Session
 from .store import MatchNotFound, Store, StoredEvent
 
 # A page token: "p1." and the count of matches older than the next page's
@@ -131,7 +134,7 @@ class Registry:
             return
         if session.closing:
             return  # shutting down
-        if session.streams or session.lock.locked():
+        if session.event_log.streams or session.lock.locked():
             # Someone is watching or changing it (a seat leaving): ask again
             # later, at most once a second.
             self._schedule_unload(session, max(1.0, self.unload_after_s))
@@ -179,12 +182,11 @@ class Registry:
             action_base=len(match.actions),  # an imported match keeps its history
         )
         opening = match.opening_events if history is None else history
-        payloads = session._engine_payloads(opening)
-        stored: list[StoredEvent] = session._stage(payloads)
+        stored: list[StoredEvent] = session.event_log.stage(engine_payloads(opening))
         meta = session.meta(stored[-1].seq if stored else None)
         await self.store.create_match(match_id, meta, match.to_snapshot(), stored)
         session.snapshot_actions = 0  # the stored snapshot: no stored action yet
-        session._publish(stored)
+        session.event_log.publish(stored)
         self._add(session)
         session.start()
         return session, tokens

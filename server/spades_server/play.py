@@ -1,6 +1,6 @@
 """A Play call: one seat's actions and events on one bidirectional stream.
 
-The call's handler sends what ``Session.pump`` sends a StreamEvents call, and a
+The call's handler sends what ``EventLog.pump`` sends a StreamEvents call, and a
 reader task applies the actions that arrive on the call. The reader does not
 write: it leaves each result in the call's ``Outbox``, and the pump sends the
 result after the events its action caused, in the message that carries them or

@@ -36,7 +36,8 @@ from .errors import ServiceError, invalid
 from .gen.spades.v1 import spades_pb2 as pb
 from .matches import Registry, SeatSpec
 from .metrics import OPEN_STREAMS, RPC_LATENCY, RPCS
-from .session import CONTROL_HUMAN, CONTROL_STAND_IN, Session
+from .seats import CONTROL_HUMAN, CONTROL_STAND_IN
+from .session import Session
 
 log = structlog.get_logger("spades.rpc")
 
@@ -358,7 +359,7 @@ class SpadesService:
         self, request: pb.ClaimSeatRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.ClaimSeatResponse:
         session, seat = await self._seat(context, request.match_id)
-        session.check_rate(seat)  # seat changes share the seat's action allowance
+        session.allowances.check_rate(seat)  # seat changes share the seat's action allowance
         await session.set_control(seat, CONTROL_HUMAN, "claimed")
         async with session.lock:
             return pb.ClaimSeatResponse(seat=seat, view=session.view(seat))
@@ -368,7 +369,7 @@ class SpadesService:
         self, request: pb.LeaveSeatRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.LeaveSeatResponse:
         session, seat = await self._seat(context, request.match_id)
-        session.check_rate(seat)
+        session.allowances.check_rate(seat)
         await session.set_control(seat, CONTROL_STAND_IN, "left")
         return pb.LeaveSeatResponse(seat=seat)
 
@@ -393,7 +394,7 @@ class SpadesService:
                 "BAD_ACTION_ID", f"action_id must be 1 to {MAX_ACTION_ID} characters", "action_id"
             )
         action = convert.action_from_pb(request.action)
-        session.check_rate(seat)
+        session.allowances.check_rate(seat)
         expected = request.expected_seq if request.HasField("expected_seq") else None
         return await session.submit(seat, request.action_id, action, expected)
 
@@ -404,7 +405,7 @@ class SpadesService:
         session, seat = await self._seat(context, request.match_id)
         first, last = await self._act(session, seat, request)
         return pb.SubmitActionResponse(
-            events=session.visible_range(seat, first, last), last_seq=last
+            events=session.event_log.visible_range(seat, first, last), last_seq=last
         )
 
     @_unary
@@ -424,7 +425,7 @@ class SpadesService:
     ) -> None:
         session, seat = await self._seat(context, request.match_id)
         # Each write is a serialized StreamEventsResponse (see add_to_server).
-        await session.pump(seat, request.after_seq, context.write, first_sent)
+        await session.event_log.pump(seat, request.after_seq, context.write, first_sent)
 
     @_streaming
     async def Play(
@@ -457,7 +458,7 @@ class SpadesService:
         reader.start()
         try:
             # Each write is a serialized PlayResponse (see add_to_server).
-            await session.pump(seat, opened.after_seq, context.write, first_sent, outbox)
+            await session.event_log.pump(seat, opened.after_seq, context.write, first_sent, outbox)
         finally:
             reader.stop()
 
@@ -471,7 +472,7 @@ class SpadesService:
         session = await self.registry.get(self._match_id(request.match_id))
         structlog.contextvars.bind_contextvars(match_id=session.match_id, seat="spectator")
         # Each write is a serialized SpectateResponse (see add_to_server).
-        await session.pump(None, request.after_seq, context.write, first_sent)
+        await session.event_log.pump(None, request.after_seq, context.write, first_sent)
 
     @_unary
     async def Ping(

@@ -2,9 +2,9 @@
 
 One writer at a time (``lock``).  An action is applied to the engine, its
 events are appended to the store — durable when ``append`` returns — and only
-then published to streams and acknowledged.  If the store refuses, the
-session is marked broken and the registry reloads it from the store, the
-source of truth, so an unacknowledged action never shows.
+then published to streams (the ``EventLog``, event_log.py) and acknowledged.
+If the store refuses, the session is marked broken and the registry reloads it
+from the store, the source of truth, so an unacknowledged action never shows.
 """
 
 from __future__ import annotations
@@ -12,87 +12,38 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import random
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 import grpc
 import structlog
 
 from spades_engine import Action, IllegalAction, Match, Phase, parse_action
-from spades_engine.bots import BOTS
 from spades_engine.record import record_of
 
 from . import convert
-from .errors import ServiceError, exhausted, invalid, precondition, unavailable
+from .allowance import Allowances, SessionLimits
+from .errors import ServiceError, precondition, unavailable
+from .event_log import EventLog, Payload, engine_payloads
 from .gen.spades.v1 import spades_pb2 as pb
-from .metrics import ACTIONS, BOT_FAILURES, BOT_THINK, REJECTIONS, STORE_LATENCY
-from .store import LoadedMatch, Store, StoredAction, StoredEvent, StoreError
+from .metrics import ACTIONS, REJECTIONS, STORE_LATENCY
+from .seat_bots import SeatBots
+from .seats import CONTROL_HUMAN, CONTROL_STAND_IN, Seat
+from .store import LoadedMatch, Store, StoredAction, StoreError
+from .turn_timer import TurnTimer
 
-if TYPE_CHECKING:
-    from .play import Outbox
-
-CONTROL_OPEN = pb.SEAT_CONTROL_OPEN
-CONTROL_HUMAN = pb.SEAT_CONTROL_HUMAN
-CONTROL_BOT = pb.SEAT_CONTROL_BOT
-CONTROL_STAND_IN = pb.SEAT_CONTROL_BOT_STANDING_IN
-_HUMAN_CONTROLS = (CONTROL_OPEN, CONTROL_HUMAN)
-_SEARCH_BOTS = frozenset({"expert"})
 _APPEND_LATENCY = STORE_LATENCY.labels("append")
-STREAM_BATCH = 256  # most events in one stream response (the proto promises it)
-_BOT_NAMES: dict[int, str] = {
-    v: pb.BotLevel.Name(v).removeprefix("BOT_LEVEL_").lower()
-    for v in pb.BotLevel.values()
-    if v != pb.BOT_LEVEL_UNSPECIFIED
-}
-
 log = structlog.get_logger("spades.session")
 
 
 _SEQ_MASK = (1 << 32) - 1
 
 
-@dataclass(slots=True)
-class SessionLimits:
-    streams_per_match: int = 64
-    actions_per_second: float = 20.0  # per seat token, sustained
-    action_burst: int = 40
-    chat_per_minute: int = 20
-    chat_max_chars: int = 200
-    # Per seat and hand, so that a seat that holds up the table cannot grow
-    # the log without bound: the hand moves on only by play.
-    chat_per_hand: int = 40
-    seat_changes_per_hand: int = 16
-    snapshot_every: int = 64  # actions between snapshots
-    bot_delay_s: float = 0.0
-    bot_budget_ms: int = 200
-
-
-@dataclass(slots=True)
-class Seat:
-    name: str
-    bot_level: int  # a BotLevel; 0 for a human seat
-    token_hash: str  # "" for a bot seat
-    control: int  # a SeatControl
-
-    @property
-    def is_bot_seat(self) -> bool:
-        return not self.token_hash
-
-
-@dataclass(slots=True)
-class _Bucket:
-    tokens: float
-    stamp: float
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 class Session:
+    """One match on this server, and the coordinator of its jobs: the event log
+    and its streams, the seats' allowances, the bots and the turn timer."""
+
     def __init__(
         self,
         match_id: str,
@@ -116,37 +67,27 @@ class Session:
         # store index of an engine action is its position minus this base.
         self.action_base = action_base
         self.lock = asyncio.Lock()
-        # The event log, compact: each event serialized once and framed as an
-        # element of a stream response (convert.frame_event), and the viewers
-        # who may see it as a bitmask (convert.audience_mask).
-        self.framed: list[bytes] = []
-        self.masks: list[int] = []
         # Each seat's answered action ids: action_id -> first_seq << 32 | last_seq
         # (a match's sequence numbers stay far below 2**32). A str -> int dict
         # is never tracked by the cyclic garbage collector; tuples were two
         # more objects per action for every collection to visit.
         self._answered: list[dict[str, int]] = [{} for _ in seats]
-        self.last_visible = [0] * len(seats)
         self.snapshot_actions = 0
-        self.streams = 0
         self.closing = False
         self.broken = False
-        self._waiters: list[asyncio.Future[None]] = []  # streams waiting for a change
-        self._buckets: dict[int, _Bucket] = {}
-        self._chat: dict[int, list[float]] = {}
-        # Chat lines and seat-control changes each seat made in one hand:
-        # (hand number, seat, kind) -> count; cleared when a hand starts.
-        self._per_hand: dict[tuple[int, int, str], int] = {}
-        self._bot_task: asyncio.Task[None] | None = None
         self._snapshots: set[asyncio.Task[None]] = set()  # being saved (a strong reference)
-        self._timer: asyncio.TimerHandle | None = None
+        # The session's jobs, one module each; the session calls on them.
+        self.event_log = EventLog(match.rules, len(seats), limits.streams_per_match)
+        self.allowances = Allowances(limits)
+        self.bots = SeatBots()
+        self.timer = TurnTimer()
         # Called after a change that leaves the match over (set by the registry).
         self.on_over: Callable[[Session], None] | None = None
 
     # -- identity and visibility ------------------------------------------------
     @property
     def last_seq(self) -> int:
-        return len(self.framed)
+        return len(self.event_log.framed)  # not EventLog.last_seq: one call fewer per action
 
     def meta(self, last_seq: int | None = None) -> bytes:
         """The match's stored metadata; ``last_seq`` when the log is about to
@@ -181,52 +122,15 @@ class Session:
         return None if summary is None else base64.b64decode(summary)
 
     # -- building the log ---------------------------------------------------------
-    def _stage(self, payloads: list[tuple[str, pb.MatchEvent]]) -> list[StoredEvent]:
-        """Number events after the log's end (not yet published)."""
-        stored = []
-        seq = self.last_seq
-        now = _now_ms()
-        for audience, ev in payloads:
-            seq += 1
-            ev.seq = seq
-            ev.time_ms = now
-            stored.append(StoredEvent(seq, audience, ev.SerializeToString()))
-        return stored
-
-    def _publish(self, stored: list[StoredEvent]) -> None:
-        rules = self.match.rules
-        seats = range(len(self.seats))
-        for e in stored:
-            mask = convert.audience_mask(e.audience, rules.players, rules.partnerships)
-            self.framed.append(convert.frame_event(e.payload))
-            self.masks.append(mask)
-            for seat in seats:
-                if mask >> seat & 1:
-                    self.last_visible[seat] = e.seq
-        self.wake_streams()
-
-    def waiter(self) -> asyncio.Future[None]:
-        """A future resolved at the next change to the log (or on close)."""
-        fut = asyncio.get_running_loop().create_future()
-        self._waiters.append(fut)
-        return fut
-
-    def wake_streams(self) -> None:
-        waiters, self._waiters = self._waiters, []
-        for fut in waiters:
-            if not fut.done():  # a stream cancelled while waiting has cancelled its future
-                fut.set_result(None)
-
-    def _engine_payloads(self, events: list[Any]) -> list[tuple[str, pb.MatchEvent]]:
-        return [(convert.audience_key(e.audience), convert.event_to_pb(e, 0, 0)) for e in events]
-
-    async def _append(
+    async def append(
         self,
-        payloads: list[tuple[str, pb.MatchEvent]],
+        payloads: list[Payload],
         action: StoredAction | None = None,
         meta: bool = False,
     ) -> None:
-        stored = self._stage(payloads)
+        """Number ``payloads``, store them (with ``action``, and the metadata
+        when ``meta``) and publish them once stored; the lock held."""
+        stored = self.event_log.stage(payloads)
         t0 = time.perf_counter()
         try:
             await self.store.append(
@@ -237,28 +141,19 @@ class Session:
                 self.meta(stored[-1].seq if stored else None) if meta else None,
             )
         except StoreError as e:
-            self.broken = True
+            self.mark_broken()
             raise unavailable("STORE_FAILED", f"the store refused the write: {e}") from e
         finally:
             _APPEND_LATENCY.observe(time.perf_counter() - t0)
-        self._publish(stored)
+        self.event_log.publish(stored)
+
+    def mark_broken(self) -> None:
+        """The engine may be ahead of the store: refuse every call until the
+        registry reloads the match from the store (closing this session)."""
+        self.broken = True
+        self.event_log.interrupted = True  # not woken: the reload's close wakes them
 
     # -- acting ---------------------------------------------------------------------
-    def check_rate(self, seat: int) -> None:
-        now = time.monotonic()
-        lim = self.limits
-        b = self._buckets.get(seat)
-        if b is None:
-            b = self._buckets[seat] = _Bucket(float(lim.action_burst), now)
-        b.tokens = min(float(lim.action_burst), b.tokens + (now - b.stamp) * lim.actions_per_second)
-        b.stamp = now
-        if b.tokens < 1.0:
-            raise exhausted(
-                "RATE_LIMITED",
-                f"more than {lim.actions_per_second:g} actions per second from this seat",
-            )
-        b.tokens -= 1.0
-
     async def submit(
         self, seat: int, action_id: str, action: Action, expected_seq: int | None
     ) -> tuple[int, int]:
@@ -269,25 +164,26 @@ class Session:
             done = self._answered[seat].get(action_id)
             if done is not None:
                 return done >> 32, done & _SEQ_MASK
+            last_visible = self.event_log.last_visible
             if expected_seq is not None and expected_seq > self.last_seq:
                 REJECTIONS.labels("FUTURE_SEQUENCE").inc()
                 raise ServiceError(
                     grpc.StatusCode.INVALID_ARGUMENT,
                     "FUTURE_SEQUENCE",
                     f"expected_seq {expected_seq} is after the match's last event; "
-                    f"seat {seat}'s latest is {self.last_visible[seat]}",
+                    f"seat {seat}'s latest is {last_visible[seat]}",
                     fields=("expected_seq",),
-                    metadata={"current_seq": str(self.last_visible[seat])},
+                    metadata={"current_seq": str(last_visible[seat])},
                 )
-            if expected_seq is not None and self.last_visible[seat] > expected_seq:
+            if expected_seq is not None and last_visible[seat] > expected_seq:
                 REJECTIONS.labels("STALE_SEQUENCE").inc()
                 raise precondition(
                     "STALE_SEQUENCE",
                     f"seat {seat} has events after sequence {expected_seq}; "
-                    f"its latest is {self.last_visible[seat]}",
-                    current_seq=str(self.last_visible[seat]),
+                    f"its latest is {last_visible[seat]}",
+                    current_seq=str(last_visible[seat]),
                 )
-            return await self._apply_locked(seat, action, action_id, by="human")
+            return await self.apply_locked(seat, action, action_id, by="human")
 
     def _check_usable(self) -> None:
         if self.closing:
@@ -295,37 +191,32 @@ class Session:
         if self.broken:
             raise unavailable("MATCH_RELOADING", "the match is being reloaded; retry")
 
-    def visible_range(self, seat: int, first: int, last: int) -> list[pb.MatchEvent]:
-        """The events ``first`` to ``last`` that ``seat`` may see."""
-        bit = convert.viewer_bit(seat)
-        masks, framed = self.masks, self.framed
-        data = b"".join(framed[i] for i in range(first - 1, last) if masks[i] & bit)
-        return list(pb.StreamEventsResponse.FromString(data).events)
-
-    async def _apply_locked(
+    async def apply_locked(
         self, seat: int, action: Action, action_id: str, by: str
     ) -> tuple[int, int]:
+        """Apply, store and publish ``seat``'s action, the lock held; ``by`` is
+        "human" (``submit``) or "bot" (``SeatBots``)."""
         try:
             engine_events = self.match.apply(seat, action)
         except IllegalAction as e:
             REJECTIONS.labels(e.reason.value).inc()
             raise
-        payloads: list[tuple[str, pb.MatchEvent]] = []
+        payloads: list[Payload] = []
         took_back = by == "human" and self.seats[seat].control == CONTROL_STAND_IN
         if took_back:
             self.seats[seat].control = CONTROL_HUMAN
-            payloads.append(self._control_payload(seat, "acted"))
-        payloads += self._engine_payloads(engine_events)
+            payloads.append(self.control_payload(seat, "acted"))
+        payloads += engine_payloads(engine_events)
         first = self.last_seq + 1
         last = self.last_seq + len(payloads)
         index = len(self.match.actions) - 1 - self.action_base
         stored = StoredAction(index, seat, str(action), action_id, first, last)
         # The action that ends the match stores its summary (see meta).
-        await self._append(payloads, stored, meta=took_back or self.match.is_over)
+        await self.append(payloads, stored, meta=took_back or self.match.is_over)
         self._answered[seat][action_id] = first << 32 | last
         ACTIONS.labels(type(action).__name__, by).inc()
         self._maybe_snapshot()
-        self._after_change()
+        self.after_change()
         return first, last
 
     def _maybe_snapshot(self) -> None:
@@ -364,25 +255,12 @@ class Session:
         await asyncio.gather(*self._snapshots, return_exceptions=True)
 
     # -- seats ------------------------------------------------------------------------
-    def _control_payload(self, seat: int, reason: str) -> tuple[str, pb.MatchEvent]:
+    def control_payload(self, seat: int, reason: str) -> Payload:
         ev = pb.MatchEvent()
         ev.seat_control_changed.CopyFrom(
             pb.SeatControlChanged(seat=seat, control=self.seats[seat].control, reason=reason)  # type: ignore[arg-type]
         )
         return "everyone", ev
-
-    def _count_per_hand(self, seat: int, kind: str, limit: int, refusal: ServiceError) -> None:
-        """Count one more ``kind`` of event by ``seat`` in this hand, or raise
-        ``refusal`` when it has had ``limit``."""
-        hand = self.match.hand_number
-        key = (hand, seat, kind)
-        if not any(k[0] == hand for k in self._per_hand):
-            self._per_hand.clear()  # a new hand: forget the last one's
-        count = self._per_hand.get(key, 0)
-        if count >= limit:
-            REJECTIONS.labels(refusal.reason).inc()
-            raise refusal
-        self._per_hand[key] = count + 1
 
     async def set_control(self, seat: int, control: int, reason: str) -> None:
         async with self.lock:
@@ -392,19 +270,10 @@ class Session:
                 raise precondition("MATCH_OVER", "the match is over")
             if self.seats[seat].control == control:
                 return
-            lim = self.limits.seat_changes_per_hand
-            self._count_per_hand(
-                seat,
-                "control",
-                lim,
-                exhausted(
-                    "SEAT_CHANGES_EXHAUSTED",
-                    f"at most {lim} seat changes per seat in a hand; play on",
-                ),
-            )
+            self.allowances.seat_change(self.match.hand_number, seat)
             self.seats[seat].control = control
-            await self._append([self._control_payload(seat, reason)], meta=True)
-            self._after_change()
+            await self.append([self.control_payload(seat, reason)], meta=True)
+            self.after_change()
 
     async def chat(self, seat: int, text: str) -> int:
         async with self.lock:
@@ -412,41 +281,19 @@ class Session:
             self._check_chat(seat, text)
             ev = pb.MatchEvent()
             ev.chat_message.CopyFrom(pb.ChatMessage(seat=seat, text=text))
-            await self._append([(f"team:{seat & 1}", ev)])
+            await self.append([(f"team:{seat & 1}", ev)])
             return self.last_seq
 
     def _check_chat(self, seat: int, text: str) -> None:
-        lim = self.limits
         if not self.match.rules.partnerships:
             raise precondition("NO_PARTNER", "chat is between partners; this table is cutthroat")
         if self.match.phase is not Phase.BIDDING:
             raise precondition("CHAT_CLOSED", "partners may talk only during bidding")
-        problem = (
-            "chat text is empty"
-            if not text
-            else "chat text is blank: it holds only whitespace"
-            if not text.strip()
-            else f"chat text is {len(text)} characters; at most {lim.chat_max_chars}"
-            if len(text) > lim.chat_max_chars
-            else None
-        )
-        if problem is not None:
-            raise invalid("CHAT_TEXT_INVALID", problem, "text")
-        now = time.monotonic()
-        recent = [t for t in self._chat.get(seat, []) if now - t < 60.0]
-        if len(recent) >= lim.chat_per_minute:
-            raise exhausted("CHAT_RATE_LIMITED", f"at most {lim.chat_per_minute} lines a minute")
-        self._count_per_hand(
-            seat,
-            "chat",
-            lim.chat_per_hand,
-            exhausted("CHAT_QUOTA_EXHAUSTED", f"at most {lim.chat_per_hand} lines a hand"),
-        )
-        recent.append(now)
-        self._chat[seat] = recent
+        self.allowances.chat(self.match.hand_number, seat, text)
 
     # -- bots and the turn timer ------------------------------------------------------
-    def _pending_seats(self) -> list[int]:
+    def pending_seats(self) -> list[int]:
+        """The seats the match waits for."""
         st = self.match.state
         if self.match.phase is Phase.EXCHANGE:
             return [s for s in st.hand.exchange_seats if s not in st.hand.exchange_chosen]
@@ -454,138 +301,17 @@ class Session:
             return []
         return [self.match.to_act]
 
-    def _after_change(self) -> None:
+    def after_change(self) -> None:
+        """Set the bots and the turn timer going for the seats the match now
+        waits for, or tell the registry the match is over."""
         if self.closing or self.match.is_over:
-            self._cancel_timer()
+            self.timer.cancel()
             if self.match.is_over and self.on_over is not None:
                 self.on_over(self)
             return
-        pending = self._pending_seats()
-        bots_to_act = any(self.seats[s].control not in _HUMAN_CONTROLS for s in pending)
-        if bots_to_act and self._bot_task is None:
-            self._bot_task = asyncio.get_running_loop().create_task(self._run_bots())
-        self._arm_timer(pending)
-
-    def _cancel_timer(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-    def _arm_timer(self, pending: list[int]) -> None:
-        self._cancel_timer()
-        humans = [s for s in pending if self.seats[s].control in _HUMAN_CONTROLS]
-        if not humans or self.turn_timer_ms <= 0:
-            return
-        mark = len(self.match.actions)
-        self._timer = asyncio.get_running_loop().call_later(
-            self.turn_timer_ms / 1000.0,
-            lambda: asyncio.ensure_future(self._on_timeout(mark)),
-        )
-
-    async def _on_timeout(self, mark: int) -> None:
-        async with self.lock:
-            if self.closing or self.broken or len(self.match.actions) != mark:
-                return
-            payloads = []
-            for s in self._pending_seats():
-                if self.seats[s].control in _HUMAN_CONTROLS:
-                    self.seats[s].control = CONTROL_STAND_IN
-                    payloads.append(self._control_payload(s, "turn_timer"))
-            if payloads:
-                try:
-                    await self._append(payloads, meta=True)
-                except ServiceError:
-                    return
-            self._after_change()
-
-    def _bot_seat(self) -> int | None:
-        for s in self._pending_seats():
-            if self.seats[s].control not in _HUMAN_CONTROLS:
-                return s
-        return None
-
-    async def _run_bots(self) -> None:
-        """Play every bot seat the match waits for. A bot that fails (raises, or
-        answers an action the rules refuse) is logged and counted, and a legal
-        action is played for it instead: a match never waits on a bot."""
-        try:
-            while True:
-                await asyncio.sleep(self.limits.bot_delay_s)
-                async with self.lock:
-                    seat = None if self.closing or self.broken else self._bot_seat()
-                    if seat is None:
-                        return
-                    if not await self._bot_turn(seat):
-                        return
-        except Exception:
-            # Not a bot's failure (those are handled in _bot_turn): a bug here,
-            # perhaps with the engine ahead of the store. Logged, and the
-            # session is reloaded from the store by the next call to it.
-            log.exception("bot loop failed", match_id=self.match_id)
-            self.broken = True
-        finally:
-            self._bot_task = None
-
-    async def _bot_turn(self, seat: int) -> bool:
-        """One action for the bot seat ``seat`` (the lock held); False when the
-        session can take no more (its store write failed)."""
-        level = self.seats[seat].bot_level or pb.BOT_LEVEL_RANDOM
-        action_id = f"bot:{len(self.match.actions)}"
-        try:
-            action = await self._bot_decide(seat)
-        except Exception:
-            log.exception("bot failed", match_id=self.match_id, seat=seat, bot_level=level)
-            action = self._fallback_action(seat, level)
-        try:
-            await self._apply_locked(seat, action, action_id, by="bot")
-            return True
-        except ServiceError:
-            return False  # the store refused: the session is broken and reloads
-        except IllegalAction as e:
-            log.warning(
-                "bot action refused",
-                match_id=self.match_id,
-                seat=seat,
-                bot_level=level,
-                action=str(action),
-                reason=e.reason.value,
-            )
-        fallback = self._fallback_action(seat, level)
-        try:
-            await self._apply_locked(seat, fallback, action_id, by="bot")
-        except ServiceError:
-            return False
-        return True
-
-    def _fallback_action(self, seat: int, level: int) -> Action:
-        """A legal action for a bot that failed, drawn from the match's seed;
-        counted as a failure of its level."""
-        BOT_FAILURES.labels(str(level)).inc()
-        legal = self.match.legal_actions(seat)
-        rng = random.Random(self.match.seed * 1_000_033 + len(self.match.actions))
-        return rng.choice(legal)
-
-    async def _bot_decide(self, seat: int) -> Action:
-        level = self.seats[seat].bot_level or pb.BOT_LEVEL_RANDOM
-        name = _BOT_NAMES.get(level)
-        if name is None:
-            # A level this server does not know (stored by another version, or
-            # written by hand): counted as a failure, played by the random bot.
-            log.warning("unknown bot level", match_id=self.match_id, seat=seat, bot_level=level)
-            BOT_FAILURES.labels(str(level)).inc()
-            name = "random"
-        bot = BOTS.get(name, BOTS["random"])
-        seed = (self.match.seed * 1_000_003 + len(self.match.actions)) & ((1 << 63) - 1)
-        view = self.match.view(seat)
-        t0 = time.perf_counter()
-        if name in _SEARCH_BOTS:
-            # A search spends its whole budget: think on a worker thread so the
-            # event loop keeps serving every other match meanwhile.
-            action = await asyncio.to_thread(bot, view, seed, self.limits.bot_budget_ms)
-        else:
-            action = bot(view, seed, self.limits.bot_budget_ms)
-        BOT_THINK.labels(name).observe(time.perf_counter() - t0)
-        return action
+        pending = self.pending_seats()
+        self.bots.wake(self, pending)
+        self.timer.arm(self, pending)
 
     # -- reading -------------------------------------------------------------------
     def seat_infos(self) -> list[pb.SeatInfo]:
@@ -616,68 +342,12 @@ class Session:
     def record_json(self) -> str:
         return json.dumps(record_of(self.match))
 
-    async def pump(
-        self,
-        seat: int | None,
-        after_seq: int,
-        send: Callable[[bytes], Awaitable[None]],
-        first_sent: Callable[[], None] | None = None,
-        outbox: Outbox | None = None,
-    ) -> None:
-        """Send the visible events after ``after_seq``, then live ones, until the
-        server closes (UNAVAILABLE, with the sequence to resume from).
-
-        Each ``send`` gets one serialized stream response: a batch of up to
-        ``STREAM_BATCH`` events, everything visible that is new when the
-        previous send has finished, followed on a Play call by the results in
-        ``outbox`` whose events it has sent; ``first_sent`` is called after the
-        first. A plain coroutine rather than an async generator: every
-        generator layer costs a few microseconds per message on the fan-out
-        path."""
-        if self.streams >= self.limits.streams_per_match:
-            raise exhausted(
-                "TOO_MANY_STREAMS", f"at most {self.limits.streams_per_match} streams per match"
-            )
-        self.streams += 1
-        try:
-            pos = min(after_seq, self.last_seq)
-            bit = convert.viewer_bit(seat)
-            masks, framed = self.masks, self.framed
-            while True:
-                batch: list[bytes] = []
-                while pos < self.last_seq and len(batch) < STREAM_BATCH:
-                    if masks[pos] & bit:
-                        batch.append(framed[pos])
-                    pos += 1
-                if outbox is not None:
-                    results = outbox.take(pos)
-                    if results:
-                        batch.append(results)
-                if batch:
-                    await send(b"".join(batch))
-                    if first_sent is not None:
-                        first_sent()
-                        first_sent = None
-                    continue
-                if self.closing or self.broken:
-                    raise unavailable(
-                        "STREAM_INTERRUPTED",
-                        f"stream ended at sequence {pos}; reconnect with after_seq={pos}",
-                    )
-                woken = self.waiter()
-                if outbox is not None:
-                    outbox.wake = woken
-                await woken
-        finally:
-            self.streams -= 1
-
     def close(self) -> None:
         """Stop bots and the timer and wake every stream so it ends."""
         self.closing = True
-        self._cancel_timer()
-        if self._bot_task is not None:
-            self._bot_task.cancel()
-        self.wake_streams()
+        self.timer.cancel()
+        self.bots.cancel()
+        self.event_log.interrupt()
 
     # -- restoring -------------------------------------------------------------------
     @classmethod
@@ -698,11 +368,11 @@ class Session:
             meta.get("action_base", 0),
         )
         s.snapshot_actions = loaded.snapshot_actions
-        s._publish(loaded.events)
+        s.event_log.publish(loaded.events)
         for a in loaded.actions:
             s._answered[a.seat][a.action_id] = a.first_seq << 32 | a.last_seq
         return s
 
     def start(self) -> None:
         """Resume bots and timers (after creation or restore)."""
-        self._after_change()
+        self.after_change()

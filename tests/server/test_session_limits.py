@@ -11,10 +11,12 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 from prometheus_client import REGISTRY
+from spades_server.allowance import SessionLimits
 from spades_server.errors import ServiceError
 from spades_server.gen.spades.v1 import spades_pb2 as pb
 from spades_server.matches import Registry, SeatSpec
-from spades_server.session import CONTROL_HUMAN, CONTROL_STAND_IN, Session, SessionLimits
+from spades_server.seats import CONTROL_HUMAN, CONTROL_STAND_IN
+from spades_server.session import Session
 from spades_server.store.memory import MemoryStore
 
 from spades_engine import Action, IllegalAction, Match, Phase, preset

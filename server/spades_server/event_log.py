@@ -1,0 +1,171 @@
+"""A match's event log in memory, and its fan-out to streams.
+
+The session numbers events (``stage``), has the store append them, and only
+then publishes them here (``publish``): what a stream sends is always durable.
+Each event is kept once, as bytes, with the viewers who may see it; every
+stream of the match (StreamEvents, Spectate, the events of a Play call) walks
+the same list (``pump``). ``pump`` and ``publish`` are the fan-out hot path:
+``bench/server.py`` measures them, so they allocate nothing per event beyond
+the batch and call nothing per event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from spades_engine import Ruleset
+
+from . import convert
+from .errors import exhausted, unavailable
+from .gen.spades.v1 import spades_pb2 as pb
+from .store import StoredEvent
+
+if TYPE_CHECKING:
+    from .play import Outbox
+
+STREAM_BATCH = 256  # most events in one stream response (the proto promises it)
+
+# An event before it is numbered: its audience key ("everyone", "seat:N",
+# "team:N") and its message.
+Payload = tuple[str, pb.MatchEvent]
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def engine_payloads(events: list[Any]) -> list[Payload]:
+    """Engine events as payloads, to be staged."""
+    return [(convert.audience_key(e.audience), convert.event_to_pb(e, 0, 0)) for e in events]
+
+
+class EventLog:
+    def __init__(self, rules: Ruleset, seats: int, max_streams: int) -> None:
+        self._players = rules.players
+        self._partnerships = rules.partnerships
+        self.max_streams = max_streams
+        # The event log, compact: each event serialized once and framed as an
+        # element of a stream response (convert.frame_event), and the viewers
+        # who may see it as a bitmask (convert.audience_mask).
+        self.framed: list[bytes] = []
+        self.masks: list[int] = []
+        self.last_visible = [0] * seats  # each seat's latest visible sequence number
+        self.streams = 0  # pumps running
+        # Set when the session closes or breaks: no more events will be
+        # published here, so a stream that has sent everything ends
+        # (STREAM_INTERRUPTED) rather than wait.
+        self.interrupted = False
+        self._waiters: list[asyncio.Future[None]] = []  # streams waiting for a change
+
+    @property
+    def last_seq(self) -> int:
+        return len(self.framed)
+
+    # -- building the log ---------------------------------------------------------
+    def stage(self, payloads: list[Payload]) -> list[StoredEvent]:
+        """Number events after the log's end (not yet published)."""
+        stored = []
+        seq = self.last_seq
+        now = _now_ms()
+        for audience, ev in payloads:
+            seq += 1
+            ev.seq = seq
+            ev.time_ms = now
+            stored.append(StoredEvent(seq, audience, ev.SerializeToString()))
+        return stored
+
+    def publish(self, stored: list[StoredEvent]) -> None:
+        """Add stored events to the log and wake the streams."""
+        players, partnerships = self._players, self._partnerships
+        last_visible = self.last_visible
+        seats = range(len(last_visible))
+        for e in stored:
+            mask = convert.audience_mask(e.audience, players, partnerships)
+            self.framed.append(convert.frame_event(e.payload))
+            self.masks.append(mask)
+            for seat in seats:
+                if mask >> seat & 1:
+                    last_visible[seat] = e.seq
+        self.wake()
+
+    # -- waiting for it -------------------------------------------------------------
+    def waiter(self) -> asyncio.Future[None]:
+        """A future resolved at the next change to the log (or on close)."""
+        fut = asyncio.get_running_loop().create_future()
+        self._waiters.append(fut)
+        return fut
+
+    def wake(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for fut in waiters:
+            if not fut.done():  # a stream cancelled while waiting has cancelled its future
+                fut.set_result(None)
+
+    def interrupt(self) -> None:
+        """End every stream once it has sent what there is (the session closes)."""
+        self.interrupted = True
+        self.wake()
+
+    # -- reading it -------------------------------------------------------------------
+    def visible_range(self, seat: int, first: int, last: int) -> list[pb.MatchEvent]:
+        """The events ``first`` to ``last`` that ``seat`` may see."""
+        bit = convert.viewer_bit(seat)
+        masks, framed = self.masks, self.framed
+        data = b"".join(framed[i] for i in range(first - 1, last) if masks[i] & bit)
+        return list(pb.StreamEventsResponse.FromString(data).events)
+
+    async def pump(
+        self,
+        seat: int | None,
+        after_seq: int,
+        send: Callable[[bytes], Awaitable[None]],
+        first_sent: Callable[[], None] | None = None,
+        outbox: Outbox | None = None,
+    ) -> None:
+        """Send the visible events after ``after_seq``, then live ones, until the
+        server closes (UNAVAILABLE, with the sequence to resume from).
+
+        Each ``send`` gets one serialized stream response: a batch of up to
+        ``STREAM_BATCH`` events, everything visible that is new when the
+        previous send has finished, followed on a Play call by the results in
+        ``outbox`` whose events it has sent; ``first_sent`` is called after the
+        first. A plain coroutine rather than an async generator: every
+        generator layer costs a few microseconds per message on the fan-out
+        path."""
+        if self.streams >= self.max_streams:
+            raise exhausted("TOO_MANY_STREAMS", f"at most {self.max_streams} streams per match")
+        self.streams += 1
+        try:
+            pos = min(after_seq, self.last_seq)
+            bit = convert.viewer_bit(seat)
+            masks, framed = self.masks, self.framed
+            while True:
+                batch: list[bytes] = []
+                while pos < self.last_seq and len(batch) < STREAM_BATCH:
+                    if masks[pos] & bit:
+                        batch.append(framed[pos])
+                    pos += 1
+                if outbox is not None:
+                    results = outbox.take(pos)
+                    if results:
+                        batch.append(results)
+                if batch:
+                    await send(b"".join(batch))
+                    if first_sent is not None:
+                        first_sent()
+                        first_sent = None
+                    continue
+                if self.interrupted:
+                    raise unavailable(
+                        "STREAM_INTERRUPTED",
+                        f"stream ended at sequence {pos}; reconnect with after_seq={pos}",
+                    )
+                woken = self.waiter()
+                if outbox is not None:
+                    outbox.wake = woken
+                await woken
+        finally:
+            self.streams -= 1
