@@ -7,6 +7,8 @@ Like test_store.py, each test is a plain function running a coroutine with
 from __future__ import annotations
 
 import asyncio
+import gc
+import weakref
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -41,9 +43,13 @@ async def wait_for(pred: Callable[[], bool], what: str, timeout: float = 20.0) -
         raise AssertionError(f"timed out after {timeout}s waiting for {what}") from None
 
 
-def run(body: Callable[[Registry], Awaitable[None]], limits: SessionLimits | None = None) -> None:
+def run(
+    body: Callable[[Registry], Awaitable[None]],
+    limits: SessionLimits | None = None,
+    unload_after_s: float = 300.0,
+) -> None:
     async def main() -> None:
-        registry = Registry(MemoryStore(), limits or SessionLimits(), max_matches=10)
+        registry = Registry(MemoryStore(), limits or SessionLimits(), 10, unload_after_s)
         try:
             await body(registry)
         finally:
@@ -137,3 +143,26 @@ def test_chat_and_seat_changes_are_bounded_per_hand_and_reset_with_it() -> None:
         await session.set_control(seat, CONTROL_STAND_IN, "left")
 
     run(body, limits)
+
+
+def test_an_unloaded_match_is_freed_without_waiting_for_the_garbage_collector() -> None:
+    """A finished match leaves memory when it is unloaded: nothing it holds (its
+    bots, its timer, its log) points back at it, so reference counting frees it
+    at once; the server collects cycles rarely (main.tune_gc)."""
+
+    async def body(registry: Registry) -> None:
+        gc.disable()
+        try:
+            session = await bots_match(registry, pb.BOT_LEVEL_EASY)
+            match = session.match
+            await wait_for(lambda: match.is_over, "the bots to finish")
+            freed = weakref.ref(session)
+            match_id = session.match_id
+            del session
+            await wait_for(lambda: match_id not in registry.sessions, "the match to unload")
+            await asyncio.sleep(0)
+            assert freed() is None, gc.get_referrers(freed())
+        finally:
+            gc.enable()
+
+    run(body, unload_after_s=0.0)
