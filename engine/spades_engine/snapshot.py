@@ -33,8 +33,8 @@ that do not lead to the state) is refused, by the rules themselves rather than
 by a second description of them.  A refusal raises ``SnapshotError`` naming
 the first bad field.  Dumping a loaded match gives the same bytes back.
 
-Loading therefore costs a replay: about 2 ms for a whole classic match of
-560 actions (``bench/snapshot_load.py``).
+Loading therefore costs a replay: 2.7 ms for a whole classic match of 560
+actions, 1.1 ms with the field-by-field checks before (``bench/snapshot_load.py``).
 """
 
 from __future__ import annotations
