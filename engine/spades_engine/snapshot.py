@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 from .actions import Action, parse_action
 from .cards import Card, CardError, card_name, cards_of
 from .deck import SEED_BITS, DealError, check_deal
-from .errors import IllegalAction, SnapshotError
+from .errors import IllegalAction, SnapshotError, SpadesError
 from .events import Event, SideScore
 from .ruleset import OPTION_NAMES, Ruleset, RulesetError
 from .state import MatchState
@@ -141,7 +141,10 @@ def replay_snapshot(data: bytes) -> tuple[Match, list[Event]]:
 
     doc = _document(data)
     rules, seed, deals, dealer, actions = _Reader().start(doc)
-    match = Match(rules, seed=seed, deals=deals, dealer=dealer)
+    try:
+        match = Match(rules, seed=seed, deals=deals, dealer=dealer)
+    except SpadesError as e:  # the reader checks these fields; this keeps the promise
+        raise SnapshotError(f"the snapshot's match cannot start: {e}") from None
     events: list[Event] = list(match.opening_events)
     for i, (seat, action) in enumerate(actions):
         try:
