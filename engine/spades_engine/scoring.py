@@ -50,8 +50,10 @@ def _score_side(
         bags_taken = taken - contract
     else:
         contract_points = -10 * contract if rules.set_penalty is SetPenalty.TEN_PER_BID else 0
-        if rules.thirteen_bid and contract == all_tricks:
-            bags_taken = all_tricks  # seed 003: a failed thirteen bid also takes 13 bags
+    if rules.thirteen_bid and taken < all_tricks:
+        # seed 003: a player whose own bid is every trick, and whose side takes
+        # fewer, brings the side that many bags (a 13 made of 7 + 6 does not).
+        bags_taken += all_tricks * sum(1 for s in seats if bids[s] == all_tricks)
     nil_points = 0
     for s in seats:
         if bids[s] == 0:

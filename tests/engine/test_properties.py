@@ -112,8 +112,9 @@ def score_hand_again(
         else:
             points = -10 * contract if str(rules.set_penalty) == "ten_per_bid" else 0
             overtricks = 0
-            if rules.thirteen_bid and contract == all_tricks:
-                overtricks = all_tricks
+        if rules.thirteen_bid and taken < all_tricks:
+            # a player's own bid of every trick, failed: that many bags
+            overtricks += all_tricks * [bids[s] for s in seats].count(all_tricks)
         for s in seats:
             if bids[s] == 0:
                 worth = 200 if blind[s] else 100

@@ -192,11 +192,60 @@ def test_score_hand_thirteen_bid_doubles_and_its_failure_takes_13_bags() -> None
     assert side_totals(on, (7, 1, 6, 1), (7, 0, 6, 0))[0] == (260, 0)
     assert side_totals(off, (7, 1, 6, 1), (7, 0, 6, 0))[0] == (130, 0)
     assert side_totals(on, (13, 1, 0, 1), (13, 0, 0, 0))[0] == (2 * (130 + 100), 0)
-    assert side_totals(on, (7, 1, 6, 1), (7, 1, 5, 0))[0] == (-130 - 100, 3)
+    # a 13 made of 7 + 6 that fails is just set: no extra bags
+    assert side_totals(on, (7, 1, 6, 1), (7, 1, 5, 0))[0] == (-130, 0)
     assert side_totals(off, (7, 1, 6, 1), (7, 1, 5, 0))[0] == (-130, 0)
+    # a player's own 13 that fails takes 13 bags, whatever the side's contract
+    assert side_totals(on, (13, 1, 1, 1), (12, 0, 0, 1))[0] == (-140 - 100, 3)
+    assert side_totals(on, (13, 1, 0, 1), (12, 0, 0, 1))[0] == (-130 + 100 - 100, 3)
+    assert side_totals(off, (13, 1, 1, 1), (12, 0, 0, 1))[0] == (-140, 0)
+    # both partners bidding 13, the side taking fewer than 13: 13 bags each;
+    # the side taking all 13 is set on its 26 but takes no bags
+    assert side_totals(on, (13, 0, 13, 0), (6, 1, 6, 0))[0] == (-260 - 200, 6)
+    assert side_totals(on, (13, 0, 13, 0), (6, 0, 7, 0))[0] == (-260, 0)
 
 
 def test_score_hand_cutthroat_scores_every_player_alone() -> None:
     rules = preset("classic", partnerships=False)
     got = side_totals(rules, (4, 3, 2, 4), (4, 3, 3, 3), (0, 0, 0, 0), (0, 0, 0, 0))
     assert got == [(40, 0), (30, 0), (21, 1), (-40, 0)]
+
+
+# -- the thirteen bid (RULES.md §3), whole hands -----------------------------
+
+
+def test_a_players_13_failing_inside_a_side_contract_of_14_takes_13_bags() -> None:
+    m, [hs] = play(preset("bulgarian"), [([13, 1, 1, 1], [11, 0, 1, 1])])
+    a = hs.sides[0]
+    assert (a.contract, a.tricks, a.contract_points, a.bags_taken) == (14, 12, -140, 13)
+    assert (a.bag_penalty, a.hand_points, a.bags) == (-100, -240, 3)
+    assert m.scores == (-240, -20)
+    assert m.bags == (3, 0)
+
+
+def test_a_13_of_seven_and_six_failing_takes_no_extra_bags() -> None:
+    m, [hs] = play(preset("bulgarian"), [([7, 1, 6, 1], [7, 1, 5, 0])])
+    assert (hs.sides[0].bags_taken, hs.sides[0].bag_penalty) == (0, 0)
+    assert m.scores == (-130, -20)
+    assert m.bags == (0, 0)
+
+
+def test_a_13_made_by_one_player_scores_double() -> None:
+    m, [hs] = play(preset("bulgarian"), [([13, 1, 0, 1], [13, 0, 0, 0])])
+    a = hs.sides[0]
+    assert (a.contract_points, a.nil_points, a.hand_points) == (130, 100, 460)
+    assert m.scores == (460, -20)
+    m, _ = play(preset("bulgarian", thirteen_bid=False), [([13, 1, 0, 1], [13, 0, 0, 0])])
+    assert m.scores == (230, -20)
+
+
+def test_a_cutthroat_13_failing_takes_13_bags_for_the_player_alone() -> None:
+    rules = preset("bulgarian", partnerships=False)
+    m, [hs] = play(rules, [([13, 1, 1, 1], [10, 1, 1, 1])])
+    p0 = hs.sides[0]
+    assert (p0.contract, p0.tricks, p0.bags_taken, p0.bag_penalty) == (13, 10, 13, -100)
+    assert m.scores == (-230, 10, 10, 10)
+    assert m.bags == (3, 0, 0, 0)
+    # the same player taking all 13 scores double
+    m, _ = play(rules, [([13, 1, 1, 1], [13, 0, 0, 0])])
+    assert m.scores == (260, -10, -10, -10)
