@@ -61,6 +61,11 @@ VERSION = 1
 MAX_PAYLOAD = 32 * 1024 * 1024
 """Refuse snapshots that inflate to more than this many bytes of JSON."""
 
+LATER_OPTIONS: tuple[str, ...] = ("scoring",)
+"""Ruleset options added after version 1: a snapshot's ``rules`` written before
+them lacks their keys, and loads with their defaults."""
+DEFAULTS = Ruleset().to_dict()
+
 _SIDE_SCORE_FIELDS = tuple(f.name for f in dataclasses.fields(SideScore))
 _MATCH_KEYS = (*(f.name for f in dataclasses.fields(MatchState)), "actions")
 
@@ -243,6 +248,10 @@ class _Reader:
     def start(self, doc: Any) -> _Start:
         """The ruleset, seed, explicit deals, first dealer and actions."""
         d = self.obj(doc, "(top level)", _MATCH_KEYS)
+        rules_doc = d["rules"]
+        if type(rules_doc) is dict:
+            for name in LATER_OPTIONS:
+                rules_doc.setdefault(name, DEFAULTS[name])
         try:
             self.rules = r = Ruleset.from_dict(self.obj(d["rules"], "rules", OPTION_NAMES))
         except RulesetError as e:
