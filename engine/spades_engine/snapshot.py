@@ -8,7 +8,9 @@ Layout::
 
 The JSON object has one key per field of ``MatchState`` plus ``actions``:
 
-- ``rules``: ``Ruleset.to_dict()`` (every option, enums as their string values);
+- ``rules``: ``Ruleset.to_dict()`` (every option, enums as their string values;
+  an option added after version 1, named in ``LATER_OPTIONS``, may be missing
+  and then takes its default);
 - ``seed``, ``first_dealer``, ``action_count``: integers; ``winner``: a side or null;
 - ``deals``: explicit deals, hands as integer masks (bit ``c`` = card ``c``);
 - ``phase``: the ``Phase`` value (``"bidding"``, ...);
@@ -60,6 +62,11 @@ MAGIC = b"SPDS"
 VERSION = 1
 MAX_PAYLOAD = 32 * 1024 * 1024
 """Refuse snapshots that inflate to more than this many bytes of JSON."""
+
+LATER_OPTIONS: tuple[str, ...] = ("scoring",)
+"""Ruleset options added after version 1: a snapshot's ``rules`` written before
+them lacks their keys, and loads with their defaults."""
+DEFAULTS = Ruleset().to_dict()
 
 _SIDE_SCORE_FIELDS = tuple(f.name for f in dataclasses.fields(SideScore))
 _MATCH_KEYS = (*(f.name for f in dataclasses.fields(MatchState)), "actions")
@@ -246,6 +253,10 @@ class _Reader:
     def start(self, doc: Any) -> _Start:
         """The ruleset, seed, explicit deals, first dealer and actions."""
         d = self.obj(doc, "(top level)", _MATCH_KEYS)
+        rules_doc = d["rules"]
+        if type(rules_doc) is dict:
+            for name in LATER_OPTIONS:
+                rules_doc.setdefault(name, DEFAULTS[name])
         try:
             self.rules = r = Ruleset.from_dict(self.obj(d["rules"], "rules", OPTION_NAMES))
         except RulesetError as e:

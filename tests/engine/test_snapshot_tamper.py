@@ -25,7 +25,14 @@ from rules_helpers import CONFIGS
 from spades_engine import BLIND_NIL, LOOK, Bid, Match, Phase, SnapshotError, preset
 from spades_engine.cards import SUIT_MASKS, card_name, cards_of
 from spades_engine.record import record_of, replay
-from spades_engine.snapshot import MAGIC, VERSION, load_snapshot, replay_snapshot
+from spades_engine.snapshot import (
+    DEFAULTS,
+    LATER_OPTIONS,
+    MAGIC,
+    VERSION,
+    load_snapshot,
+    replay_snapshot,
+)
 
 SCORE = 8  # position of ``score`` in a SideScore list
 HAND_POINTS = 7
@@ -221,6 +228,9 @@ def refused_or_a_replay(doc: Any) -> bool:
         loaded = load_snapshot(encode(doc))
     except SnapshotError:
         return True
+    if isinstance(doc, dict) and isinstance(doc.get("rules"), dict):
+        # an option added after version 1 that is missing loads as its default
+        doc = {**doc, "rules": {**{n: DEFAULTS[n] for n in LATER_OPTIONS}, **doc["rules"]}}
     assert canonical(doc_of(loaded)) == canonical(doc)
     assert replay(record_of(loaded)).to_snapshot() == loaded.to_snapshot()
     return False
