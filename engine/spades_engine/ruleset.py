@@ -34,6 +34,11 @@ class SetPenalty(StrEnum):
     ZERO = "zero"  # seed 002: a broken contract scores 0
 
 
+class SpadesBroken(StrEnum):
+    ANY_SPADE = "any_spade"  # seed 001: any spade played to a trick breaks spades
+    TRUMPING = "trumping"  # seed 000: only a spade played by a seat that cannot follow suit
+
+
 class RulesetError(SpadesError, ValueError):
     """Option values or combinations of options that cannot be played.
 
@@ -70,6 +75,7 @@ class Ruleset:
     jokers: bool = False
     players: int = 4
     thirteen_bid: bool = False
+    spades_broken: SpadesBroken = SpadesBroken.ANY_SPADE
     # Derived once, so hot paths read a field instead of recomputing.
     deck_mask: int = field(init=False, repr=False, compare=False)
     hand_size: int = field(init=False, repr=False, compare=False)
@@ -139,6 +145,7 @@ _ENUMS: dict[str, type[StrEnum]] = {
     "bag_rule": BagRule,
     "first_lead": FirstLead,
     "set_penalty": SetPenalty,
+    "spades_broken": SpadesBroken,
 }
 
 
@@ -300,12 +307,14 @@ PRESETS: dict[str, Ruleset] = {
     # seed 001 "Piki ... Wersja 1.0.0": the default table.
     "classic": Ruleset(),
     # seed 000 (Polish club rules): partners talk bids over, dealer leads,
-    # blind nil when trailing by 100 with a 2-card exchange.
+    # blind nil when trailing by 100 with a 2-card exchange, spades broken
+    # only by trumping.
     "polish": Ruleset(
         first_lead=FirstLead.DEALER,
         blind_nil=True,
         blind_nil_deficit=100,
         blind_nil_exchange=2,
+        spades_broken=SpadesBroken.TRUMPING,
     ),
     # seed 002 (German): four individual players with both jokers, minimum bid
     # one, a broken contract scores zero, no mercy rule.

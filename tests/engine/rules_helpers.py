@@ -178,6 +178,20 @@ def visible(events: Iterable[Event], seat: int | None, team: int | None) -> list
     return [e for e in events if e.audience.visible_to(seat, team)]
 
 
+# A deal for RULES.md §3 "spades broken by" (trumping only, seed 000). Seat 1
+# leads (the classic table with dealer 0, or the polish one with dealer 1),
+# wins three clubs (SPADE_LEAD_CLUBS) and then holds only spades; seat 2
+# holds the ace and 2 of spades with hearts, seat 3 the 3 of spades with
+# diamonds, seat 0 clubs and two hearts.
+SPADE_LEAD_DEAL = deal(
+    "JC TC 9C 8C 7C 6C 5C 4C 3C 2C 3H 2H 2D",
+    "AC KC QC KS QS JS TS 9S 8S 7S 6S 5S 4S",
+    "AS 2S AH KH QH JH TH 9H 8H 7H 6H 5H 4H",
+    "3S AD KD QD JD TD 9D 8D 7D 6D 5D 4D 3D",
+)
+SPADE_LEAD_CLUBS = ["AC 4H 3D 2C", "KC 5H 4D 3C", "QC 6H 5D 4C"]
+
+
 # Every preset plus the variants that change the shape of a hand: used by the
 # round-trip tests (snapshots, records) that must hold for any table.
 CONFIGS: dict[str, Ruleset] = {
