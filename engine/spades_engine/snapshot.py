@@ -61,6 +61,13 @@ VERSION = 1
 MAX_PAYLOAD = 32 * 1024 * 1024
 """Refuse snapshots that inflate to more than this many bytes of JSON."""
 
+LATER_OPTIONS: tuple[str, ...] = ("spades_broken",)
+"""Ruleset options added after snapshot version 1 was fixed.  A snapshot's
+``rules`` without one of them was written before the option existed, so it was
+played by the option's default (the rule before the option); loading fills it
+in as that default, not as a preset's later value."""
+_DEFAULTS = Ruleset().to_dict()
+
 _SIDE_SCORE_FIELDS = tuple(f.name for f in dataclasses.fields(SideScore))
 _MATCH_KEYS = (*(f.name for f in dataclasses.fields(MatchState)), "actions")
 
@@ -243,6 +250,10 @@ class _Reader:
     def start(self, doc: Any) -> _Start:
         """The ruleset, seed, explicit deals, first dealer and actions."""
         d = self.obj(doc, "(top level)", _MATCH_KEYS)
+        rules_doc = d["rules"]
+        if type(rules_doc) is dict:  # in place: the replay comparison sees the filled value
+            for name in LATER_OPTIONS:
+                rules_doc.setdefault(name, _DEFAULTS[name])
         try:
             self.rules = r = Ruleset.from_dict(self.obj(d["rules"], "rules", OPTION_NAMES))
         except RulesetError as e:
