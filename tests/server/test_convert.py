@@ -452,6 +452,18 @@ def test_empty_ruleset_is_classic() -> None:
             preset("bulgarian", thirteen_bid=False),
         ),
         (pb.Ruleset(thirteen_bid=True), preset("classic", thirteen_bid=True)),
+        (
+            pb.Ruleset(spades_broken=pb.SPADES_BROKEN_TRUMPING),
+            preset("classic", spades_broken="trumping"),
+        ),
+        (
+            pb.Ruleset(preset="polish", spades_broken=pb.SPADES_BROKEN_ANY_SPADE),
+            preset("polish", spades_broken="any_spade"),
+        ),
+        (
+            pb.Ruleset(preset="polish", spades_broken=pb.SPADES_BROKEN_UNSPECIFIED),
+            preset("polish"),  # trumping, the preset's
+        ),
     ],
 )
 def test_ruleset_options_apply(msg: pb.Ruleset, expected: Ruleset) -> None:
@@ -489,6 +501,7 @@ def test_unset_options_keep_the_preset() -> None:
         (pb.Ruleset(bag_rule=pb.BagRule.ValueType(9)), {"bag_rule"}),
         (pb.Ruleset(first_lead=pb.FirstLead.ValueType(9)), {"first_lead"}),
         (pb.Ruleset(set_penalty=pb.SetPenalty.ValueType(9)), {"set_penalty"}),
+        (pb.Ruleset(spades_broken=pb.SpadesBroken.ValueType(9)), {"spades_broken"}),
     ],
 )
 def test_invalid_rulesets_raise_ruleset_error(msg: pb.Ruleset, options: set[str]) -> None:
@@ -510,6 +523,7 @@ def test_resolved_ruleset(rules: Ruleset) -> None:
     assert pb.BagRule.Name(msg.bag_rule) == "BAG_RULE_" + rules.bag_rule.name
     assert pb.FirstLead.Name(msg.first_lead) == "FIRST_LEAD_" + rules.first_lead.name
     assert pb.SetPenalty.Name(msg.set_penalty) == "SET_PENALTY_" + rules.set_penalty.name
+    assert pb.SpadesBroken.Name(msg.spades_broken) == "SPADES_BROKEN_" + rules.spades_broken.name
     # Every option given back as a Ruleset rebuilds the same rules.
     back = pb.Ruleset(
         target_score=msg.target_score,
@@ -525,6 +539,7 @@ def test_resolved_ruleset(rules: Ruleset) -> None:
         jokers=msg.jokers,
         players=msg.players,
         thirteen_bid=msg.thirteen_bid,
+        spades_broken=msg.spades_broken,
     )
     if msg.has_mercy_score:
         back.mercy_score = msg.mercy_score
