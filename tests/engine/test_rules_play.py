@@ -263,3 +263,17 @@ def test_with_trumping_only_a_joker_led_from_only_spades_breaks_nothing_a_joker_
     events = act(m, "play BJ")  # seat 1, void in hearts, trumps with the Big Joker
     assert m.view(None).spades_broken
     assert of_type(events, "TrickWon")[0].winner == 1
+
+
+@pytest.mark.parametrize("spades_broken", ["any_spade", "trumping"])
+def test_controlled_deals_play_out_under_either_spades_broken_rule(spades_broken: str) -> None:
+    """The rule tests' helper: its scripts are legal whatever breaks spades."""
+    rules = preset("classic", spades_broken=spades_broken)
+    for tricks in ([4, 3, 3, 3], [13, 0, 0, 0], [0, 1, 10, 2], [6, 1, 6, 0], [0, 0, 0, 13]):
+        for dealer in range(4):
+            d, script = controlled_deal(tricks)
+            m = Match(rules, deals=[d], dealer=dealer)
+            bid_all(m, [1, 1, 1, 1])
+            events = play_tricks(m, script)
+            (scored,) = of_type(events, "HandScored")
+            assert list(scored.tricks) == tricks
