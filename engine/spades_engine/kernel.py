@@ -29,8 +29,9 @@ Entry points:
 * :class:`SimState`: a position in the play of a hand, built from the hands
   (for a bot: its own hand plus a determinization of the unseen cards), who
   leads, tricks already won, the cards of the trick in progress, whether
-  spades are broken and what breaks them (the ruleset's ``spades_broken``:
-  pass ``trumping=True`` for ``trumping``).  :func:`legal_mask` and :func:`play` step it.
+  spades are broken and what breaks them (``trumping=True`` for the
+  ruleset's ``spades_broken="trumping"``).  :func:`legal_mask` and
+  :func:`play` step it.
 * :func:`playout_random`: uniformly random legal plays to the end of the hand.
 * :func:`random_hand`: deal, random bids, random play and scoring of one full
   hand, through :func:`spades_engine.scoring.score_hand`.
@@ -98,9 +99,10 @@ class SimState:
     trick in progress, ``trick`` holds its cards in play order, ``to_act`` is
     the seat to play, ``led_suit`` is -1 before the lead, and ``tricks_won``
     counts tricks by seat.  ``trumping`` is the rule that breaks spades: false,
-    any spade played (``spades_broken="any_spade"``); true, only a spade played
-    to a trick led with another suit (``"trumping"``).  Fields are public and mutable; :func:`play`
-    advances the state, :meth:`copy` keeps a position for repeated playouts.
+    any spade played (``spades_broken="any_spade"``); true, only a spade
+    played to a trick led with another suit (``"trumping"``).  Fields are
+    public and mutable; :func:`play` advances the state, :meth:`copy` keeps a
+    position for repeated playouts.
     """
 
     __slots__ = (

@@ -8,7 +8,8 @@ Layout::
 
 The JSON object has one key per field of ``MatchState`` plus ``actions``:
 
-- ``rules``: ``Ruleset.to_dict()`` (every option, enums as their string values);
+- ``rules``: ``Ruleset.to_dict()`` (every option, enums as their string values;
+  an option of ``LATER_OPTIONS`` may be absent, and then loads as its default);
 - ``seed``, ``first_dealer``, ``action_count``: integers; ``winner``: a side or null;
 - ``deals``: explicit deals, hands as integer masks (bit ``c`` = card ``c``);
 - ``phase``: the ``Phase`` value (``"bidding"``, ...);
