@@ -14,7 +14,17 @@ from .deck import DealError
 from .errors import ActionParseError, IllegalAction, Reason, SnapshotError, SpadesError
 from .events import Audience, Event, event_to_dict
 from .match import Match
-from .ruleset import PRESETS, BagRule, FirstLead, Ruleset, RulesetError, Scoring, SetPenalty, preset
+from .ruleset import (
+    PRESETS,
+    BagRule,
+    FirstLead,
+    Ruleset,
+    RulesetError,
+    Scoring,
+    SetPenalty,
+    SpadesBroken,
+    preset,
+)
 from .snapshot import replay_snapshot
 from .state import Phase
 from .view import SeatView
@@ -47,6 +57,7 @@ __all__ = [
     "SeatView",
     "SetPenalty",
     "SnapshotError",
+    "SpadesBroken",
     "SpadesError",
     "card_name",
     "event_to_dict",

@@ -28,8 +28,10 @@ Entry points:
 
 * :class:`SimState`: a position in the play of a hand, built from the hands
   (for a bot: its own hand plus a determinization of the unseen cards), who
-  leads, tricks already won, the cards of the trick in progress and whether
-  spades are broken.  :func:`legal_mask` and :func:`play` step it.
+  leads, tricks already won, the cards of the trick in progress, whether
+  spades are broken and what breaks them (``trumping=True`` for the
+  ruleset's ``spades_broken="trumping"``).  :func:`legal_mask` and
+  :func:`play` step it.
 * :func:`playout_random`: uniformly random legal plays to the end of the hand.
 * :func:`random_hand`: deal, random bids, random play and scoring of one full
   hand, through :func:`spades_engine.scoring.score_hand`.
@@ -42,7 +44,7 @@ from collections.abc import Callable, Sequence
 
 from .cards import TWO_OF_CLUBS
 from .events import SideScore
-from .ruleset import FirstLead, Ruleset
+from .ruleset import FirstLead, Ruleset, SpadesBroken
 from .scoring import score_hand
 from .trick import SUIT_RANKS
 
@@ -96,11 +98,23 @@ class SimState:
     ``hands`` are the cards still held by seat (masks), ``leader`` led the
     trick in progress, ``trick`` holds its cards in play order, ``to_act`` is
     the seat to play, ``led_suit`` is -1 before the lead, and ``tricks_won``
-    counts tricks by seat.  Fields are public and mutable; :func:`play`
-    advances the state, :meth:`copy` keeps a position for repeated playouts.
+    counts tricks by seat.  ``trumping`` is the rule that breaks spades: false,
+    any spade played (``spades_broken="any_spade"``); true, only a spade
+    played to a trick led with another suit (``"trumping"``).  Fields are
+    public and mutable; :func:`play` advances the state, :meth:`copy` keeps a
+    position for repeated playouts.
     """
 
-    __slots__ = ("hands", "leader", "led_suit", "spades_broken", "to_act", "trick", "tricks_won")
+    __slots__ = (
+        "hands",
+        "leader",
+        "led_suit",
+        "spades_broken",
+        "to_act",
+        "trick",
+        "tricks_won",
+        "trumping",
+    )
 
     def __init__(
         self,
@@ -109,12 +123,15 @@ class SimState:
         tricks_won: Sequence[int] | None = None,
         trick: Sequence[int] = (),
         spades_broken: bool = False,
+        *,
+        trumping: bool = False,
     ) -> None:
         """Build a position; the number of seats is ``len(hands)``.
 
         ``trick`` are the cards already played to the trick in progress, from
         ``leader`` on; they are not in ``hands``.  A spade in ``trick`` breaks
-        spades, as it does in the engine.  Raises ``ValueError`` when the
+        spades as it does in the engine: any spade, or with ``trumping`` one
+        played to a side-suit lead.  Raises ``ValueError`` when the
         description is not a possible position (overlapping hands, or hand
         sizes that do not fit the trick in progress).
         """
@@ -126,7 +143,11 @@ class SimState:
         self.to_act = (leader + len(trick)) % n
         self.trick: list[int] = list(trick)
         self.led_suit = trick[0] >> 4 if trick else -1
-        self.spades_broken = spades_broken or any(c >= _SPADE_LOW for c in trick)
+        self.trumping = trumping
+        breakers: Sequence[int] = trick
+        if trumping:  # only a spade played to a side-suit lead breaks spades
+            breakers = trick[1:] if trick and trick[0] < _SPADE_LOW else ()
+        self.spades_broken = spades_broken or any(c >= _SPADE_LOW for c in breakers)
         self.tricks_won: list[int] = list(tricks_won) if tricks_won is not None else [0] * n
         if len(self.tricks_won) != n:
             raise ValueError("tricks_won needs one count per seat")
@@ -155,6 +176,7 @@ class SimState:
         new.trick = self.trick[:]
         new.led_suit = self.led_suit
         new.spades_broken = self.spades_broken
+        new.trumping = self.trumping
         new.tricks_won = self.tricks_won[:]
         return new
 
@@ -167,7 +189,7 @@ class SimState:
         return (
             f"SimState(hands={[hex(h) for h in self.hands]}, leader={self.leader}, "
             f"to_act={self.to_act}, trick={self.trick}, spades_broken={self.spades_broken}, "
-            f"tricks_won={self.tricks_won})"
+            f"tricks_won={self.tricks_won}, trumping={self.trumping})"
         )
 
 
@@ -199,8 +221,8 @@ def play(state: SimState, card: int) -> int:
     hands = state.hands
     seat = state.to_act
     hands[seat] ^= 1 << card
-    if card >= _SPADE_LOW:
-        state.spades_broken = True
+    if card >= _SPADE_LOW and (not state.trumping or 0 <= state.led_suit < 3):
+        state.spades_broken = True  # any spade, or with trumping one played to a side suit
     trick = state.trick
     if not trick:
         state.led_suit = card >> 4
@@ -232,7 +254,15 @@ def playout_random(state: SimState, rnd: Rnd) -> list[int]:
             play(st, _kth_card(m, int(rnd() * m.bit_count())))
     won = st.tricks_won[:]
     hands = st.hands
-    _playout(_suit_chunks(hands), st.leader, st.spades_broken, won, rnd, hands[0].bit_count())
+    _playout(
+        _suit_chunks(hands),
+        st.leader,
+        st.spades_broken,
+        won,
+        rnd,
+        hands[0].bit_count(),
+        trumping=st.trumping,
+    )
     return won
 
 
@@ -256,7 +286,14 @@ def _suit_chunks(hands: Sequence[int]) -> list[int]:
 
 
 def _playout(  # noqa: PLR0915 - one inlined loop, on purpose
-    chunks: list[int], leader: int, broken: bool, won: list[int], rnd: Rnd, tricks: int
+    chunks: list[int],
+    leader: int,
+    broken: bool,
+    won: list[int],
+    rnd: Rnd,
+    tricks: int,
+    *,
+    trumping: bool,
 ) -> None:
     """Play ``tricks`` tricks of random legal cards, from the start of a trick.
 
@@ -264,6 +301,9 @@ def _playout(  # noqa: PLR0915 - one inlined loop, on purpose
     (:func:`_suit_chunks`, emptied in place): small ints, so following suit
     is one table look-up with no 64-bit arithmetic.  ``won`` counts tricks.
     Cards are picked as the module notes say, the lowest suit first.
+    ``trumping``: only a spade played by a void seat breaks spades, not a
+    spade lead (a void seat's spade is always a trump: a seat void in the
+    suit led holds no spade when spades are led).
     """
     ranks = RANKS
     bit = _BIT
@@ -291,7 +331,8 @@ def _playout(  # noqa: PLR0915 - one inlined loop, on purpose
         else:
             suit = 3
             best = t3[k - n2]
-            broken = True
+            if not trumping:
+                broken = True
         chunks[b + suit] ^= bit[best]
         base = 16 * suit
         best += base  # the best card so far, as a card index
@@ -392,7 +433,8 @@ def random_hand(
     bids = random_bids(rules, rnd)
     won = [0] * rules.players
     leader = first_leader(rules, hands, dealer)
-    _playout(_suit_chunks(hands), leader, False, won, rnd, rules.hand_size)
+    trumping = rules.spades_broken is SpadesBroken.TRUMPING
+    _playout(_suit_chunks(hands), leader, False, won, rnd, rules.hand_size, trumping=trumping)
     zeros = (0,) * rules.sides
     return score_hand(
         rules,

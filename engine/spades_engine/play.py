@@ -6,7 +6,7 @@ from .actions import PLAYS, Action, Play
 from .cards import SPADES, TWO_OF_CLUBS, card_name, is_card
 from .errors import IllegalAction, Reason, show
 from .events import EVERYONE, CardPlayed, Event, TrickWon
-from .ruleset import FirstLead
+from .ruleset import FirstLead, SpadesBroken
 from .state import MatchState, Phase
 from .trick import SUIT_RANKS, legal_play_mask, trick_winner_index
 
@@ -52,7 +52,7 @@ def apply_play(st: MatchState, seat: int, action: Play) -> tuple[list[Event], bo
     if not legal_play_mask(hand, h.led_suit, h.spades_broken) >> c & 1:
         raise _why_illegal(h.led_suit, seat)
     h.hands[seat] = hand ^ 1 << c  # c is in hand
-    if c >> 4 == SPADES:
+    if c >> 4 == SPADES and not h.spades_broken and _breaks(st, h.led_suit):
         h.spades_broken = True
     if not h.trick:
         h.led_suit = c >> 4
@@ -74,6 +74,13 @@ def apply_play(st: MatchState, seat: int, action: Play) -> tuple[list[Event], bo
     return events, len(h.completed) == st.rules.tricks_per_hand
 
 
+def _breaks(st: MatchState, led_suit: int) -> bool:
+    """Whether a spade played to a trick led with ``led_suit`` (-1: the lead
+    itself) breaks spades: any spade does, or with ``spades_broken=trumping``
+    only one played by a seat that cannot follow a side suit led."""
+    return st.rules.spades_broken is SpadesBroken.ANY_SPADE or 0 <= led_suit < SPADES
+
+
 def _name(c: object) -> str:
     return card_name(c) if is_card(c) else show(c)
 
@@ -83,6 +90,6 @@ def _why_illegal(led_suit: int, seat: int) -> IllegalAction:
         return IllegalAction(Reason.MUST_FOLLOW_SUIT, "you must follow the suit led", seat)
     return IllegalAction(
         Reason.SPADES_NOT_BROKEN,
-        "spades cannot be led until a spade has been played, unless you hold only spades",
+        "spades cannot be led until spades are broken, unless you hold only spades",
         seat,
     )

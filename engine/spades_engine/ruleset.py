@@ -39,6 +39,11 @@ class Scoring(StrEnum):
     TRICKS = "tricks"  # seed 003's own table: points = contract, bags = shortfall (§3.1)
 
 
+class SpadesBroken(StrEnum):
+    ANY_SPADE = "any_spade"  # seed 001: any spade played to a trick breaks spades
+    TRUMPING = "trumping"  # seed 000: only a spade played by a seat that cannot follow suit
+
+
 class RulesetError(SpadesError, ValueError):
     """Option values or combinations of options that cannot be played.
 
@@ -76,6 +81,7 @@ class Ruleset:
     players: int = 4
     thirteen_bid: bool = False
     scoring: Scoring = Scoring.CLASSIC
+    spades_broken: SpadesBroken = SpadesBroken.ANY_SPADE
     # Derived once, so hot paths read a field instead of recomputing.
     deck_mask: int = field(init=False, repr=False, compare=False)
     hand_size: int = field(init=False, repr=False, compare=False)
@@ -146,6 +152,7 @@ _ENUMS: dict[str, type[StrEnum]] = {
     "first_lead": FirstLead,
     "set_penalty": SetPenalty,
     "scoring": Scoring,
+    "spades_broken": SpadesBroken,
 }
 
 
@@ -206,7 +213,9 @@ def _check(values: dict[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
         if name in _ENUMS:
             enum = _ENUMS[name]
             try:
-                out[name] = enum(raw)
+                # Only a str can be a value: enum() of anything else would build
+                # its refusal from the value's repr, which a nested list overflows.
+                out[name] = enum(raw) if isinstance(raw, str) else enum(None)
             except ValueError:
                 allowed = ", ".join(e.value for e in enum)
                 invalid(name, f"{name}={show(raw)} is not one of: {allowed}")
@@ -330,12 +339,14 @@ PRESETS: dict[str, Ruleset] = {
     # seed 001 "Piki ... Wersja 1.0.0": the default table.
     "classic": Ruleset(),
     # seed 000 (Polish club rules): partners talk bids over, dealer leads,
-    # blind nil when trailing by 100 with a 2-card exchange.
+    # blind nil when trailing by 100 with a 2-card exchange, spades broken
+    # only by trumping.
     "polish": Ruleset(
         first_lead=FirstLead.DEALER,
         blind_nil=True,
         blind_nil_deficit=100,
         blind_nil_exchange=2,
+        spades_broken=SpadesBroken.TRUMPING,
     ),
     # seed 002 (German): four individual players with both jokers, minimum bid
     # one, a broken contract scores zero, no mercy rule.

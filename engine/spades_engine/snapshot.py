@@ -9,8 +9,7 @@ Layout::
 The JSON object has one key per field of ``MatchState`` plus ``actions``:
 
 - ``rules``: ``Ruleset.to_dict()`` (every option, enums as their string values;
-  an option added after version 1, named in ``LATER_OPTIONS``, may be missing
-  and then takes its default);
+  an option of ``LATER_OPTIONS`` may be absent, and then loads as its default);
 - ``seed``, ``first_dealer``, ``action_count``: integers; ``winner``: a side or null;
 - ``deals``: explicit deals, hands as integer masks (bit ``c`` = card ``c``);
 - ``phase``: the ``Phase`` value (``"bidding"``, ...);
@@ -63,9 +62,11 @@ VERSION = 1
 MAX_PAYLOAD = 32 * 1024 * 1024
 """Refuse snapshots that inflate to more than this many bytes of JSON."""
 
-LATER_OPTIONS: tuple[str, ...] = ("scoring",)
-"""Ruleset options added after version 1: a snapshot's ``rules`` written before
-them lacks their keys, and loads with their defaults."""
+LATER_OPTIONS: tuple[str, ...] = ("scoring", "spades_broken")
+"""Ruleset options added after snapshot version 1 was fixed.  A snapshot's
+``rules`` without one of them was written before the option existed, so it was
+played by the option's default (the rule before the option); loading fills it
+in as that default, not as a preset's later value."""
 DEFAULTS = Ruleset().to_dict()
 
 _SIDE_SCORE_FIELDS = tuple(f.name for f in dataclasses.fields(SideScore))
@@ -254,7 +255,7 @@ class _Reader:
         """The ruleset, seed, explicit deals, first dealer and actions."""
         d = self.obj(doc, "(top level)", _MATCH_KEYS)
         rules_doc = d["rules"]
-        if type(rules_doc) is dict:
+        if type(rules_doc) is dict:  # in place: the replay comparison sees the filled value
             for name in LATER_OPTIONS:
                 rules_doc.setdefault(name, DEFAULTS[name])
         try:

@@ -34,6 +34,7 @@ from spades_engine.ruleset import (
     RulesetError,
     Scoring,
     SetPenalty,
+    SpadesBroken,
     preset,
 )
 from spades_engine.state import Phase
@@ -190,12 +191,17 @@ _SCORINGS: dict[Scoring, pb.Scoring.ValueType] = {
     Scoring.CLASSIC: pb.SCORING_CLASSIC,
     Scoring.TRICKS: pb.SCORING_TRICKS,
 }
+_SPADES_BROKEN: dict[SpadesBroken, pb.SpadesBroken.ValueType] = {
+    SpadesBroken.ANY_SPADE: pb.SPADES_BROKEN_ANY_SPADE,
+    SpadesBroken.TRUMPING: pb.SPADES_BROKEN_TRUMPING,
+}
 # Enum options: proto field (= engine option) name -> (proto value -> engine value).
 _ENUM_OPTIONS: dict[str, dict[int, Any]] = {
     "bag_rule": {v: k for k, v in _BAG_RULES.items()},
     "first_lead": {v: k for k, v in _FIRST_LEADS.items()},
     "set_penalty": {v: k for k, v in _SET_PENALTIES.items()},
     "scoring": {v: k for k, v in _SCORINGS.items()},
+    "spades_broken": {v: k for k, v in _SPADES_BROKEN.items()},
 }
 _ScalarOption = Literal[
     "target_score",
@@ -251,6 +257,7 @@ def resolved_ruleset_pb(rules: Ruleset) -> pb.ResolvedRuleset:
         thirteen_bid=rules.thirteen_bid,
         hand_size=rules.hand_size,
         scoring=_SCORINGS[rules.scoring],
+        spades_broken=_SPADES_BROKEN[rules.spades_broken],
     )
 
 

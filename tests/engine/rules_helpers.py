@@ -94,32 +94,43 @@ _TIERS = (("A", "K", "Q", "J"), ("T", "9", "8", "7"), ("6", "5", "4", "3"))
 
 def controlled_deal(tricks: Sequence[int]) -> tuple[list[list[Card]], list[str]]:
     """A four-seat deal and a play script in which seat ``s`` wins exactly
-    ``tricks[s]`` tricks, whoever leads first.
+    ``tricks[s]`` tricks, whoever leads first, whatever breaks spades.
 
     Tricks 1-9 are club, diamond and heart rounds in which every seat follows
-    suit and the holder of the top card wins.  The seat with the most tricks
-    wins trick 9 and then holds only spades, so it may lead them unbroken
-    (tricks 10-12, every seat follows again); the last trick is the four 2s,
-    taken by that seat's 2 of spades.
+    suit and the holder of the top card wins.  Trick 10 is the four 2s: the
+    winner of trick 9 leads the 2 of clubs and the seat with the most tricks,
+    void in clubs, trumps it with the 2 of spades, which breaks spades under
+    either ``spades_broken`` rule.  Tricks 11-13 are spade rounds, each seat
+    following again, led by seats that now hold only spades.  When one seat
+    takes all 13 tricks it leads every trick: the spade rounds come first, led
+    from a hand of only spades, and the four 2s last, the 2 of spades winning.
     """
     assert len(tricks) == 4 and sum(tricks) == 13, tricks
     strong = max(range(4), key=lambda s: tricks[s])
-    rest = [s for s in range(4) for _ in range(tricks[s] - (2 if s == strong else 0))]
-    winners = [*rest[:8], strong, *rest[8:], strong]
+    rounds = [s for s in range(4) for _ in range(tricks[s] - (1 if s == strong else 0))]
+    # the leader of the 2s: another seat that wins a trick, else the strong seat itself
+    leader = next((s for s in rounds if s != strong), strong)
+    rounds.remove(leader)
+    rounds.insert(8, leader)  # it wins trick 9, the last heart round
     held: list[list[str]] = [[] for _ in range(4)]
     script: list[str] = []
     for k in range(12):
         suit = "CDHS"[k // 3]
-        order = [winners[k]] + [s for s in range(4) if s != winners[k]]
+        order = [rounds[k]] + [s for s in range(4) if s != rounds[k]]
         trick = []
         for seat, rank in zip(order, _TIERS[k % 3], strict=True):
             held[seat].append(rank + suit)
             trick.append(rank + suit)
         script.append(" ".join(trick))
-    others = [s for s in range(4) if s != strong]
-    for seat, two in zip([strong, *others], ("2S", "2C", "2D", "2H"), strict=True):
+    others = [s for s in range(4) if s not in (leader, strong)]
+    twos = [(strong, "2S")]
+    if leader != strong:
+        twos += [(leader, "2C"), *zip(others, ("2D", "2H"), strict=True)]
+    else:
+        twos += list(zip(others, ("2C", "2D", "2H"), strict=True))
+    for seat, two in twos:
         held[seat].append(two)
-    script.append("2C 2D 2H 2S")
+    script.insert(9 if leader != strong else 12, "2C 2D 2H 2S")
     return [cards(" ".join(h)) for h in held], script
 
 
@@ -176,6 +187,20 @@ def of_type(events: Iterable[Event], name: str) -> list[Any]:
 
 def visible(events: Iterable[Event], seat: int | None, team: int | None) -> list[Event]:
     return [e for e in events if e.audience.visible_to(seat, team)]
+
+
+# A deal for RULES.md §3 "spades broken by" (trumping only, seed 000). Seat 1
+# leads (the classic table with dealer 0, or the polish one with dealer 1),
+# wins three clubs (SPADE_LEAD_CLUBS) and then holds only spades; seat 2
+# holds the ace and 2 of spades with hearts, seat 3 the 3 of spades with
+# diamonds, seat 0 clubs and two hearts.
+SPADE_LEAD_DEAL = deal(
+    "JC TC 9C 8C 7C 6C 5C 4C 3C 2C 3H 2H 2D",
+    "AC KC QC KS QS JS TS 9S 8S 7S 6S 5S 4S",
+    "AS 2S AH KH QH JH TH 9H 8H 7H 6H 5H 4H",
+    "3S AD KD QD JD TD 9D 8D 7D 6D 5D 4D 3D",
+)
+SPADE_LEAD_CLUBS = ["AC 4H 3D 2C", "KC 5H 4D 3C", "QC 6H 5D 4C"]
 
 
 # Every preset plus the variants that change the shape of a hand: used by the

@@ -15,8 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spades_engine import LOOK, Bid, Match, Phase, Ruleset, preset
+from spades_engine import LOOK, Bid, Match, Phase, Ruleset, SpadesBroken, preset
 from spades_engine.actions import PLAYS
+from spades_engine.bots.rollout import Table
+from spades_engine.bots.rollout import playout as rollout_playout
 from spades_engine.cards import SPADE_MASK, cards_of, mask_of, parse_hand
 from spades_engine.events import CardPlayed, HandScored, TrickWon
 from spades_engine.kernel import (
@@ -40,7 +42,7 @@ Rnd = Callable[[], float]
 
 RULESETS: dict[str, Ruleset] = {
     "classic": preset("classic"),
-    "polish": preset("polish"),  # dealer leads; blind nil with an exchange
+    "polish": preset("polish"),  # dealer leads; blind nil with an exchange; trumping breaks
     "german": preset("german"),  # jokers, 4 players without the 2C and 2D
     "bulgarian": preset("bulgarian"),  # the 2 of clubs leads
     "german3": preset("german", players=3),  # 54 cards, 18 tricks
@@ -49,6 +51,9 @@ RULESETS: dict[str, Ruleset] = {
     # seed 003's trick-count table, in partnerships and in cutthroat
     "bulgarian_tricks": preset("bulgarian", scoring="tricks"),
     "german_tricks": preset("german", scoring="tricks", set_penalty="ten_per_bid"),
+    # only trumping breaks spades, with jokers (they are spades) and with 3 seats
+    "german_trumping": preset("german", spades_broken="trumping"),
+    "german3_trumping": preset("german", players=3, spades_broken="trumping"),
 }
 NAMES = sorted(RULESETS)
 
@@ -69,7 +74,8 @@ def _finish_bidding(m: Match, rnd: Rnd) -> None:
 
 def _sim_of(m: Match) -> SimState:
     h = m.state.hand
-    return SimState(h.hands, h.leader, h.tricks_won, h.trick, h.spades_broken)
+    trumping = m.rules.spades_broken is SpadesBroken.TRUMPING
+    return SimState(h.hands, h.leader, h.tricks_won, h.trick, h.spades_broken, trumping=trumping)
 
 
 def _same_position(sim: SimState, m: Match) -> None:
@@ -80,6 +86,7 @@ def _same_position(sim: SimState, m: Match) -> None:
     assert sim.trick == h.trick
     assert sim.led_suit == h.led_suit
     assert sim.spades_broken == h.spades_broken
+    assert sim.trumping == (m.rules.spades_broken is SpadesBroken.TRUMPING)
     assert sim.tricks_won == h.tricks_won
 
 
@@ -146,7 +153,9 @@ def _kernel_playout(sim: SimState, rnd: Rnd) -> tuple[list[tuple[int, int]], tup
         play(sim, card)
     chunks = _Recorder(_suit_chunks(sim.hands), plays)
     tricks = sim.hands[0].bit_count()
-    _playout(chunks, sim.leader, sim.spades_broken, sim.tricks_won, rnd, tricks)
+    _playout(
+        chunks, sim.leader, sim.spades_broken, sim.tricks_won, rnd, tricks, trumping=sim.trumping
+    )
     assert not any(chunks)
     # Every card held is played once, by its holder.
     assert sorted(plays) == sorted((seat, c) for seat, h in enumerate(start) for c in cards_of(h))
@@ -216,10 +225,12 @@ def _lopsided_deal(rules: Ruleset, order: random.Random) -> list[list[int]]:
     return hands
 
 
-def test_spades_led_from_an_all_spade_hand_break_spades() -> None:
+@pytest.mark.parametrize("name", ["german", "german_trumping"])
+def test_spades_led_from_an_all_spade_hand_break_spades(name: str) -> None:
     """Seat 1 holds 13 of the 15 spades and must lead one; seat 2 wins it
-    with the Big Joker and may then lead its ace of spades."""
-    rules = RULESETS["german"]
+    with the Big Joker and may then lead its ace of spades (unless only
+    trumping breaks spades: then that lead broke nothing)."""
+    rules = RULESETS[name]
     spades: list[int] = list(cards_of(rules.deck_mask & SPADE_MASK))
     others: list[int] = list(cards_of(rules.deck_mask & NON_SPADES))
     high = [_c("AS"), _c("BJ")]
@@ -368,3 +379,59 @@ def test_bits_that_are_not_cards_are_refused() -> None:
 
 def _c(name: str) -> int:
     return parse_hand(name).bit_length() - 1
+
+
+def test_with_trumping_only_a_spade_played_to_a_side_suit_breaks_spades() -> None:
+    """SimState(trumping=True): a spade lead and the spades following it break
+    nothing; a spade (a joker too) played by a seat void in the suit led does."""
+    mixed = [parse_hand("2S 3C"), parse_hand("4S 5C"), parse_hand("6S 7C"), parse_hand("8S 9C")]
+    assert legal_mask(SimState(mixed, 0, trumping=True)) == parse_hand("3C")
+    state = SimState(
+        [parse_hand(h) for h in ("2S 3S", "4S 5C", "6S 7C", "8S 9C")], 0, trumping=True
+    )
+    assert legal_mask(state) == parse_hand("2S 3S")  # only spades held: a spade may be led
+    for c in ("2S", "4S", "6S"):
+        assert play(state, _c(c)) == -1
+        assert not state.spades_broken  # the lead, and spades following it
+    assert play(state, _c("8S")) == 3 and not state.spades_broken
+    assert legal_mask(state) == parse_hand("9C")  # seat 3 may still not lead its spade...
+    assert play(state, _c("9C")) == -1
+    play(state, _c("3S"))  # ...but seat 0, void in clubs, trumps: that breaks spades
+    assert state.spades_broken
+    # a trick in progress: a spade lead breaks nothing, a trump does
+    rest = [parse_hand("2C"), parse_hand("3C"), 0, parse_hand("5C")]
+    assert not SimState(rest, 2, trick=[_c("4S")], trumping=True).spades_broken
+    assert SimState(rest, 2, trick=[_c("4S")]).spades_broken
+    rest = [parse_hand("2C"), 0, 0, parse_hand("5C")]
+    assert SimState(rest, 1, trick=[_c("3H"), _c("BJ")], trumping=True).spades_broken
+    # play(): the Big Joker on a heart lead, by a seat void in hearts, breaks
+    joker = SimState([parse_hand("3H"), parse_hand("BJ"), parse_hand("4C")], 0, trumping=True)
+    play(joker, _c("3H"))
+    assert not joker.spades_broken
+    play(joker, _c("BJ"))
+    assert joker.spades_broken
+    assert joker.copy().trumping
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    name=st.sampled_from(NAMES),
+    order=st.randoms(use_true_random=False),
+    seed=st.integers(0, 2**32),
+)
+def test_the_expert_rollout_plays_the_engines_rules(
+    name: str, order: random.Random, seed: int
+) -> None:
+    """The Expert bot's rollout (``bots.rollout.playout``), with noise 1, plays a
+    uniformly random legal card each time (two ``rnd()`` calls a card): the
+    engine fed the same choices gives the same tricks, spades breaking by the
+    ruleset's rule (lopsided deals bring leads from hands of only spades)."""
+    rules = RULESETS[name]
+    m = Match(rules, seed=seed, deals=[_lopsided_deal(rules, order)], dealer=0)
+    rnd = random.Random(seed).random
+    _finish_bidding(m, rnd)
+    table = Table(m.rules, m.state.hand.bids)
+    won = rollout_playout(_sim_of(m), table, random.Random(seed).random, noise=1.0)
+    pick = random.Random(seed).random
+    _, tricks = _engine_playout(m, lambda: (pick(), pick())[1])
+    assert tuple(won) == tricks

@@ -45,6 +45,8 @@ CONFIGS: dict[str, Ruleset] = {
     "german_3": preset("german", players=3),
     "german_5": preset("german", players=5),
     "bulgarian": preset("bulgarian"),
+    # only trumping breaks spades (as in polish), with the jokers, which are spades
+    "german_trumping": preset("german", spades_broken="trumping"),
     # a short game so that match ends come up often
     "short_five_bags": preset("classic", target_score=120, mercy_score=-60, bag_rule="5_for_50"),
     # seed 003's trick-count table, short enough to end within a few hands
@@ -206,6 +208,7 @@ class Referee:
     passers: set[int] = field(default_factory=set)  # seats that have chosen cards to pass
     played: list[str] = field(default_factory=list)
     trick: list[tuple[int, str]] = field(default_factory=list)
+    broken: bool = False  # spades broken this hand, by the ruleset's spades_broken
     leader: int | None = None  # of the trick in progress; None before the first lead
     bids: list[int | None] = field(default_factory=list)
     blind: list[bool] = field(default_factory=list)
@@ -242,6 +245,7 @@ class Referee:
                     assert e.face_down == tuple(s for s in range(n) if not self.sees[s])
                 self.received, self.passers = [set() for _ in range(n)], set()
                 self.played, self.trick, self.leader = [], [], None
+                self.broken = False
                 self.bids, self.blind, self.tricks = [None] * n, [False] * n, [0] * n
             elif kind == "LookedAtCards":
                 assert not self.sees[e.seat]
@@ -266,6 +270,11 @@ class Referee:
                 self.holding[e.seat].remove(name)
                 if self.leader is None:
                     self.leader = e.seat
+                if suit(name) == "S" and (
+                    str(r.spades_broken) == "any_spade"
+                    or (self.trick and suit(self.trick[0][1]) != "S")
+                ):  # any spade; with "trumping" only one played to another suit led
+                    self.broken = True
                 self.trick.append((e.seat, name))
                 self.played.append(name)
             elif kind == "TrickWon":
@@ -339,6 +348,7 @@ class Referee:
                 leader = next(s for s in range(n) if "2C" in self.holding[s])
             else:
                 leader = (self.dealer + 1) % n
+        assert self.m.view(None).spades_broken == self.broken
         if seat != (leader + len(self.trick)) % n:
             return set()
         hand = self.holding[seat]
@@ -346,8 +356,7 @@ class Referee:
             led = suit(self.trick[0][1])
             options = {c for c in hand if suit(c) == led} or hand
         else:
-            broken = any(suit(c) == "S" for c in self.played)
-            options = hand if broken else {c for c in hand if suit(c) != "S"} or hand
+            options = hand if self.broken else {c for c in hand if suit(c) != "S"} or hand
         return {Play(parse_card(c)) for c in options}
 
 

@@ -352,3 +352,12 @@ def test_a_wrong_option_type_says_what_it_should_be() -> None:
         Ruleset(target_score="x")  # type: ignore[arg-type]
     with pytest.raises(RulesetError, match=r"jokers=1 must be true or false"):
         Ruleset(jokers=1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("option", ["bag_rule", "first_lead", "set_penalty", "spades_broken"])
+def test_a_deeply_nested_enum_value_is_a_ruleset_error(option: str) -> None:
+    nested: Any = []
+    for _ in range(3000):  # deeper than repr() can go
+        nested = [nested]
+    with pytest.raises(RulesetError, match=f"{option}=.* is not one of"):
+        Ruleset.from_dict({option: nested})

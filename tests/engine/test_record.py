@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from rules_helpers import CONFIGS
 
-from spades_engine import BLIND_NIL, Match, PassCards, Phase, Reason, Ruleset, preset
+from spades_engine import BLIND_NIL, Match, PassCards, Phase, Reason, Ruleset, SpadesBroken, preset
 from spades_engine.cards import card_name, cards_of
 from spades_engine.deck import deal, hand_seed
 from spades_engine.events import CardsPassed
@@ -372,3 +372,16 @@ def test_cli_in_process(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert main(["--help"]) == 0
     assert main(["validate"]) == 2
     assert "usage" in capsys.readouterr().err
+
+
+def test_a_record_written_before_spades_broken_replays_with_any_spade() -> None:
+    """A record's ruleset lists its options; one written before ``spades_broken``
+    existed lacks it, and it takes its default (the rule it was played by), even
+    for a polish table, whose preset now breaks spades only by trumping."""
+    old_polish = preset("polish", spades_broken="any_spade")
+    m = play_random(old_polish, 4, max_hands=1)
+    rec = record_of(m)
+    assert rec["ruleset"].pop("spades_broken") == "any_spade"
+    again = replay(rec)
+    assert again.rules == old_polish and again.rules.spades_broken is SpadesBroken.ANY_SPADE
+    assert again.to_snapshot() == m.to_snapshot()

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 from rules_helpers import (
+    SPADE_LEAD_CLUBS,
+    SPADE_LEAD_DEAL,
     act,
     bid_all,
     cards,
@@ -16,7 +19,7 @@ from rules_helpers import (
     reject,
 )
 
-from spades_engine import Match, Phase, Play, Reason, parse_card, preset
+from spades_engine import Match, Phase, Play, Reason, SpadesBroken, parse_card, preset
 
 # Seat 0 holds only clubs; seat 1 hearts and spades; seat 2 hearts and
 # diamonds; seat 3 diamonds and spades (the ace, then the low ones).
@@ -173,3 +176,104 @@ def test_cards_leave_the_hand_once_played() -> None:
     assert "AH" not in names(m.view(1).hand or ())
     assert names(m.view(1).hand or ()) == names(cards("KH QH JH TH 9H 8H KS QS JS TS 9S 2S"))
     assert m.view(None).hand_sizes == (13, 12, 13, 13)
+
+
+# RULES.md §3 "spades broken by": trumping only (seed 000), on SPADE_LEAD_DEAL.
+
+
+def _spade_lead_from_only_spades(rules_name: str, dealer: int, **options: str) -> Match:
+    """Seat 1 leads the 4 of spades from a hand of spades only; seat 2 follows
+    with the ace and wins, seat 3 follows with the 3, seat 0 discards a club."""
+    m = Match(preset(rules_name, **options), deals=[SPADE_LEAD_DEAL], dealer=dealer)
+    bid_all(m, [1, 1, 1, 1])
+    assert m.to_act == 1
+    play_tricks(m, SPADE_LEAD_CLUBS)
+    assert not m.view(None).spades_broken
+    assert len(m.legal_actions(1)) == 10  # only spades held: a spade may be led
+    play_tricks(m, ["4S AS 3S 5C"])
+    assert m.to_act == 2
+    return m
+
+
+@pytest.mark.parametrize(
+    ("rules_name", "dealer", "options"),
+    [("classic", 0, {"spades_broken": "trumping"}), ("polish", 1, {})],
+)
+def test_with_trumping_only_a_spade_lead_and_spades_following_it_break_nothing(
+    rules_name: str, dealer: int, options: dict[str, str]
+) -> None:
+    m = _spade_lead_from_only_spades(rules_name, dealer, **options)
+    assert not m.view(None).spades_broken and not m.view(2).spades_broken
+    # seat 2 won the spade trick and holds the 2 of spades and hearts: it may
+    # not lead the spade, that lead having broken nothing
+    assert legal_names(m, 2) == {"AH", "KH", "QH", "JH", "TH", "9H", "8H", "7H"}
+    reject(m, 2, Play(parse_card("2S")), Reason.SPADES_NOT_BROKEN)
+    act(m, "play 7H", "play 6D", "play 2H")  # seat 3 discards: nothing broken yet
+    assert not m.view(1).spades_broken
+    events = act(m, "play 5S")  # seat 1, void in hearts, trumps: that breaks spades
+    assert m.view(None).spades_broken and m.view(3).spades_broken
+    assert of_type(events, "TrickWon")[0].winner == 1
+
+
+def test_with_any_spade_the_same_spade_lead_breaks_spades() -> None:
+    """The default rule (seed 001) is unchanged: the lead from only spades
+    breaks spades, so the winner of that trick may lead its 2 of spades."""
+    m = _spade_lead_from_only_spades("classic", 0)
+    assert m.rules.spades_broken is SpadesBroken.ANY_SPADE
+    assert m.view(None).spades_broken
+    assert "2S" in legal_names(m, 2)
+    act(m, "play 2S")
+    assert m.view(None).led_suit == 3
+
+
+def test_with_trumping_only_a_spade_played_when_void_breaks_spades() -> None:
+    m = Match(preset("polish"), deals=[DEAL], dealer=1)  # seat 1 (the dealer) leads
+    bid_all(m, [1, 1, 1, 1])
+    act(m, "play 9H", "play 3H")
+    assert not m.view(None).spades_broken
+    act(m, "play 3S")  # seat 3, void in hearts, trumps
+    assert m.view(None).spades_broken
+    act(m, "play KC")
+    assert {"AS", "4S", "7D"} <= legal_names(m, 3)  # the trick's winner may lead a spade
+
+
+# The same deal with both jokers (the 2 of clubs and 2 of diamonds out): seat 1
+# holds them with eight spades after its clubs; seat 0 holds the 5 and 4 of spades.
+JOKER_DEAL = deal(
+    "JC TC 9C 8C 7C 6C 5C 4C 3C 3H 2H 5S 4S",
+    "AC KC QC BJ LJ KS QS JS TS 9S 8S 7S 6S",
+    "AS 2S AH KH QH JH TH 9H 8H 7H 6H 5H 4H",
+    "3S AD KD QD JD TD 9D 8D 7D 6D 5D 4D 3D",
+)
+
+
+def test_with_trumping_only_a_joker_led_from_only_spades_breaks_nothing_a_joker_trump_does() -> (
+    None
+):
+    rules = preset("classic", jokers=True, spades_broken="trumping")
+    m = Match(rules, deals=[JOKER_DEAL], dealer=0)
+    bid_all(m, [1, 1, 1, 1])
+    play_tricks(m, ["AC 4H 3D 3C", "KC 5H 4D 4C", "QC 6H 5D 5C"])
+    play_tricks(m, ["LJ 2S 3S 4S"])  # the Little Joker led from only spades, followed
+    assert m.to_act == 1 and not m.view(None).spades_broken
+    play_tricks(m, ["6S AS 6D 5S"])  # seat 3 discards; seat 2 wins with the ace
+    assert m.to_act == 2 and not m.view(None).spades_broken
+    act(m, "play 7H", "play 7D", "play 2H")
+    assert not m.view(None).spades_broken
+    events = act(m, "play BJ")  # seat 1, void in hearts, trumps with the Big Joker
+    assert m.view(None).spades_broken
+    assert of_type(events, "TrickWon")[0].winner == 1
+
+
+@pytest.mark.parametrize("spades_broken", ["any_spade", "trumping"])
+def test_controlled_deals_play_out_under_either_spades_broken_rule(spades_broken: str) -> None:
+    """The rule tests' helper: its scripts are legal whatever breaks spades."""
+    rules = preset("classic", spades_broken=spades_broken)
+    for tricks in ([4, 3, 3, 3], [13, 0, 0, 0], [0, 1, 10, 2], [6, 1, 6, 0], [0, 0, 0, 13]):
+        for dealer in range(4):
+            d, script = controlled_deal(tricks)
+            m = Match(rules, deals=[d], dealer=dealer)
+            bid_all(m, [1, 1, 1, 1])
+            events = play_tricks(m, script)
+            (scored,) = of_type(events, "HandScored")
+            assert list(scored.tricks) == tricks

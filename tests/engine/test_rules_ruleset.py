@@ -4,6 +4,7 @@ error naming the conflicting options; presets match the seeds."""
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from spades_engine import (
     RulesetError,
     Scoring,
     SetPenalty,
+    SpadesBroken,
     preset,
 )
 from spades_engine.ruleset import OPTION_NAMES
@@ -33,11 +35,14 @@ def test_classic_is_the_default_table() -> None:
     assert r.first_lead is FirstLead.LEFT_OF_DEALER
     assert r.set_penalty is SetPenalty.TEN_PER_BID
     assert (r.blind_nil, r.thirteen_bid, r.nil_allowed) == (False, False, True)
+    assert r.spades_broken is SpadesBroken.ANY_SPADE
 
 
 def test_the_presets_follow_their_seeds() -> None:
     polish, german, bulgarian = preset("polish"), preset("german"), preset("bulgarian")
     assert polish.first_lead is FirstLead.DEALER
+    assert polish.spades_broken is SpadesBroken.TRUMPING  # "przebije kartą atutową"
+    assert german.spades_broken is bulgarian.spades_broken is SpadesBroken.ANY_SPADE
     assert (polish.blind_nil, polish.blind_nil_deficit, polish.blind_nil_exchange) == (
         True,
         100,
@@ -84,6 +89,8 @@ def test_overrides_and_dict_round_trip() -> None:
         ({"bag_rule": "7_for_70"}, {"bag_rule"}),
         ({"first_lead": "north"}, {"first_lead"}),
         ({"set_penalty": "half"}, {"set_penalty"}),
+        ({"spades_broken": "leading"}, {"spades_broken"}),
+        ({"spades_broken": True}, {"spades_broken"}),
         ({"target_score": "500"}, {"target_score"}),
         ({"jokers": "yes"}, {"jokers"}),
         ({"players": 4.0}, {"players"}),
@@ -118,6 +125,11 @@ def test_option_values_given_as_strings_act_like_the_enums() -> None:
     r = Ruleset(first_lead="dealer", bag_rule="off", set_penalty="zero")  # type: ignore[arg-type]
     assert r == preset("classic", first_lead="dealer", bag_rule="off", set_penalty="zero")
     assert r.first_lead is FirstLead.DEALER
+    t = Ruleset(spades_broken="trumping")  # type: ignore[arg-type]
+    assert t.spades_broken is SpadesBroken.TRUMPING
+    assert t == preset("classic", spades_broken=SpadesBroken.TRUMPING)
+    assert t.to_dict()["spades_broken"] == "trumping"
+    assert preset("polish", spades_broken="any_spade").spades_broken is SpadesBroken.ANY_SPADE
     d, script = controlled_deal([6, 0, 6, 1])
     m = Match(r, deals=[d], dealer=2)
     bid_all(m, [1, 1, 1, 1])
@@ -162,6 +174,7 @@ GRID: dict[str, tuple[Any, ...]] = {
     "blind_nil_exchange": (0, 2),
     "thirteen_bid": (True, False),
     "scoring": tuple(Scoring),
+    "spades_broken": tuple(SpadesBroken),
 }
 
 
@@ -183,7 +196,7 @@ def test_every_combination_is_playable_or_refused_with_named_options() -> None:
         (hs,) = of_type(events, "HandScored")
         assert sum(hs.tricks) == rules.hand_size
     assert playable and refused
-    assert playable + refused == 3 * 2 * 2 * 3 * 2 * 2 * 2 * 2 * 2
+    assert playable + refused == math.prod(len(values) for values in GRID.values())
 
 
 def test_an_explicit_deal_must_split_the_deck() -> None:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from rules_helpers import CONFIGS
+from rules_helpers import CONFIGS, SPADE_LEAD_CLUBS, SPADE_LEAD_DEAL
 
 from spades_engine import (
     BLIND_NIL,
@@ -22,16 +22,21 @@ from spades_engine import (
     Look,
     Match,
     Phase,
+    Play,
     Reason,
     Scoring,
     SnapshotError,
+    SpadesBroken,
     event_to_dict,
+    parse_card,
     preset,
     replay_snapshot,
 )
 from spades_engine.deck import deal, hand_seed
 from spades_engine.errors import IllegalAction
+from spades_engine.ruleset import OPTION_NAMES
 from spades_engine.snapshot import (
+    LATER_OPTIONS,
     MAGIC,
     MAX_PAYLOAD,
     VERSION,
@@ -553,4 +558,52 @@ def test_exchange_inconsistencies_are_refused(sample: bytes) -> None:
     doc = sample_doc(sample)
     doc["phase"] = "playing"
     with pytest.raises(SnapshotError, match=r"phase: \"playing\" does not follow"):
+        load_snapshot(encode(doc))
+
+
+# -- options added after version 1 ---------------------------------------------------------
+
+
+def _without(snapshot: bytes, *options: str) -> dict[str, Any]:
+    """The document as a snapshot written before ``options`` existed holds it."""
+    doc = sample_doc(snapshot)
+    for name in options:
+        del doc["rules"][name]
+    return doc
+
+
+def test_later_options_are_the_options_added_since_version_1() -> None:
+    assert set(LATER_OPTIONS) <= set(OPTION_NAMES)
+    assert "spades_broken" in LATER_OPTIONS
+
+
+def test_a_snapshot_without_spades_broken_loads_with_any_spade() -> None:
+    m = Match(preset("classic"), seed=5)
+    play(m, random.Random(5), max_hands=1)
+    before = m.to_snapshot()
+    loaded = load_snapshot(encode(_without(before, "spades_broken")))
+    assert loaded.rules.spades_broken is SpadesBroken.ANY_SPADE
+    assert loaded.to_snapshot() == before  # dumped again, with the option spelled out
+
+
+def test_an_old_polish_snapshot_keeps_the_rule_it_was_played_by() -> None:
+    """A polish match saved before the option existed was played with any spade
+    breaking spades: it loads with that rule, not the preset's new trumping."""
+    old_polish = preset("polish", spades_broken="any_spade")
+    m = Match(old_polish, deals=[SPADE_LEAD_DEAL], dealer=1, seed=3)
+    for _ in range(4):
+        seat = m.to_act
+        m.apply(seat, Bid(1))
+    for trick in [*SPADE_LEAD_CLUBS, "4S AS 3S 5C"]:
+        for _ in range(4):
+            seat = m.to_act
+            held = [c for c in map(parse_card, trick.split()) if m.state.hand.hands[seat] >> c & 1]
+            m.apply(seat, Play(held[0]))
+    m.apply(2, Play(parse_card("2S")))  # legal only because the spade lead broke spades
+    doc = _without(m.to_snapshot(), "spades_broken")
+    loaded = load_snapshot(encode(doc))
+    assert loaded.rules == old_polish != preset("polish")
+    assert loaded.to_snapshot() == m.to_snapshot()
+    doc["rules"]["spades_broken"] = "trumping"  # the preset's value does not replay
+    with pytest.raises(SnapshotError, match=r"actions\[\d+\].*SPADES_NOT_BROKEN"):
         load_snapshot(encode(doc))

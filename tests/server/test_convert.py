@@ -459,6 +459,18 @@ def test_empty_ruleset_is_classic() -> None:
         ),
         (pb.Ruleset(scoring=pb.SCORING_CLASSIC), preset("classic")),
         (pb.Ruleset(scoring=pb.SCORING_UNSPECIFIED), preset("classic")),
+        (
+            pb.Ruleset(spades_broken=pb.SPADES_BROKEN_TRUMPING),
+            preset("classic", spades_broken="trumping"),
+        ),
+        (
+            pb.Ruleset(preset="polish", spades_broken=pb.SPADES_BROKEN_ANY_SPADE),
+            preset("polish", spades_broken="any_spade"),
+        ),
+        (
+            pb.Ruleset(preset="polish", spades_broken=pb.SPADES_BROKEN_UNSPECIFIED),
+            preset("polish"),  # trumping, the preset's
+        ),
     ],
 )
 def test_ruleset_options_apply(msg: pb.Ruleset, expected: Ruleset) -> None:
@@ -505,6 +517,7 @@ def test_unset_options_keep_the_preset() -> None:
             pb.Ruleset(scoring=pb.SCORING_TRICKS, bag_rule=pb.BAG_RULE_OFF),
             {"scoring", "bag_rule"},
         ),
+        (pb.Ruleset(spades_broken=pb.SpadesBroken.ValueType(9)), {"spades_broken"}),
     ],
 )
 def test_invalid_rulesets_raise_ruleset_error(msg: pb.Ruleset, options: set[str]) -> None:
@@ -531,6 +544,7 @@ def test_resolved_ruleset(rules: Ruleset) -> None:
     assert pb.FirstLead.Name(msg.first_lead) == "FIRST_LEAD_" + rules.first_lead.name
     assert pb.SetPenalty.Name(msg.set_penalty) == "SET_PENALTY_" + rules.set_penalty.name
     assert pb.Scoring.Name(msg.scoring) == "SCORING_" + rules.scoring.name
+    assert pb.SpadesBroken.Name(msg.spades_broken) == "SPADES_BROKEN_" + rules.spades_broken.name
     # Every option given back as a Ruleset rebuilds the same rules.
     back = pb.Ruleset(
         target_score=msg.target_score,
@@ -547,6 +561,7 @@ def test_resolved_ruleset(rules: Ruleset) -> None:
         players=msg.players,
         thirteen_bid=msg.thirteen_bid,
         scoring=msg.scoring,
+        spades_broken=msg.spades_broken,
     )
     if msg.has_mercy_score:
         back.mercy_score = msg.mercy_score

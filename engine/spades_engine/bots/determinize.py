@@ -7,7 +7,8 @@ that samples with it still sees only what its seat may see.  What is known:
 * the viewer's own hand, and every card played this hand (never re-dealt);
 * how many cards each seat holds now;
 * voids: a seat that did not follow the suit led holds none of that suit, and
-  a seat that led a spade before spades were broken held nothing but spades;
+  a seat that led a spade before spades were broken (by the ruleset's
+  ``spades_broken`` rule) held nothing but spades;
 * the blind nil exchange: the cards the viewer passed are in the partner's hand
   (until the partner plays them).
 
@@ -23,6 +24,7 @@ import random
 from dataclasses import dataclass
 
 from ..cards import SPADES
+from ..ruleset import SpadesBroken
 from ..view import SeatView
 from .hand_eval import expected_tricks
 
@@ -53,6 +55,7 @@ def knowledge_from_view(view: SeatView) -> Knowledge:
     voids = [0] * n
     played = [0] * n
     broken = False
+    trumping = view.rules.spades_broken is SpadesBroken.TRUMPING
     tricks = [(t.leader, t.cards) for t in view.tricks]
     if view.trick:
         tricks.append((view.leader, view.trick))
@@ -65,8 +68,8 @@ def knowledge_from_view(view: SeatView) -> Knowledge:
             played[s] |= 1 << c
             if c >> 4 != led:
                 voids[s] |= 1 << led
-            if c >> 4 == SPADES:
-                broken = True
+            if c >> 4 == SPADES and (not trumping or led != SPADES):
+                broken = True  # with trumping, only a spade played to a side suit
     gone = hand | view.played_cards()
     pinned = [0] * n
     if view.passed and view.received:  # the exchange is done: the partner has my cards

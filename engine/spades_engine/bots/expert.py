@@ -48,7 +48,7 @@ from ..cards import SPADE_MASK, SPADES
 from ..events import SideScore
 from ..kernel import SimState, first_leader
 from ..kernel import play as kernel_play
-from ..ruleset import BagRule, Ruleset, Scoring
+from ..ruleset import BagRule, Ruleset, Scoring, SpadesBroken
 from ..scoring import match_winner, score_hand
 from ..view import SeatView
 from .determinize import bid_weight, knowledge_from_view, sample_deal
@@ -225,7 +225,14 @@ def _choose_card(view: SeatView, rng: random.Random, budget: _Budget) -> Action:
     while True:
         hands = sample_deal(k, rng)
         w = max(bid_weight(k, hands, view), 1e-9)
-        base = SimState(hands, view.leader, view.tricks_won, view.trick, view.spades_broken)
+        base = SimState(
+            hands,
+            view.leader,
+            view.tricks_won,
+            view.trick,
+            view.spades_broken,
+            trumping=view.rules.spades_broken is SpadesBroken.TRUMPING,
+        )
         for i, c in enumerate(cands):
             st = base.copy()
             kernel_play(st, c)
@@ -261,7 +268,11 @@ def _choose_bid(view: SeatView, rng: random.Random, budget: _Budget) -> Action:
     while True:
         hands = sample_deal(k, rng)
         w = max(bid_weight(k, hands, view), 1e-9)
-        st = SimState(hands, first_leader(rules, hands, view.dealer))
+        st = SimState(
+            hands,
+            first_leader(rules, hands, view.dealer),
+            trumping=rules.spades_broken is SpadesBroken.TRUMPING,
+        )
         won = playout(st.copy(), take_table, rnd, NOISE)
         key = _outcome_key(_partner_bid(view, partner, won), won, mates)
         take[key] = take.get(key, 0.0) + w

@@ -224,6 +224,7 @@ def playout(state: SimState, table: Table, rnd: Rnd, noise: float = 0.0) -> list
     seat = state.to_act
     trick = state.trick
     broken = state.spades_broken
+    trumping = state.trumping
     led = state.led_suit
     best = -1
     win = -1
@@ -255,8 +256,8 @@ def playout(state: SimState, table: Table, rnd: Rnd, noise: float = 0.0) -> list
                 partner[seat],
             )
         hands[seat] ^= 1 << c
-        if c >= 48:
-            broken = True
+        if c >= 48 and (not trumping or (count and led != 3)):
+            broken = True  # any spade, or with trumping one played to a side suit
         if count == 0:
             led = c >> 4
             best, win = c, seat
