@@ -63,6 +63,7 @@ class Ruleset:
     blind_nil: bool = False
     blind_nil_deficit: int = 100
     blind_nil_exchange: int = 2
+    blind_nil_exchange_optional: bool = False  # seed 000: the blind nil player "may" exchange
     first_lead: FirstLead = FirstLead.LEFT_OF_DEALER
     nil_allowed: bool = True
     set_penalty: SetPenalty = SetPenalty.TEN_PER_BID
@@ -142,7 +143,16 @@ _ENUMS: dict[str, type[StrEnum]] = {
 }
 
 
-_BOOLS = frozenset({"blind_nil", "nil_allowed", "partnerships", "jokers", "thirteen_bid"})
+_BOOLS = frozenset(
+    {
+        "blind_nil",
+        "blind_nil_exchange_optional",
+        "nil_allowed",
+        "partnerships",
+        "jokers",
+        "thirteen_bid",
+    }
+)
 _KIND_NAMES = {bool: "true or false", int: "an integer"}
 
 
@@ -281,7 +291,33 @@ def _check(values: dict[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
             "blind_nil_exchange",
             "partnerships",
         )
+    if fine("blind_nil_exchange_optional", "blind_nil_exchange", "partnerships"):
+        problems += _optional_exchange_problems(v)
     return out, problems
+
+
+def _optional_exchange_problems(v: dict[str, Any]) -> list[Problem]:
+    """An optional exchange needs an exchange, and partners to exchange with."""
+    if not v["blind_nil_exchange_optional"]:
+        return []
+    problems: list[Problem] = []
+    if not v["blind_nil_exchange"]:
+        problems.append(
+            (
+                "blind_nil_exchange_optional=true needs an exchange to choose: set "
+                "blind_nil_exchange to 1 or more cards",
+                ("blind_nil_exchange_optional", "blind_nil_exchange"),
+            )
+        )
+    if not v["partnerships"]:
+        problems.append(
+            (
+                "blind_nil_exchange_optional=true passes cards to a partner, so it needs "
+                "partnerships=true",
+                ("blind_nil_exchange_optional", "partnerships"),
+            )
+        )
+    return problems
 
 
 def _deck_mask(players: int, jokers: bool) -> int:
@@ -300,12 +336,14 @@ PRESETS: dict[str, Ruleset] = {
     # seed 001 "Piki ... Wersja 1.0.0": the default table.
     "classic": Ruleset(),
     # seed 000 (Polish club rules): partners talk bids over, dealer leads,
-    # blind nil when trailing by 100 with a 2-card exchange.
+    # blind nil when trailing by 100 with a 2-card exchange that the blind nil
+    # player may take or decline ("może wymienić").
     "polish": Ruleset(
         first_lead=FirstLead.DEALER,
         blind_nil=True,
         blind_nil_deficit=100,
         blind_nil_exchange=2,
+        blind_nil_exchange_optional=True,
     ),
     # seed 002 (German): four individual players with both jokers, minimum bid
     # one, a broken contract scores zero, no mercy rule.

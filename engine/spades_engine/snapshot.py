@@ -17,7 +17,7 @@ The JSON object has one key per field of ``MatchState`` plus ``actions``:
   integer fields in declaration order (side, contract, tricks, contract_points,
   nil_points, bags_taken, bag_penalty, hand_points, score, bags);
 - ``hand``: every field of ``HandState``: masks for ``dealt``, ``hands`` and
-  ``exchange_chosen``, cards as integers elsewhere, the two dicts as
+  ``exchange_chosen``, cards as integers elsewhere, the dicts as
   ``[seat, value]`` pairs in insertion order, finished tricks as
   ``[leader, [cards in play order], winner]``;
 - ``actions``: the applied actions as ``[seat, "play QS"]`` (the record's text
@@ -30,7 +30,10 @@ through ``Match.apply`` and refuses the snapshot unless every other field is
 exactly what the replay gives.  So a state play cannot reach (a revoke, a
 score that is not the sum of its hands, a winner who did not win, actions
 that do not lead to the state) is refused, by the rules themselves rather than
-by a second description of them.  A refusal raises ``SnapshotError`` naming
+by a second description of them.  Keys added to the document after snapshots
+were first written (``LATER_OPTIONS`` of ``rules``, ``LATER_HAND_KEYS`` of
+``hand``) may be missing from an older snapshot: they are read as their
+defaults, which is what the older engine played.  A refusal raises ``SnapshotError`` naming
 the first bad field.  Dumping a loaded match gives the same bytes back.
 
 Loading therefore costs a replay: 2.7 ms for a whole classic match of 560
@@ -61,6 +64,14 @@ VERSION = 1
 MAX_PAYLOAD = 32 * 1024 * 1024
 """Refuse snapshots that inflate to more than this many bytes of JSON."""
 
+LATER_OPTIONS: dict[str, Any] = {"blind_nil_exchange_optional": False}
+"""Ruleset options added after snapshots were first written, with the value an
+older snapshot (which lacks them) played with."""
+
+LATER_HAND_KEYS: dict[str, Any] = {"exchange_deciders": [], "exchange_decisions": []}
+"""Keys of ``hand`` added after snapshots were first written, with the value
+they always had in an older snapshot (which lacks them)."""
+
 _SIDE_SCORE_FIELDS = tuple(f.name for f in dataclasses.fields(SideScore))
 _MATCH_KEYS = (*(f.name for f in dataclasses.fields(MatchState)), "actions")
 
@@ -88,6 +99,8 @@ def snapshot_document(st: MatchState, actions: list[tuple[int, Action]]) -> dict
         "blind": list(h.blind),
         "tricks_won": list(h.tricks_won),
         "to_act": h.to_act,
+        "exchange_deciders": list(h.exchange_deciders),
+        "exchange_decisions": [[seat, yes] for seat, yes in h.exchange_decisions.items()],
         "exchange_seats": list(h.exchange_seats),
         "exchange_chosen": [[seat, mask] for seat, mask in h.exchange_chosen.items()],
         "received": [[seat, list(cards)] for seat, cards in h.received.items()],
@@ -139,7 +152,7 @@ def replay_snapshot(data: bytes) -> tuple[Match, list[Event]]:
     """
     from .match import Match
 
-    doc = _document(data)
+    doc = with_later_keys(_document(data))
     rules, seed, deals, dealer, actions = _Reader().start(doc)
     match = Match(rules, seed=seed, deals=deals, dealer=dealer)
     events: list[Event] = list(match.opening_events)
@@ -194,6 +207,19 @@ def _inflate(payload: bytes) -> bytes:
             f"snapshot has {len(d.unused_data)} unexpected byte(s) after its payload"
         )
     return text
+
+
+def with_later_keys(doc: Any) -> Any:
+    """An older snapshot's document with the keys added since filled in as their
+    defaults (left alone when not shaped like a document: the reader says why)."""
+    if type(doc) is not dict:
+        return doc
+    rules, hand = doc.get("rules"), doc.get("hand")
+    if type(rules) is dict and any(k not in rules for k in LATER_OPTIONS):
+        doc = {**doc, "rules": {**LATER_OPTIONS, **rules}}
+    if type(hand) is dict and any(k not in hand for k in LATER_HAND_KEYS):
+        doc = {**doc, "hand": {**LATER_HAND_KEYS, **hand}}
+    return doc
 
 
 def _no_constant(name: str) -> None:

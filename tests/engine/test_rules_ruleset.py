@@ -42,6 +42,8 @@ def test_the_presets_follow_their_seeds() -> None:
         100,
         2,
     )
+    assert polish.blind_nil_exchange_optional  # seed 000: "może wymienić"
+    assert not preset("classic").blind_nil_exchange_optional
     assert (german.partnerships, german.jokers, german.nil_allowed) == (False, True, False)
     assert german.set_penalty is SetPenalty.ZERO
     assert bulgarian.first_lead is FirstLead.TWO_OF_CLUBS
@@ -73,6 +75,15 @@ def test_overrides_and_dict_round_trip() -> None:
         ({"jokers": True, "first_lead": "two_of_clubs"}, {"first_lead", "jokers", "players"}),
         ({"blind_nil": True, "nil_allowed": False}, {"blind_nil", "nil_allowed"}),
         ({"blind_nil": True, "partnerships": False}, {"blind_nil_exchange", "partnerships"}),
+        (
+            {"blind_nil_exchange_optional": True, "blind_nil_exchange": 0},
+            {"blind_nil_exchange_optional", "blind_nil_exchange"},
+        ),
+        (
+            {"blind_nil_exchange_optional": True, "partnerships": False},
+            {"blind_nil_exchange_optional", "partnerships"},
+        ),
+        ({"blind_nil_exchange_optional": "yes"}, {"blind_nil_exchange_optional"}),
         ({"target_score": 0}, {"target_score"}),
         ({"target_score": -500}, {"target_score"}),
         ({"mercy_score": 0}, {"mercy_score"}),
@@ -145,6 +156,7 @@ GRID: dict[str, tuple[Any, ...]] = {
     "blind_nil": (True, False),
     "nil_allowed": (True, False),
     "blind_nil_exchange": (0, 2),
+    "blind_nil_exchange_optional": (True, False),
     "thirteen_bid": (True, False),
 }
 
@@ -167,7 +179,7 @@ def test_every_combination_is_playable_or_refused_with_named_options() -> None:
         (hs,) = of_type(events, "HandScored")
         assert sum(hs.tricks) == rules.hand_size
     assert playable and refused
-    assert playable + refused == 3 * 2 * 2 * 3 * 2 * 2 * 2 * 2
+    assert playable + refused == 3 * 2 * 2 * 3 * 2 * 2 * 2 * 2 * 2
 
 
 def test_an_explicit_deal_must_split_the_deck() -> None:
