@@ -27,7 +27,7 @@ from .deck import DealError
 from .errors import ActionParseError, IllegalAction, Reason, SnapshotError, SpadesError
 from .events import Audience, Event, event_to_dict
 from .match import Match
-from .ruleset import PRESETS, BagRule, FirstLead, Ruleset, RulesetError, SetPenalty, preset
+from .ruleset import PRESETS, BagRule, FirstLead, Ruleset, RulesetError, Scoring, SetPenalty, preset
 from .snapshot import replay_snapshot
 from .state import Phase
 from .view import SeatView
@@ -59,6 +59,7 @@ __all__ = [
     "Reason",
     "Ruleset",
     "RulesetError",
+    "Scoring",
     "SeatView",
     "SetPenalty",
     "SnapshotError",

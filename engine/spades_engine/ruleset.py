@@ -34,6 +34,11 @@ class SetPenalty(StrEnum):
     ZERO = "zero"  # seed 002: a broken contract scores 0
 
 
+class Scoring(StrEnum):
+    CLASSIC = "classic"  # seed 001: 10 per bid, overtricks are bags (RULES.md §1)
+    TRICKS = "tricks"  # seed 003's own table: points = contract, bags = shortfall (§3.1)
+
+
 class RulesetError(SpadesError, ValueError):
     """Option values or combinations of options that cannot be played.
 
@@ -71,6 +76,7 @@ class Ruleset:
     jokers: bool = False
     players: int = 4
     thirteen_bid: bool = False
+    scoring: Scoring = Scoring.CLASSIC
     # Derived once, so hot paths read a field instead of recomputing.
     deck_mask: int = field(init=False, repr=False, compare=False)
     hand_size: int = field(init=False, repr=False, compare=False)
@@ -140,6 +146,7 @@ _ENUMS: dict[str, type[StrEnum]] = {
     "bag_rule": BagRule,
     "first_lead": FirstLead,
     "set_penalty": SetPenalty,
+    "scoring": Scoring,
 }
 
 
@@ -293,6 +300,7 @@ def _check(values: dict[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
         )
     if fine("blind_nil_exchange_optional", "blind_nil_exchange", "partnerships"):
         problems += _optional_exchange_problems(v)
+    problems += _scoring_problems(v, bad)
     return out, problems
 
 
@@ -318,6 +326,28 @@ def _optional_exchange_problems(v: dict[str, Any]) -> list[Problem]:
             )
         )
     return problems
+
+
+_TRICKS_IGNORES: dict[str, tuple[StrEnum, str]] = {
+    "bag_rule": (BagRule.TEN_FOR_100, "it counts its own bags, the tricks short of a set"),
+    "set_penalty": (SetPenalty.TEN_PER_BID, "a set contract scores 0 and takes bags"),
+}
+"""Options trick-count scoring does not use: only their default is accepted."""
+
+
+def _scoring_problems(v: dict[str, Any], bad: set[str]) -> list[Problem]:
+    """scoring=tricks with a bag rule or set penalty other than the default."""
+    if "scoring" in bad or v["scoring"] is not Scoring.TRICKS:
+        return []
+    return [
+        (
+            f"{name}={v[name]} has no meaning with scoring=tricks ({why}); "
+            f"leave {name} at its default, {default}",
+            ("scoring", name),
+        )
+        for name, (default, why) in _TRICKS_IGNORES.items()
+        if name not in bad and v[name] is not default
+    ]
 
 
 def _deck_mask(players: int, jokers: bool) -> int:

@@ -9,11 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .events import SideScore
-from .ruleset import BagRule, Ruleset, SetPenalty
+from .ruleset import BagRule, Ruleset, Scoring, SetPenalty
 
 NIL_POINTS = 100
 BLIND_NIL_POINTS = 200
 _BAG_LIMITS = {BagRule.TEN_FOR_100: (10, 100), BagRule.FIVE_FOR_50: (5, 50)}
+TRICK_BAGS_CHEAP = 10
+"""Trick-count scoring: a bag that brings the side's running total to at most
+this costs 1 point; a bag that brings it above costs 10."""
 
 
 def score_hand(
@@ -45,13 +48,21 @@ def _score_side(
     taken = sum(tricks[s] for s in seats)
     all_tricks = rules.tricks_per_hand
     bags_taken = 0
-    if taken >= contract:
+    tricks_scoring = rules.scoring is Scoring.TRICKS
+    if tricks_scoring:
+        # seed 003: made scores the contract, overtricks nothing; each trick
+        # short of a set contract is a bag.
+        contract_points = contract if taken >= contract else 0
+        bags_taken = max(0, contract - taken)
+    elif taken >= contract:
         contract_points = 10 * contract + (taken - contract)
         bags_taken = taken - contract
     else:
         contract_points = -10 * contract if rules.set_penalty is SetPenalty.TEN_PER_BID else 0
-        if rules.thirteen_bid and contract == all_tricks:
-            bags_taken = all_tricks  # seed 003: a failed thirteen bid also takes 13 bags
+    if rules.thirteen_bid and taken < all_tricks:
+        # seed 003: a player whose own bid is every trick, and whose side takes
+        # fewer, brings the side that many bags (a 13 made of 7 + 6 does not).
+        bags_taken += all_tricks * sum(1 for s in seats if bids[s] == all_tricks)
     nil_points = 0
     for s in seats:
         if bids[s] == 0:
@@ -62,7 +73,11 @@ def _score_side(
         hand_points *= 2
     bag_penalty = 0
     bags = bags_before
-    if rules.bag_rule is not BagRule.OFF:
+    if tricks_scoring:
+        bags += bags_taken
+        cheap = max(0, min(bags, TRICK_BAGS_CHEAP) - bags_before)
+        bag_penalty = -(cheap + 10 * (bags_taken - cheap))
+    elif rules.bag_rule is not BagRule.OFF:
         limit, penalty = _BAG_LIMITS[rules.bag_rule]
         bags += bags_taken
         bag_penalty = -penalty * (bags // limit)

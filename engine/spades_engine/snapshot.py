@@ -8,7 +8,9 @@ Layout::
 
 The JSON object has one key per field of ``MatchState`` plus ``actions``:
 
-- ``rules``: ``Ruleset.to_dict()`` (every option, enums as their string values);
+- ``rules``: ``Ruleset.to_dict()`` (every option, enums as their string values;
+  an option added after version 1, named in ``LATER_OPTIONS``, may be missing
+  and then takes its default);
 - ``seed``, ``first_dealer``, ``action_count``: integers; ``winner``: a side or null;
 - ``deals``: explicit deals, hands as integer masks (bit ``c`` = card ``c``);
 - ``phase``: the ``Phase`` value (``"bidding"``, ...);
@@ -19,7 +21,9 @@ The JSON object has one key per field of ``MatchState`` plus ``actions``:
 - ``hand``: every field of ``HandState``: masks for ``dealt``, ``hands`` and
   ``exchange_chosen``, cards as integers elsewhere, the dicts as
   ``[seat, value]`` pairs in insertion order, finished tricks as
-  ``[leader, [cards in play order], winner]``;
+  ``[leader, [cards in play order], winner]``; a key added after version 1,
+  named in ``LATER_HAND_KEYS`` (the optional exchange's ``exchange_deciders``
+  and ``exchange_decisions``), may be missing and then takes its default;
 - ``actions``: the applied actions as ``[seat, "play QS"]`` (the record's text
   form), so the game record survives a snapshot.
 
@@ -30,12 +34,11 @@ through ``Match.apply`` and refuses the snapshot unless every other field is
 exactly what the replay gives.  So a state play cannot reach (a revoke, a
 score that is not the sum of its hands, a winner who did not win, actions
 that do not lead to the state) is refused, by the rules themselves rather than
-by a second description of them.  Keys added to the document after snapshots
-were first written (``LATER_OPTIONS`` of ``rules``, ``LATER_HAND_KEYS`` of
-``hand``) may be missing from an older snapshot: they are read as their
-defaults, which is what the older engine played.  A refusal raises
-``SnapshotError`` naming the first bad field.  Dumping a loaded match gives
-the same bytes back (an older snapshot's, with the keys added since).
+by a second description of them.  The later keys an older snapshot lacks are
+filled in (``with_later_keys``) before any of this, so it loads as what the
+older engine played.  A refusal raises ``SnapshotError`` naming the first bad
+field.  Dumping a loaded match gives the same bytes back (for an older
+snapshot, with the later keys).
 
 Loading therefore costs a replay: 2.7 ms for a whole classic match of 560
 actions, 1.1 ms with the field-by-field checks before (``bench/snapshot_load.py``).
@@ -52,7 +55,7 @@ from typing import TYPE_CHECKING, Any
 from .actions import Action, parse_action
 from .cards import Card, CardError, card_name, cards_of
 from .deck import SEED_BITS, DealError, check_deal
-from .errors import IllegalAction, SnapshotError
+from .errors import IllegalAction, SnapshotError, SpadesError
 from .events import Event, SideScore
 from .ruleset import OPTION_NAMES, Ruleset, RulesetError
 from .state import MatchState
@@ -65,13 +68,14 @@ VERSION = 1
 MAX_PAYLOAD = 32 * 1024 * 1024
 """Refuse snapshots that inflate to more than this many bytes of JSON."""
 
-LATER_OPTIONS: dict[str, Any] = {"blind_nil_exchange_optional": False}
-"""Ruleset options added after snapshots were first written, with the value an
-older snapshot (which lacks them) played with."""
+LATER_OPTIONS: tuple[str, ...] = ("scoring", "blind_nil_exchange_optional")
+"""Ruleset options added after version 1: a snapshot's ``rules`` written before
+them lacks their keys, and loads with their defaults."""
+DEFAULTS = Ruleset().to_dict()
 
 LATER_HAND_KEYS: dict[str, Any] = {"exchange_deciders": [], "exchange_decisions": []}
-"""Keys of ``hand`` added after snapshots were first written, with the value
-they always had in an older snapshot (which lacks them)."""
+"""Keys of ``hand`` added after version 1, with the value they always had in an
+older snapshot (which lacks them)."""
 
 _SIDE_SCORE_FIELDS = tuple(f.name for f in dataclasses.fields(SideScore))
 _MATCH_KEYS = (*(f.name for f in dataclasses.fields(MatchState)), "actions")
@@ -155,7 +159,10 @@ def replay_snapshot(data: bytes) -> tuple[Match, list[Event]]:
 
     doc = with_later_keys(_document(data))
     rules, seed, deals, dealer, actions = _Reader().start(doc)
-    match = Match(rules, seed=seed, deals=deals, dealer=dealer)
+    try:
+        match = Match(rules, seed=seed, deals=deals, dealer=dealer)
+    except SpadesError as e:  # the reader checks these fields; this keeps the promise
+        raise SnapshotError(f"the snapshot's match cannot start: {e}") from None
     events: list[Event] = list(match.opening_events)
     for i, (seat, action) in enumerate(actions):
         try:
@@ -217,7 +224,7 @@ def with_later_keys(doc: Any) -> Any:
         return doc
     rules, hand = doc.get("rules"), doc.get("hand")
     if type(rules) is dict and any(k not in rules for k in LATER_OPTIONS):
-        doc = {**doc, "rules": {**LATER_OPTIONS, **rules}}
+        doc = {**doc, "rules": {**{n: DEFAULTS[n] for n in LATER_OPTIONS}, **rules}}
     if type(hand) is dict and any(k not in hand for k in LATER_HAND_KEYS):
         doc = {**doc, "hand": {**LATER_HAND_KEYS, **hand}}
     return doc

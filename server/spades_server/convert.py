@@ -39,7 +39,15 @@ from spades_engine.actions import bid as make_bid
 from spades_engine.actions import play as make_play
 from spades_engine.cards import BIG_JOKER, LITTLE_JOKER, Card
 from spades_engine.match import Match
-from spades_engine.ruleset import BagRule, FirstLead, Ruleset, RulesetError, SetPenalty, preset
+from spades_engine.ruleset import (
+    BagRule,
+    FirstLead,
+    Ruleset,
+    RulesetError,
+    Scoring,
+    SetPenalty,
+    preset,
+)
 from spades_engine.state import Phase
 from spades_engine.view import SeatView
 from spades_server.gen.spades.v1 import spades_pb2 as pb
@@ -190,11 +198,16 @@ _SET_PENALTIES: dict[SetPenalty, pb.SetPenalty.ValueType] = {
     SetPenalty.TEN_PER_BID: pb.SET_PENALTY_TEN_PER_BID,
     SetPenalty.ZERO: pb.SET_PENALTY_ZERO,
 }
+_SCORINGS: dict[Scoring, pb.Scoring.ValueType] = {
+    Scoring.CLASSIC: pb.SCORING_CLASSIC,
+    Scoring.TRICKS: pb.SCORING_TRICKS,
+}
 # Enum options: proto field (= engine option) name -> (proto value -> engine value).
 _ENUM_OPTIONS: dict[str, dict[int, Any]] = {
     "bag_rule": {v: k for k, v in _BAG_RULES.items()},
     "first_lead": {v: k for k, v in _FIRST_LEADS.items()},
     "set_penalty": {v: k for k, v in _SET_PENALTIES.items()},
+    "scoring": {v: k for k, v in _SCORINGS.items()},
 }
 _ScalarOption = Literal[
     "target_score",
@@ -250,6 +263,7 @@ def resolved_ruleset_pb(rules: Ruleset) -> pb.ResolvedRuleset:
         players=rules.players,
         thirteen_bid=rules.thirteen_bid,
         hand_size=rules.hand_size,
+        scoring=_SCORINGS[rules.scoring],
         blind_nil_exchange_optional=rules.blind_nil_exchange_optional,
     )
 

@@ -430,3 +430,60 @@ def test_levels_are_ordered_in_strength(capsys: pytest.CaptureFixture[str]) -> N
         )
     assert normal_easy > 0
     assert hard_easy > 0
+
+
+# -- trick-count scoring ----------------------------------------------------------------------
+
+TRICK_COUNT = preset("bulgarian", scoring="tricks", target_score=100)
+
+
+def test_every_level_plays_only_legal_actions_under_trick_count_scoring() -> None:
+    def visit(m: Match, seat: int) -> None:
+        view = m.view(seat)
+        for level in LEVELS:
+            assert BOTS[level](view, 7, 0) in view.legal_actions
+
+    _drive(TRICK_COUNT, random.Random("tricks"), visit, POSITIONS_PER_CONFIG)
+
+
+@pytest.mark.parametrize("level", SMART)
+def test_trick_count_scoring_bids_no_more_than_classic(level: str) -> None:
+    # a set costs the whole contract and bags, an overtrick nothing: bid short
+    rng = random.Random(5)
+    lower = 0
+    for _ in range(40):
+        seed = rng.getrandbits(32)
+        bids = []
+        for rules in (CLASSIC, preset("classic", scoring="tricks")):
+            m = Match(rules, seed=seed)
+            action = decide(level, m)
+            assert isinstance(action, Bid)
+            bids.append(action.tricks)
+        classic, tricks = bids
+        assert tricks <= classic or classic == 0
+        lower += tricks < classic
+    assert lower > 0
+
+
+def test_smart_levels_beat_easy_under_trick_count_scoring(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    rules = preset("classic", scoring="tricks")
+    normal_easy = _duplicate("normal", "easy", rules, 100, seed=7)
+    hard_easy = _duplicate("hard", "easy", rules, 100, seed=7)
+    with capsys.disabled():
+        print(
+            f"\nduplicate, 100 trick-count hands each way, points per hand: "
+            f"normal-easy {normal_easy:+.1f}, hard-easy {hard_easy:+.1f}"
+        )
+    assert normal_easy > 0
+    assert hard_easy > 0
+
+
+@pytest.mark.parametrize("level", SMART)
+def test_trick_count_scoring_keeps_winning_once_the_contract_is_made(level: str) -> None:
+    # the position where classic scoring ducks the bag: overtricks are free here
+    rules = preset("classic", scoring="tricks")
+    m = position(rules, BAGS_DEAL, dealer=3, bids=[1, 1, 1, 1], plays=BAGS_PLAYS)
+    assert m.to_act == 2
+    assert played(level, m) == "KH"

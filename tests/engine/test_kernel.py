@@ -46,6 +46,9 @@ RULESETS: dict[str, Ruleset] = {
     "german3": preset("german", players=3),  # 54 cards, 18 tricks
     "german5": preset("german", players=5),  # 50 cards, 10 tricks
     "classic_jokers": preset("classic", jokers=True),  # jokers with partnerships
+    # seed 003's trick-count table, in partnerships and in cutthroat
+    "bulgarian_tricks": preset("bulgarian", scoring="tricks"),
+    "german_tricks": preset("german", scoring="tricks", set_penalty="ten_per_bid"),
 }
 NAMES = sorted(RULESETS)
 
@@ -284,6 +287,18 @@ def test_random_hand_uses_scores_and_bags_before() -> None:
     for a, b, before in zip(plain, later, (120, -40), strict=True):
         assert a.contract == b.contract and a.tricks == b.tricks
         assert b.score - b.hand_points == before
+
+
+def test_random_hand_scores_trick_count_bags_from_the_bags_before() -> None:
+    rules = RULESETS["bulgarian_tricks"]
+    for seed in range(20):
+        plain = random_hand(rules, random.Random(seed))
+        later = random_hand(rules, random.Random(seed), scores=(5, -3), bags=(9, 11))
+        for a, b, before in zip(plain, later, (9, 11), strict=True):
+            assert (a.contract, a.tricks, a.bags_taken) == (b.contract, b.tricks, b.bags_taken)
+            assert b.bags == before + b.bags_taken  # trick-count bags never reset
+            cheap = max(0, min(b.bags, 10) - before)
+            assert b.bag_penalty == -(cheap + 10 * (b.bags_taken - cheap))
 
 
 def test_random_hands_look_random() -> None:

@@ -50,6 +50,8 @@ CONFIGS: dict[str, Ruleset] = {
     "bulgarian": preset("bulgarian"),
     # a short game so that match ends come up often
     "short_five_bags": preset("classic", target_score=120, mercy_score=-60, bag_rule="5_for_50"),
+    # seed 003's trick-count table, short enough to end within a few hands
+    "bulgarian_tricks": preset("bulgarian", scoring="tricks", target_score=30),
 }
 MAX_HANDS = 3
 SETTINGS = settings(
@@ -110,20 +112,29 @@ def score_hand_again(
         seats = [s for s in range(rules.players) if side_of(rules, s) == side]
         contract = sum(bids[s] for s in seats)
         taken = sum(tricks[s] for s in seats)
-        if taken >= contract:
+        tricks_table = str(rules.scoring) == "tricks"
+        if tricks_table:  # RULES.md §3.1: made +c, set c - t bags
+            points = contract if taken >= contract else 0
+            overtricks = max(0, contract - taken)
+        elif taken >= contract:
             points, overtricks = 10 * contract + (taken - contract), taken - contract
         else:
             points = -10 * contract if str(rules.set_penalty) == "ten_per_bid" else 0
             overtricks = 0
-            if rules.thirteen_bid and contract == all_tricks:
-                overtricks = all_tricks
+        if rules.thirteen_bid and taken < all_tricks:
+            # a player's own bid of every trick, failed: that many bags
+            overtricks += all_tricks * [bids[s] for s in seats].count(all_tricks)
         for s in seats:
             if bids[s] == 0:
                 worth = 200 if blind[s] else 100
                 points += worth if tricks[s] == 0 else -worth
         if rules.thirteen_bid and contract == all_tricks and taken == all_tricks:
             points *= 2
-        if limit is not None:
+        if tricks_table:
+            for _ in range(overtricks):  # one bag at a time, priced by the new total
+                new_bags[side] += 1
+                points -= 1 if new_bags[side] <= 10 else 10
+        elif limit is not None:
             new_bags[side] += overtricks
             while new_bags[side] >= limit:
                 new_bags[side] -= limit

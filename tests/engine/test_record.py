@@ -162,6 +162,15 @@ def test_hand_written_record_with_defaults() -> None:
     assert replay(rec).state.hand.bids[seat] == 4
 
 
+def test_a_record_without_the_scoring_option_plays_classic_scoring() -> None:
+    m = Match(preset("classic", scoring="tricks"), seed=3)
+    rec = record_of(m)
+    assert rec["ruleset"]["scoring"] == "tricks"
+    assert replay(rec).rules == m.rules
+    del rec["ruleset"]["scoring"]  # a record from before the option
+    assert replay(rec).rules == preset("classic")
+
+
 def test_dumps_record_layout() -> None:
     m = play_random(preset("classic"), 1, max_hands=1)
     text = dumps_record(record_of(m))

@@ -17,6 +17,7 @@ from spades_engine import (
     Match,
     Ruleset,
     RulesetError,
+    Scoring,
     SetPenalty,
     preset,
 )
@@ -99,6 +100,10 @@ def test_overrides_and_dict_round_trip() -> None:
         ({"players": 4.0}, {"players"}),
         ({"thirteen_bid": 1}, {"thirteen_bid"}),
         ({"trump": "hearts"}, {"trump"}),
+        ({"scoring": "points"}, {"scoring"}),
+        ({"scoring": "tricks", "bag_rule": "off"}, {"scoring", "bag_rule"}),
+        ({"scoring": "tricks", "bag_rule": "5_for_50"}, {"scoring", "bag_rule"}),
+        ({"scoring": "tricks", "set_penalty": "zero"}, {"scoring", "set_penalty"}),
     ],
 )
 def test_an_invalid_option_or_combination_names_the_options(
@@ -146,6 +151,16 @@ def test_combinations_the_rules_allow() -> None:
     # blind nil in cutthroat, without an exchange
     assert preset("classic", partnerships=False, blind_nil=True, blind_nil_exchange=0).blind_nil
     assert preset("classic", mercy_score=None).mercy_score is None
+    # trick-count scoring with the bulgarian table, or in cutthroat
+    assert preset("bulgarian", scoring="tricks").scoring is Scoring.TRICKS
+    assert preset("german", scoring="tricks", set_penalty="ten_per_bid").players == 4
+
+
+def test_scoring_defaults_to_classic_and_the_bulgarian_preset_keeps_it() -> None:
+    assert Ruleset().scoring is Scoring.CLASSIC
+    assert preset("bulgarian").scoring is Scoring.CLASSIC
+    assert Ruleset.from_dict({"scoring": "tricks"}).scoring is Scoring.TRICKS
+    assert Ruleset.from_dict({}).to_dict()["scoring"] == "classic"
 
 
 GRID: dict[str, tuple[Any, ...]] = {
@@ -158,6 +173,7 @@ GRID: dict[str, tuple[Any, ...]] = {
     "blind_nil_exchange": (0, 2),
     "blind_nil_exchange_optional": (True, False),
     "thirteen_bid": (True, False),
+    "scoring": tuple(Scoring),
 }
 
 
@@ -179,7 +195,7 @@ def test_every_combination_is_playable_or_refused_with_named_options() -> None:
         (hs,) = of_type(events, "HandScored")
         assert sum(hs.tricks) == rules.hand_size
     assert playable and refused
-    assert playable + refused == 3 * 2 * 2 * 3 * 2 * 2 * 2 * 2 * 2
+    assert playable + refused == 3 * 2 * 2 * 3 * 2 * 2 * 2 * 2 * 2 * 2
 
 
 def test_an_explicit_deal_must_split_the_deck() -> None:

@@ -192,11 +192,155 @@ def test_score_hand_thirteen_bid_doubles_and_its_failure_takes_13_bags() -> None
     assert side_totals(on, (7, 1, 6, 1), (7, 0, 6, 0))[0] == (260, 0)
     assert side_totals(off, (7, 1, 6, 1), (7, 0, 6, 0))[0] == (130, 0)
     assert side_totals(on, (13, 1, 0, 1), (13, 0, 0, 0))[0] == (2 * (130 + 100), 0)
-    assert side_totals(on, (7, 1, 6, 1), (7, 1, 5, 0))[0] == (-130 - 100, 3)
+    # a 13 made of 7 + 6 that fails is just set: no extra bags
+    assert side_totals(on, (7, 1, 6, 1), (7, 1, 5, 0))[0] == (-130, 0)
     assert side_totals(off, (7, 1, 6, 1), (7, 1, 5, 0))[0] == (-130, 0)
+    # a player's own 13 that fails takes 13 bags, whatever the side's contract
+    assert side_totals(on, (13, 1, 1, 1), (12, 0, 0, 1))[0] == (-140 - 100, 3)
+    assert side_totals(on, (13, 1, 0, 1), (12, 0, 0, 1))[0] == (-130 + 100 - 100, 3)
+    assert side_totals(off, (13, 1, 1, 1), (12, 0, 0, 1))[0] == (-140, 0)
+    # both partners bidding 13, the side taking fewer than 13: 13 bags each;
+    # the side taking all 13 is set on its 26 but takes no bags
+    assert side_totals(on, (13, 0, 13, 0), (6, 1, 6, 0))[0] == (-260 - 200, 6)
+    assert side_totals(on, (13, 0, 13, 0), (6, 0, 7, 0))[0] == (-260, 0)
 
 
 def test_score_hand_cutthroat_scores_every_player_alone() -> None:
     rules = preset("classic", partnerships=False)
     got = side_totals(rules, (4, 3, 2, 4), (4, 3, 3, 3), (0, 0, 0, 0), (0, 0, 0, 0))
     assert got == [(40, 0), (30, 0), (21, 1), (-40, 0)]
+
+
+# -- the thirteen bid (RULES.md §3), whole hands -----------------------------
+
+
+def test_a_players_13_failing_inside_a_side_contract_of_14_takes_13_bags() -> None:
+    m, [hs] = play(preset("bulgarian"), [([13, 1, 1, 1], [11, 0, 1, 1])])
+    a = hs.sides[0]
+    assert (a.contract, a.tricks, a.contract_points, a.bags_taken) == (14, 12, -140, 13)
+    assert (a.bag_penalty, a.hand_points, a.bags) == (-100, -240, 3)
+    assert m.scores == (-240, -20)
+    assert m.bags == (3, 0)
+
+
+def test_a_13_of_seven_and_six_failing_takes_no_extra_bags() -> None:
+    m, [hs] = play(preset("bulgarian"), [([7, 1, 6, 1], [7, 1, 5, 0])])
+    assert (hs.sides[0].bags_taken, hs.sides[0].bag_penalty) == (0, 0)
+    assert m.scores == (-130, -20)
+    assert m.bags == (0, 0)
+
+
+def test_a_13_made_by_one_player_scores_double() -> None:
+    m, [hs] = play(preset("bulgarian"), [([13, 1, 0, 1], [13, 0, 0, 0])])
+    a = hs.sides[0]
+    assert (a.contract_points, a.nil_points, a.hand_points) == (130, 100, 460)
+    assert m.scores == (460, -20)
+    m, _ = play(preset("bulgarian", thirteen_bid=False), [([13, 1, 0, 1], [13, 0, 0, 0])])
+    assert m.scores == (230, -20)
+
+
+def test_a_cutthroat_13_failing_takes_13_bags_for_the_player_alone() -> None:
+    rules = preset("bulgarian", partnerships=False)
+    m, [hs] = play(rules, [([13, 1, 1, 1], [10, 1, 1, 1])])
+    p0 = hs.sides[0]
+    assert (p0.contract, p0.tricks, p0.bags_taken, p0.bag_penalty) == (13, 10, 13, -100)
+    assert m.scores == (-230, 10, 10, 10)
+    assert m.bags == (3, 0, 0, 0)
+    # the same player taking all 13 scores double
+    m, _ = play(rules, [([13, 1, 1, 1], [13, 0, 0, 0])])
+    assert m.scores == (260, -10, -10, -10)
+
+
+# -- trick-count scoring (RULES.md §3.1, seed 003's own table) ----------------
+
+TRICKS = preset("classic", scoring="tricks")
+
+
+def test_trick_count_made_scores_the_contract_and_overtricks_are_free() -> None:
+    m, [hs] = play(TRICKS, [([3, 2, 3, 2], [4, 3, 3, 3])])
+    a, b = hs.sides
+    assert (a.contract, a.tricks, a.contract_points, a.bags_taken, a.hand_points) == (6, 7, 6, 0, 6)
+    assert (b.contract, b.tricks, b.contract_points, b.bags_taken, b.hand_points) == (4, 6, 4, 0, 4)
+    assert m.scores == (6, 4)
+    assert m.bags == (0, 0)
+
+
+def test_trick_count_set_scores_nothing_and_takes_the_shortfall_as_bags() -> None:
+    m, [hs] = play(TRICKS, [([5, 3, 4, 3], [4, 3, 3, 3])])
+    a = hs.sides[0]
+    assert (a.contract, a.tricks, a.contract_points, a.bags_taken, a.bag_penalty) == (
+        9,
+        7,
+        0,
+        2,
+        -2,
+    )
+    assert m.scores == (-2, 6)
+    assert m.bags == (2, 0)
+
+
+def test_trick_count_nil_and_blind_nil_score_as_classic() -> None:
+    m, [hs] = play(TRICKS, [([0, 4, 4, 4], [0, 4, 5, 4])])
+    assert (hs.sides[0].nil_points, hs.sides[0].contract_points) == (100, 4)
+    assert m.scores == (104, 8)
+    # a failed nil's tricks count for the side, and the contract of 0 of two nils is made
+    assert side_totals(TRICKS, (0, 6, 0, 6), (1, 6, 0, 6)) == [(0, 0), (12, 0)]
+    blind = [False, True, False, False]
+    rules = preset("classic", scoring="tricks", blind_nil=True)
+    assert side_totals(rules, (4, 0, 4, 4), (4, 0, 5, 4), blind=blind)[1] == (204, 0)
+    assert side_totals(rules, (4, 0, 4, 4), (4, 1, 5, 3), blind=blind)[1] == (-200 + 4, 0)
+
+
+def test_trick_count_bags_crossing_10() -> None:
+    # bags never reset; a bag costs 1 while the running total (with it) is at
+    # most 10, and 10 once the total is above 10
+    m, scored = play(
+        TRICKS,
+        [
+            ([6, 1, 6, 1], [5, 1, 3, 4]),  # A: 8 on 12 -> 4 bags, -4
+            ([6, 1, 6, 1], [4, 1, 4, 4]),  # A: 8 on 12 -> 4 more: 8 bags, -4
+            ([6, 1, 6, 1], [4, 1, 3, 5]),  # A: 7 on 12 -> 5 more: bags 9, 10 at 1, 11-13 at 10
+        ],
+    )
+    assert [(hs.sides[0].bag_penalty, hs.sides[0].bags) for hs in scored] == [
+        (-4, 4),
+        (-4, 8),
+        (-(1 + 1 + 10 + 10 + 10), 13),
+    ]
+    assert m.scores[0] == -4 - 4 - 32
+    # above 10 the next bag costs 10 at once (beside a made nil: +100)
+    assert side_totals(TRICKS, (3, 1, 0, 1), (2, 1, 0, 10), bags=(13, 0)) == [
+        (100 - 10, 14),
+        (2, 0),
+    ]
+    # exactly reaching 10 costs 1 a bag; the 10th is the last cheap one
+    assert side_totals(TRICKS, (3, 1, 3, 1), (2, 1, 1, 9), bags=(7, 0)) == [(-3, 10), (2, 0)]
+    assert side_totals(TRICKS, (3, 1, 3, 1), (2, 1, 1, 9), bags=(8, 0)) == [(-12, 11), (2, 0)]
+
+
+def test_trick_count_with_the_thirteen_bid() -> None:
+    rules = preset("bulgarian", scoring="tricks")
+    # a made 13 scores double: 26, and a nil beside it is doubled too
+    m, [hs] = play(rules, [([7, 1, 6, 1], [7, 0, 6, 0])])
+    assert (hs.sides[0].contract_points, hs.sides[0].hand_points) == (13, 26)
+    assert m.scores == (26, -2)
+    assert side_totals(rules, (13, 1, 0, 1), (13, 0, 0, 0))[0] == (2 * (13 + 100), 0)
+    # a player's failed 13 adds 13 bags to the shortfall: 14 - 12 = 2, + 13 = 15
+    m, [hs] = play(rules, [([13, 1, 1, 1], [11, 0, 1, 1])])
+    a = hs.sides[0]
+    assert (a.contract_points, a.bags_taken, a.bag_penalty, a.bags) == (0, 15, -(10 + 50), 15)
+    # 7 + 6 failing: only the shortfall
+    assert side_totals(rules, (7, 1, 6, 1), (7, 1, 5, 0))[0] == (-1, 1)
+    # cutthroat: the player alone
+    alone = preset("bulgarian", scoring="tricks", partnerships=False)
+    assert side_totals(alone, (13, 1, 1, 1), (10, 1, 1, 1), (0,) * 4, (0,) * 4) == [
+        (-(10 + 60), 16),
+        (1, 0),
+        (1, 0),
+        (1, 0),
+    ]
+
+
+def test_the_bulgarian_preset_keeps_classic_scoring() -> None:
+    m, _ = play(preset("bulgarian"), [([3, 2, 3, 2], [4, 3, 3, 3])])
+    assert m.scores == (61, 42)

@@ -172,7 +172,8 @@ def test_cutthroat_nil_made() -> None:
         (True, [7, 1, 6, 1], [7, 0, 6, 0], 260, 0),  # 13 of 13: double
         (False, [7, 1, 6, 1], [7, 0, 6, 0], 130, 0),
         (True, [13, 1, 0, 1], [13, 0, 0, 0], 460, 0),  # contract and nil both doubled
-        (True, [7, 1, 6, 1], [7, 1, 5, 0], -230, 3),  # failed: -130 and 13 bags (-100)
+        (True, [7, 1, 6, 1], [7, 1, 5, 0], -130, 0),  # 7 + 6 failed: set, no extra bags
+        (True, [13, 1, 1, 1], [11, 0, 1, 1], -240, 3),  # own 13 failed: -140, 13 bags (-100)
         (False, [7, 1, 6, 1], [7, 1, 5, 0], -130, 0),
     ],
 )

@@ -25,6 +25,7 @@ from spades_engine import (
     Match,
     Phase,
     Reason,
+    Scoring,
     SnapshotError,
     event_to_dict,
     preset,
@@ -123,6 +124,26 @@ def test_loaded_match_has_the_same_future(name: str, seed: int) -> None:
             got = [event_to_dict(e) for e in copy.apply(seat, action)]
             assert got == [event_to_dict(e) for e in original.apply(seat, action)]
         assert_same(original, copy)
+
+
+def test_a_snapshot_written_before_the_scoring_option_loads_as_classic() -> None:
+    m = Match(preset("bulgarian"), seed=11)
+    play(m, random.Random(11), max_hands=2)
+    doc = snapshot_document(m.state, m.actions)
+    del doc["rules"]["scoring"]  # what a snapshot from before the option holds
+    loaded = load_snapshot(encode(doc))
+    assert loaded.rules.scoring is Scoring.CLASSIC
+    assert loaded.rules == m.rules
+    assert_same(loaded, m)
+
+
+def test_trick_count_scoring_round_trips() -> None:
+    m = Match(preset("bulgarian", scoring="tricks", target_score=40), seed=5)
+    play(m, random.Random(5), max_hands=3)
+    assert m.state.results
+    loaded = load_snapshot(dump_snapshot(m))
+    assert loaded.rules.scoring is Scoring.TRICKS
+    assert_same(loaded, m)
 
 
 def test_snapshot_document_holds_every_state_field() -> None:

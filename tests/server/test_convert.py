@@ -471,6 +471,13 @@ def test_empty_ruleset_is_classic() -> None:
             preset("bulgarian", thirteen_bid=False),
         ),
         (pb.Ruleset(thirteen_bid=True), preset("classic", thirteen_bid=True)),
+        (pb.Ruleset(scoring=pb.SCORING_TRICKS), preset("classic", scoring="tricks")),
+        (
+            pb.Ruleset(preset="bulgarian", scoring=pb.SCORING_TRICKS),
+            preset("bulgarian", scoring="tricks"),
+        ),
+        (pb.Ruleset(scoring=pb.SCORING_CLASSIC), preset("classic")),
+        (pb.Ruleset(scoring=pb.SCORING_UNSPECIFIED), preset("classic")),
     ],
 )
 def test_ruleset_options_apply(msg: pb.Ruleset, expected: Ruleset) -> None:
@@ -512,6 +519,15 @@ def test_unset_options_keep_the_preset() -> None:
         (pb.Ruleset(bag_rule=pb.BagRule.ValueType(9)), {"bag_rule"}),
         (pb.Ruleset(first_lead=pb.FirstLead.ValueType(9)), {"first_lead"}),
         (pb.Ruleset(set_penalty=pb.SetPenalty.ValueType(9)), {"set_penalty"}),
+        (pb.Ruleset(scoring=pb.Scoring.ValueType(9)), {"scoring"}),
+        (
+            pb.Ruleset(preset="german", scoring=pb.SCORING_TRICKS),
+            {"scoring", "set_penalty"},
+        ),
+        (
+            pb.Ruleset(scoring=pb.SCORING_TRICKS, bag_rule=pb.BAG_RULE_OFF),
+            {"scoring", "bag_rule"},
+        ),
     ],
 )
 def test_invalid_rulesets_raise_ruleset_error(msg: pb.Ruleset, options: set[str]) -> None:
@@ -520,7 +536,11 @@ def test_invalid_rulesets_raise_ruleset_error(msg: pb.Ruleset, options: set[str]
     assert set(info.value.options) == options
 
 
-@pytest.mark.parametrize("rules", DECK_RULES, ids=[*CONFIG_IDS, "classic-jokers"])
+@pytest.mark.parametrize(
+    "rules",
+    [*DECK_RULES, preset("bulgarian", scoring="tricks")],
+    ids=[*CONFIG_IDS, "classic-jokers", "bulgarian-tricks"],
+)
 def test_resolved_ruleset(rules: Ruleset) -> None:
     msg = pb.ResolvedRuleset.FromString(resolved_ruleset_pb(rules).SerializeToString())
     assert msg.hand_size == rules.hand_size
@@ -540,6 +560,7 @@ def test_resolved_ruleset(rules: Ruleset) -> None:
     assert pb.BagRule.Name(msg.bag_rule) == "BAG_RULE_" + rules.bag_rule.name
     assert pb.FirstLead.Name(msg.first_lead) == "FIRST_LEAD_" + rules.first_lead.name
     assert pb.SetPenalty.Name(msg.set_penalty) == "SET_PENALTY_" + rules.set_penalty.name
+    assert pb.Scoring.Name(msg.scoring) == "SCORING_" + rules.scoring.name
     # Every option given back as a Ruleset rebuilds the same rules.
     back = pb.Ruleset(
         target_score=msg.target_score,
@@ -555,6 +576,7 @@ def test_resolved_ruleset(rules: Ruleset) -> None:
         jokers=msg.jokers,
         players=msg.players,
         thirteen_bid=msg.thirteen_bid,
+        scoring=msg.scoring,
         blind_nil_exchange_optional=msg.blind_nil_exchange_optional,
     )
     if msg.has_mercy_score:

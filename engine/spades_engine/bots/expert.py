@@ -8,8 +8,9 @@ cards the viewer passed in an exchange) and weight each deal by how well the
 other seats' hands fit their bids.  On each deal, play every candidate card and
 finish the hand with the heuristic policy of :mod:`.rollout`; score the result
 with ``scoring.score_hand`` from the current scores and bags (so bags, nils,
-sets, blind nil, the thirteen bid and cutthroat all count; each bag is charged
-its long-run cost) as the viewer's side's points minus the other sides' (their
+sets, blind nil, the thirteen bid, cutthroat and trick-count scoring all
+count; each classic bag is charged its long-run cost, a trick-count bag what it
+costs when taken) as the viewer's side's points minus the other sides' (their
 mean in cutthroat), plus a bonus or penalty when the hand ends the match.
 Every candidate is played on the same deals, and the card with the best
 weighted mean wins.  Cards that are
@@ -52,7 +53,7 @@ from ..cards import SPADE_MASK, SPADES
 from ..events import SideScore
 from ..kernel import SimState, first_leader
 from ..kernel import play as kernel_play
-from ..ruleset import BagRule, Ruleset
+from ..ruleset import BagRule, Ruleset, Scoring
 from ..scoring import match_winner, score_hand
 from ..view import SeatView
 from .choices import wants_exchange
@@ -187,8 +188,9 @@ def _side_value(
 def _points(rules: Ruleset, r: SideScore) -> float:
     """A side's hand points with bags valued at their long-run cost: every bag
     taken costs its share of the penalty (10 points under both bag rules) now,
-    instead of the whole penalty on the hand that reaches the limit."""
-    if rules.bag_rule is BagRule.OFF:
+    instead of the whole penalty on the hand that reaches the limit.  Under
+    trick-count scoring every bag is paid when taken, so the points stand."""
+    if rules.bag_rule is BagRule.OFF or rules.scoring is Scoring.TRICKS:
         return r.hand_points
     return r.hand_points - r.bag_penalty - BAG_COST * r.bags_taken
 

@@ -4,14 +4,16 @@
   the leader is within 150 of the target, the partner has not bid nil and has
   not bid below 3.  Otherwise look.
 * Bid like Normal, one notch fuller when the side's bags are near the penalty
-  or the partner bid nil (covering takes tricks).
+  (classic scoring only: trick-count bags come from sets, not overtricks) or
+  the partner bid nil (covering takes tricks).
 * Play with ``CardCount(memory=True)`` — every card played this hand, the voids
   players have shown, the cards passed to the partner — and ``plan=True``:
   beside Normal's tactics it attacks an opponent's live nil (leads low in suits
   the nil still holds, never beats its winning card, keeps the card to beat low
   before it), keeps taking tricks to set the other side while a set is in reach
-  and the bags are affordable, ducks once it is out of reach, and when its own
-  side is set anyway plays only to hurt the other side.
+  and the bags are affordable (always, under trick-count scoring), ducks once
+  it is out of reach (classic scoring), and when its own side is set anyway
+  plays only to hurt the other side.
 * Take an optional exchange after its blind nil as Normal does
   (``choices.wants_exchange``).
 """
@@ -19,12 +21,12 @@
 from __future__ import annotations
 
 from ..actions import Action
-from ..ruleset import BagRule
+from ..ruleset import BagRule, Scoring
 from ..view import SeatView
 from .choices import Decision, decide_exchange, exchange_pass, wants_exchange
 from .counting import CardCount
 from .hand_eval import expected_tricks
-from .normal import BID_ROUNDING, wants_nil
+from .normal import bid_rounding, wants_nil
 from .tactics import Tactics
 
 _BAG_LIMIT = {BagRule.TEN_FOR_100: 10, BagRule.FIVE_FOR_50: 5}
@@ -53,13 +55,15 @@ def hard_bid(view: SeatView, d: Decision, hand: int) -> int:
     estimate = expected_tricks(hand, r)
     if wants_nil(view, d, hand, estimate):
         return 0
-    limit = _BAG_LIMIT.get(r.bag_rule)
+    # classic bags come from overtricks: near the limit, bid fuller (under
+    # trick-count scoring bags come from sets, so never)
+    limit = _BAG_LIMIT.get(r.bag_rule) if r.scoring is Scoring.CLASSIC else None
     if limit is not None and view.bags[r.side_of(view.seat)] >= limit - 3:
         estimate += 0.25
     partner = r.partner_of(view.seat)
     if partner is not None and view.bids[partner] == 0:
         estimate += 0.3
-    return max(1, int(estimate + BID_ROUNDING))
+    return max(1, int(estimate + bid_rounding(r)))
 
 
 def hard_bot(view: SeatView, seed: int, budget_ms: int = 0) -> Action:

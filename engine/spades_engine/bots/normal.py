@@ -7,12 +7,16 @@
   Bid nil with a hand that suits it (``hand_eval.nil_risk``: no spade king or
   better, few spades, no sure winner, guarded honours) when the partner's bid
   allows it — not yet bid, or 3 or more; only a very safe nil beside a bid of 1
-  or 2, never beside a nil — and never where nil is not allowed.
+  or 2, never beside a nil — and never where nil is not allowed.  Under
+  trick-count scoring (``scoring="tricks"``) a set costs the whole contract
+  and bags while an overtrick costs nothing, so the estimate is truncated
+  without rounding up (:func:`bid_rounding`), and play keeps winning tricks
+  once the contract is made (``tactics``).
 * Play (``tactics.Tactics`` with ``plan=False``, judging cards by its hand and
   the trick on the table): as a nil, never win a trick it can lose; cover a
   partner's nil; win the tricks its side still needs — cheaply, second hand low,
   third hand high, trumping when void, never overtaking a partner's sure
-  winner; duck once the side's contract is made.
+  winner; duck once the side's contract is made (classic scoring).
 * After a blind nil with the optional exchange: take it unless the hand is
   already a safe nil (``choices.wants_exchange``); pass like every level.
 """
@@ -20,6 +24,7 @@
 from __future__ import annotations
 
 from ..actions import Action
+from ..ruleset import Ruleset, Scoring
 from ..view import SeatView
 from .choices import Decision, decide_exchange, exchange_pass, wants_exchange
 from .counting import CardCount
@@ -30,6 +35,15 @@ NIL_MAX_ESTIMATE = 2.0
 """A hand expected to take this many tricks or more is not a nil."""
 BID_ROUNDING = 0.3
 """Added to the estimate before truncating it to a bid."""
+TRICKS_BID_ROUNDING = 0.0
+"""The same under trick-count scoring, where bidding short is the cheap error
+(plain truncation: in duplicate self-play without nils, +0.9 points a hand for
+Normal and +0.6 for Hard against the classic 0.3)."""
+
+
+def bid_rounding(rules: Ruleset) -> float:
+    """What to add to a trick estimate before truncating it to a bid."""
+    return TRICKS_BID_ROUNDING if rules.scoring is Scoring.TRICKS else BID_ROUNDING
 
 
 def nil_risk_limit(view: SeatView) -> float:
@@ -59,7 +73,7 @@ def normal_bid(view: SeatView, d: Decision, hand: int) -> int:
     estimate = expected_tricks(hand, view.rules)
     if wants_nil(view, d, hand, estimate):
         return 0
-    return max(1, int(estimate + BID_ROUNDING))
+    return max(1, int(estimate + bid_rounding(view.rules)))
 
 
 def normal_bot(view: SeatView, seed: int, budget_ms: int = 0) -> Action:

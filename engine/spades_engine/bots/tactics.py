@@ -14,13 +14,15 @@ A decision goes through three questions, in order:
 3. Otherwise play for my side's contract (:meth:`Tactics.contract_card`): win
    tricks while the side still needs some — cheaply, second hand low, third hand
    high, trumping when void, never overtaking a partner's sure winner — and
-   duck once the contract is made, so the overtricks (bags) stay few.
+   duck once the contract is made, so the overtricks (bags) stay few.  Under
+   trick-count scoring (``scoring="tricks"``) overtricks are free and every
+   trick taken is one the other sides lack, so it keeps winning tricks.
 """
 
 from __future__ import annotations
 
 from ..cards import SPADE_MASK, SPADES, SUIT_MASKS
-from ..ruleset import BagRule, SetPenalty
+from ..ruleset import BagRule, Scoring, SetPenalty
 from ..trick import trick_winner_index
 from ..view import SeatView
 from .cardsets import (
@@ -197,6 +199,9 @@ class Tactics:
     # -- playing for the contract -----------------------------------------------------------
     def contract_card(self) -> int:
         need = self.side_need()
+        if self.rules.scoring is Scoring.TRICKS:
+            # overtricks are free and every trick taken is one the others lack
+            need = max(need, 1)
         if not self.plan:
             return self.win_trick() if need > 0 else self.duck_trick()
         # Hard: weigh the other side's contract and nil as well
@@ -239,8 +244,8 @@ class Tactics:
             potential += max(1, (view.bids[partner] or 0) - view.tricks_won[partner])
         if deny > potential:
             return False  # out of reach
-        if not affordable_only or r.bag_rule is BagRule.OFF:
-            return True
+        if not affordable_only or r.bag_rule is BagRule.OFF or r.scoring is Scoring.TRICKS:
+            return True  # (trick-count scoring: overtricks are never bags)
         limit, penalty = _BAG_LIMITS[r.bag_rule]
         side = r.side_of(self.seat)
         overtricks = max(0, -self.side_need())
