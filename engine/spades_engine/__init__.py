@@ -8,7 +8,20 @@ Start with ``Match`` and a ``Ruleset`` (or a preset from ``preset``)::
 Every exception the engine raises for input it refuses is a ``SpadesError``.
 """
 
-from .actions import BLIND_NIL, LOOK, Action, Bid, BlindNil, Look, PassCards, Play, parse_action
+from .actions import (
+    BLIND_NIL,
+    EXCHANGE,
+    LOOK,
+    NO_EXCHANGE,
+    Action,
+    Bid,
+    BlindNil,
+    ExchangeDecision,
+    Look,
+    PassCards,
+    Play,
+    parse_action,
+)
 from .cards import Card, CardError, card_name, parse_card, parse_hand
 from .deck import DealError
 from .errors import ActionParseError, IllegalAction, Reason, SnapshotError, SpadesError
@@ -31,7 +44,9 @@ from .view import SeatView
 
 __all__ = [
     "BLIND_NIL",
+    "EXCHANGE",
     "LOOK",
+    "NO_EXCHANGE",
     "PRESETS",
     "Action",
     "ActionParseError",
@@ -43,6 +58,7 @@ __all__ = [
     "CardError",
     "DealError",
     "Event",
+    "ExchangeDecision",
     "FirstLead",
     "IllegalAction",
     "Look",

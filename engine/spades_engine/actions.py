@@ -45,6 +45,16 @@ class PassCards:
 
 
 @dataclass(frozen=True, slots=True)
+class ExchangeDecision:
+    """With the optional blind nil exchange: the blind nil bidder takes it or not."""
+
+    exchange: bool
+
+    def __str__(self) -> str:
+        return "exchange" if self.exchange else "no_exchange"
+
+
+@dataclass(frozen=True, slots=True)
 class Play:
     card: Card
 
@@ -52,13 +62,15 @@ class Play:
         return f"play {card_name(self.card)}"
 
 
-Action = Bid | BlindNil | Look | PassCards | Play
+Action = Bid | BlindNil | Look | PassCards | ExchangeDecision | Play
 
 # Shared instances keep legal-move generation free of allocation.
 PLAYS: tuple[Play, ...] = tuple(Play(Card(i)) for i in range(64))
 BIDS: tuple[Bid, ...] = tuple(Bid(i) for i in range(19))
 BLIND_NIL = BlindNil()
 LOOK = Look()
+EXCHANGE = ExchangeDecision(True)
+NO_EXCHANGE = ExchangeDecision(False)
 
 
 def play(c: int) -> Play:
@@ -71,8 +83,8 @@ def bid(n: int) -> Bid:
 
 def parse_action(text: str) -> Action:
     """Parse the text form used in game records: ``bid 3``, ``blind_nil``, ``look``,
-    ``pass AS KH``, ``play QS``.  Raises ``ActionParseError`` (a ``ValueError``)
-    for anything else."""
+    ``exchange``, ``no_exchange``, ``pass AS KH``, ``play QS``.  Raises
+    ``ActionParseError`` (a ``ValueError``) for anything else."""
     if type(text) is not str:
         raise ActionParseError(f"an action is a str such as 'bid 3', not {type(text).__name__}")
     words = text.split()
@@ -91,6 +103,10 @@ def parse_action(text: str) -> Action:
             return BLIND_NIL
         if verb == "look" and not args:
             return LOOK
+        if verb == "exchange" and not args:
+            return EXCHANGE
+        if verb == "no_exchange" and not args:
+            return NO_EXCHANGE
         if verb == "pass" and args:
             return PassCards(tuple(parse_card(a) for a in args))
         if verb == "play" and len(args) == 1:
@@ -98,5 +114,6 @@ def parse_action(text: str) -> Action:
     except CardError as e:
         raise ActionParseError(f"bad action {show(text)}: {e}") from None
     raise ActionParseError(
-        f"bad action {show(text)}: expected 'bid N', 'blind_nil', 'look', 'pass C C' or 'play C'"
+        f"bad action {show(text)}: expected 'bid N', 'blind_nil', 'look', "
+        "'exchange', 'no_exchange', 'pass C C' or 'play C'"
     )

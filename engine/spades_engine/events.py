@@ -93,6 +93,15 @@ class BiddingClosed:
 
 
 @dataclass(slots=True)
+class ExchangeDecided:
+    """With the optional exchange, a blind nil bidder took it or declined (public)."""
+
+    audience: Audience
+    seat: int
+    exchange: bool
+
+
+@dataclass(slots=True)
 class ExchangeStarted:
     audience: Audience
     seats: tuple[int, ...]  # who must pass
@@ -171,6 +180,7 @@ Event = (
     | LookedAtCards
     | BidMade
     | BiddingClosed
+    | ExchangeDecided
     | ExchangeStarted
     | CardsChosen
     | CardsPassed

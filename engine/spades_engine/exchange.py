@@ -1,15 +1,30 @@
 """The blind nil exchange: the blind nil bidder and the partner each pass cards
 face down to the other.  Choices are simultaneous, so neither sees what it
-will receive before choosing what to give."""
+will receive before choosing what to give.
+
+With the optional form (``blind_nil_exchange_optional``) the exchange phase
+opens with the decisions: every blind nil bidder says, publicly and in any
+order, whether its side exchanges.  A side exchanges when each of its blind
+nil bidders (one, or both partners) said yes.  Once every decision is in, the
+sides that exchange pass as in the compulsory form; when none does, play
+begins."""
 
 from __future__ import annotations
 
 from itertools import combinations
 
-from .actions import Action, PassCards
+from .actions import EXCHANGE, NO_EXCHANGE, Action, ExchangeDecision, PassCards
 from .cards import Card, card_name, cards_of
 from .errors import IllegalAction, Reason, show
-from .events import EVERYONE, CardsChosen, CardsPassed, Event, ExchangeStarted, to_team
+from .events import (
+    EVERYONE,
+    CardsChosen,
+    CardsPassed,
+    Event,
+    ExchangeDecided,
+    ExchangeStarted,
+    to_team,
+)
 from .state import MatchState
 
 
@@ -25,22 +40,95 @@ def exchange_seats(st: MatchState) -> tuple[int, ...]:
     return tuple(sorted(seats))
 
 
+def open_exchange(st: MatchState, seats: tuple[int, ...]) -> list[Event]:
+    """Bidding has closed with ``seats`` to exchange: the passing starts, or with
+    the optional form the blind nil bidders' decisions."""
+    st.hand.to_act = -1
+    if st.rules.blind_nil_exchange_optional:
+        st.hand.exchange_deciders = tuple(s for s in seats if st.hand.blind[s])
+        return []
+    return begin_exchange(st, seats)
+
+
 def begin_exchange(st: MatchState, seats: tuple[int, ...]) -> list[Event]:
     st.hand.exchange_seats = seats
     st.hand.to_act = -1
     return [ExchangeStarted(EVERYONE, seats, st.rules.blind_nil_exchange)]
 
 
+def exchange_done(st: MatchState) -> bool:
+    """Every decision is in and every seat that passes has chosen its cards."""
+    h = st.hand
+    return len(h.exchange_decisions) == len(h.exchange_deciders) and len(h.exchange_chosen) == len(
+        h.exchange_seats
+    )
+
+
+def _deciding(st: MatchState) -> bool:
+    h = st.hand
+    return len(h.exchange_decisions) < len(h.exchange_deciders)
+
+
 def legal_exchange_actions(st: MatchState, seat: int) -> list[Action]:
     h = st.hand
+    if _deciding(st):
+        if seat in h.exchange_deciders and seat not in h.exchange_decisions:
+            return [EXCHANGE, NO_EXCHANGE]
+        return []
     if seat not in h.exchange_seats or seat in h.exchange_chosen:
         return []
     cards = cards_of(h.hands[seat])
     return [PassCards(combo) for combo in combinations(cards, st.rules.blind_nil_exchange)]
 
 
+def apply_decision(st: MatchState, seat: int, action: ExchangeDecision) -> list[Event]:
+    h = st.hand
+    if not st.rules.blind_nil_exchange_optional:
+        raise IllegalAction(
+            Reason.EXCHANGE_NOT_OPTIONAL,
+            "the blind nil exchange is compulsory at this table: pass your cards",
+            seat,
+        )
+    exchange: object = action.exchange  # anything: a caller may build ExchangeDecision(1)
+    if type(exchange) is not bool:
+        raise IllegalAction(
+            Reason.UNKNOWN_ACTION,
+            f"an exchange decision is true or false, not {show(exchange)}",
+            seat,
+        )
+    if seat not in h.exchange_deciders:
+        raise IllegalAction(
+            Reason.NOT_EXCHANGE_DECIDER,
+            "only a blind nil bidder decides whether its side exchanges",
+            seat,
+        )
+    if seat in h.exchange_decisions:
+        raise IllegalAction(
+            Reason.ALREADY_DECIDED, "you have already decided whether to exchange", seat
+        )
+    h.exchange_decisions[seat] = exchange
+    events: list[Event] = [ExchangeDecided(EVERYONE, seat, exchange)]
+    if not _deciding(st):
+        # a side exchanges when each of its blind nil bidders said yes
+        side_of = st.rules.side_of
+        declined = {side_of(s) for s, yes in h.exchange_decisions.items() if not yes}
+        seats: set[int] = set()
+        for s in h.exchange_deciders:
+            if side_of(s) not in declined:
+                seats.update((s, (s + 2) % 4))
+        if seats:
+            events.extend(begin_exchange(st, tuple(sorted(seats))))
+    return events
+
+
 def apply_pass(st: MatchState, seat: int, action: PassCards) -> list[Event]:
     h, k = st.hand, st.rules.blind_nil_exchange
+    if _deciding(st) and (seat in h.exchange_deciders or (seat + 2) % 4 in h.exchange_deciders):
+        raise IllegalAction(
+            Reason.EXCHANGE_NOT_DECIDED,
+            "the blind nil bidders have not all decided whether to exchange",
+            seat,
+        )
     if seat not in h.exchange_seats:
         raise IllegalAction(Reason.NOT_IN_EXCHANGE, "you are not part of this exchange", seat)
     if seat in h.exchange_chosen:

@@ -9,12 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .actions import Action, Bid, BlindNil, Look, PassCards, Play
+from .actions import Action, Bid, BlindNil, ExchangeDecision, Look, PassCards, Play
 from .bidding import apply_bid, apply_blind_nil, apply_look, legal_bidding_actions
 from .deck import check_dealer, check_seed, deal_masks, first_dealer
 from .errors import IllegalAction, Reason, show
 from .events import Event
-from .exchange import apply_pass, begin_exchange, exchange_seats, legal_exchange_actions
+from .exchange import (
+    apply_decision,
+    apply_pass,
+    exchange_done,
+    exchange_seats,
+    legal_exchange_actions,
+    open_exchange,
+)
 from .hand import deal_hand, finish_hand
 from .play import apply_play, begin_play, legal_play_actions
 from .ruleset import Ruleset, RulesetError
@@ -35,6 +42,7 @@ _PHASE_NAMES = {
     BlindNil: (Phase.BIDDING,),
     Look: (Phase.BIDDING,),
     PassCards: (Phase.EXCHANGE,),
+    ExchangeDecision: (Phase.EXCHANGE,),
     Play: (Phase.PLAYING,),
 }
 
@@ -109,7 +117,7 @@ class Match:
     @property
     def to_act(self) -> int:
         """The seat whose turn it is; -1 during the exchange (its seats act in any
-        order) and once the match is over."""
+        order, the optional exchange's decisions included) and once the match is over."""
         return self._st.hand.to_act
 
     @property
@@ -203,9 +211,12 @@ class Match:
             events = apply_blind_nil(st, seat, action)
         elif isinstance(action, Look):
             return apply_look(st, seat, action)
-        elif isinstance(action, PassCards):
-            events = apply_pass(st, seat, action)
-            if len(st.hand.exchange_chosen) == len(st.hand.exchange_seats):
+        elif isinstance(action, PassCards | ExchangeDecision):
+            if isinstance(action, PassCards):
+                events = apply_pass(st, seat, action)
+            else:
+                events = apply_decision(st, seat, action)
+            if exchange_done(st):
                 begin_play(st)
             return events
         else:  # a Play outside the playing phase is caught by the caller
@@ -214,7 +225,7 @@ class Match:
             seats = exchange_seats(st)
             if seats:
                 st.phase = Phase.EXCHANGE
-                events.extend(begin_exchange(st, seats))
+                events.extend(open_exchange(st, seats))
             else:
                 begin_play(st)
         return events

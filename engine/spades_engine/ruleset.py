@@ -6,6 +6,7 @@ with a combination of options that has no defined meaning.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 from collections.abc import Mapping
@@ -73,6 +74,7 @@ class Ruleset:
     blind_nil: bool = False
     blind_nil_deficit: int = 100
     blind_nil_exchange: int = 2
+    blind_nil_exchange_optional: bool = False  # seed 000: the blind nil player "may" exchange
     first_lead: FirstLead = FirstLead.LEFT_OF_DEALER
     nil_allowed: bool = True
     set_penalty: SetPenalty = SetPenalty.TEN_PER_BID
@@ -156,7 +158,16 @@ _ENUMS: dict[str, type[StrEnum]] = {
 }
 
 
-_BOOLS = frozenset({"blind_nil", "nil_allowed", "partnerships", "jokers", "thirteen_bid"})
+_BOOLS = frozenset(
+    {
+        "blind_nil",
+        "blind_nil_exchange_optional",
+        "nil_allowed",
+        "partnerships",
+        "jokers",
+        "thirteen_bid",
+    }
+)
 _KIND_NAMES = {bool: "true or false", int: "an integer"}
 
 
@@ -193,6 +204,37 @@ def _error(problems: list[Problem]) -> RulesetError:
     return RulesetError(message, options, tuple(problems))
 
 
+def _enum_value(enum: type[StrEnum], raw: Any) -> StrEnum | None:
+    """The member ``raw`` names, or None. Only a str can name one: enum() of
+    anything else builds its refusal from the value's repr, which a deeply
+    nested list overflows."""
+    if isinstance(raw, str):
+        with contextlib.suppress(ValueError):
+            return enum(raw)
+    return None
+
+
+def _coerce_types(values: dict[str, Any], out: dict[str, Any]) -> list[tuple[str, str]]:
+    """Enum options into ``out`` as members; each value of the wrong type as
+    (option, message)."""
+    wrong: list[tuple[str, str]] = []
+    for name in OPTION_NAMES:
+        raw = values[name]
+        if name in _ENUMS:
+            enum = _ENUMS[name]
+            value = _enum_value(enum, raw)
+            if value is None:
+                allowed = ", ".join(e.value for e in enum)
+                wrong.append((name, f"{name}={show(raw)} is not one of: {allowed}"))
+            else:
+                out[name] = value
+        elif not (name == "mercy_score" and raw is None):
+            expected = bool if name in _BOOLS else int
+            if type(raw) is not expected:
+                wrong.append((name, f"{name}={show(raw)} must be {_KIND_NAMES[expected]}"))
+    return wrong
+
+
 def _check(values: dict[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
     """Every option's value coerced (enums from their string values), and every
     problem: each bad value, then each conflict between values that are fine
@@ -208,23 +250,8 @@ def _check(values: dict[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
         fail(msg, name)
         bad.add(name)
 
-    for name in OPTION_NAMES:
-        raw = values[name]
-        if name in _ENUMS:
-            enum = _ENUMS[name]
-            try:
-                # Only a str can be a value: enum() of anything else would build
-                # its refusal from the value's repr, which a nested list overflows.
-                out[name] = enum(raw) if isinstance(raw, str) else enum(None)
-            except ValueError:
-                allowed = ", ".join(e.value for e in enum)
-                invalid(name, f"{name}={show(raw)} is not one of: {allowed}")
-            continue
-        if name == "mercy_score" and raw is None:
-            continue
-        expected = bool if name in _BOOLS else int
-        if type(raw) is not expected:
-            invalid(name, f"{name}={show(raw)} must be {_KIND_NAMES[expected]}")
+    for name, msg in _coerce_types(values, out):
+        invalid(name, msg)
 
     def fine(*names: str) -> bool:
         return bad.isdisjoint(names)
@@ -297,8 +324,34 @@ def _check(values: dict[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
             "blind_nil_exchange",
             "partnerships",
         )
+    if fine("blind_nil_exchange_optional", "blind_nil_exchange", "partnerships"):
+        problems += _optional_exchange_problems(v)
     problems += _scoring_problems(v, bad)
     return out, problems
+
+
+def _optional_exchange_problems(v: dict[str, Any]) -> list[Problem]:
+    """An optional exchange needs an exchange, and partners to exchange with."""
+    if not v["blind_nil_exchange_optional"]:
+        return []
+    problems: list[Problem] = []
+    if not v["blind_nil_exchange"]:
+        problems.append(
+            (
+                "blind_nil_exchange_optional=true needs an exchange to choose: set "
+                "blind_nil_exchange to 1 or more cards",
+                ("blind_nil_exchange_optional", "blind_nil_exchange"),
+            )
+        )
+    if not v["partnerships"]:
+        problems.append(
+            (
+                "blind_nil_exchange_optional=true passes cards to a partner, so it needs "
+                "partnerships=true",
+                ("blind_nil_exchange_optional", "partnerships"),
+            )
+        )
+    return problems
 
 
 _TRICKS_IGNORES: dict[str, tuple[StrEnum, str]] = {
@@ -339,14 +392,16 @@ PRESETS: dict[str, Ruleset] = {
     # seed 001 "Piki ... Wersja 1.0.0": the default table.
     "classic": Ruleset(),
     # seed 000 (Polish club rules): partners talk bids over, dealer leads,
-    # blind nil when trailing by 100 with a 2-card exchange, spades broken
-    # only by trumping.
+    # blind nil when trailing by 100 with a 2-card exchange that the blind nil
+    # player may take or decline ("może wymienić"), spades broken only by
+    # trumping.
     "polish": Ruleset(
         first_lead=FirstLead.DEALER,
         blind_nil=True,
         blind_nil_deficit=100,
         blind_nil_exchange=2,
         spades_broken=SpadesBroken.TRUMPING,
+        blind_nil_exchange_optional=True,
     ),
     # seed 002 (German): four individual players with both jokers, minimum bid
     # one, a broken contract scores zero, no mercy rule.

@@ -18,9 +18,11 @@ The JSON object has one key per field of ``MatchState`` plus ``actions``:
   integer fields in declaration order (side, contract, tricks, contract_points,
   nil_points, bags_taken, bag_penalty, hand_points, score, bags);
 - ``hand``: every field of ``HandState``: masks for ``dealt``, ``hands`` and
-  ``exchange_chosen``, cards as integers elsewhere, the two dicts as
+  ``exchange_chosen``, cards as integers elsewhere, the dicts as
   ``[seat, value]`` pairs in insertion order, finished tricks as
-  ``[leader, [cards in play order], winner]``;
+  ``[leader, [cards in play order], winner]``; a key added after version 1,
+  named in ``LATER_HAND_KEYS`` (the optional exchange's ``exchange_deciders``
+  and ``exchange_decisions``), may be missing and then takes its default;
 - ``actions``: the applied actions as ``[seat, "play QS"]`` (the record's text
   form), so the game record survives a snapshot.
 
@@ -31,8 +33,11 @@ through ``Match.apply`` and refuses the snapshot unless every other field is
 exactly what the replay gives.  So a state play cannot reach (a revoke, a
 score that is not the sum of its hands, a winner who did not win, actions
 that do not lead to the state) is refused, by the rules themselves rather than
-by a second description of them.  A refusal raises ``SnapshotError`` naming
-the first bad field.  Dumping a loaded match gives the same bytes back.
+by a second description of them.  The later keys an older snapshot lacks are
+filled in (``with_later_keys``) before any of this, so it loads as what the
+older engine played.  A refusal raises ``SnapshotError`` naming the first bad
+field.  Dumping a loaded match gives the same bytes back (for an older
+snapshot, with the later keys).
 
 Loading therefore costs a replay: 2.7 ms for a whole classic match of 560
 actions, 1.1 ms with the field-by-field checks before (``bench/snapshot_load.py``).
@@ -62,12 +67,16 @@ VERSION = 1
 MAX_PAYLOAD = 32 * 1024 * 1024
 """Refuse snapshots that inflate to more than this many bytes of JSON."""
 
-LATER_OPTIONS: tuple[str, ...] = ("scoring", "spades_broken")
+LATER_OPTIONS: tuple[str, ...] = ("scoring", "spades_broken", "blind_nil_exchange_optional")
 """Ruleset options added after snapshot version 1 was fixed.  A snapshot's
 ``rules`` without one of them was written before the option existed, so it was
 played by the option's default (the rule before the option); loading fills it
 in as that default, not as a preset's later value."""
 DEFAULTS = Ruleset().to_dict()
+
+LATER_HAND_KEYS: dict[str, Any] = {"exchange_deciders": [], "exchange_decisions": []}
+"""Keys of ``hand`` added after version 1, with the value they always had in an
+older snapshot (which lacks them)."""
 
 _SIDE_SCORE_FIELDS = tuple(f.name for f in dataclasses.fields(SideScore))
 _MATCH_KEYS = (*(f.name for f in dataclasses.fields(MatchState)), "actions")
@@ -96,6 +105,8 @@ def snapshot_document(st: MatchState, actions: list[tuple[int, Action]]) -> dict
         "blind": list(h.blind),
         "tricks_won": list(h.tricks_won),
         "to_act": h.to_act,
+        "exchange_deciders": list(h.exchange_deciders),
+        "exchange_decisions": [[seat, yes] for seat, yes in h.exchange_decisions.items()],
         "exchange_seats": list(h.exchange_seats),
         "exchange_chosen": [[seat, mask] for seat, mask in h.exchange_chosen.items()],
         "received": [[seat, list(cards)] for seat, cards in h.received.items()],
@@ -147,7 +158,7 @@ def replay_snapshot(data: bytes) -> tuple[Match, list[Event]]:
     """
     from .match import Match
 
-    doc = _document(data)
+    doc = with_later_keys(_document(data))
     rules, seed, deals, dealer, actions = _Reader().start(doc)
     try:
         match = Match(rules, seed=seed, deals=deals, dealer=dealer)
@@ -207,6 +218,19 @@ def _inflate(payload: bytes) -> bytes:
     return text
 
 
+def with_later_keys(doc: Any) -> Any:
+    """An older snapshot's document with the keys added since filled in as their
+    defaults (left alone when not shaped like a document: the reader says why)."""
+    if type(doc) is not dict:
+        return doc
+    rules, hand = doc.get("rules"), doc.get("hand")
+    if type(rules) is dict and any(k not in rules for k in LATER_OPTIONS):
+        doc = {**doc, "rules": {**{n: DEFAULTS[n] for n in LATER_OPTIONS}, **rules}}
+    if type(hand) is dict and any(k not in hand for k in LATER_HAND_KEYS):
+        doc = {**doc, "hand": {**LATER_HAND_KEYS, **hand}}
+    return doc
+
+
 def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is not allowed")
 
@@ -254,10 +278,6 @@ class _Reader:
     def start(self, doc: Any) -> _Start:
         """The ruleset, seed, explicit deals, first dealer and actions."""
         d = self.obj(doc, "(top level)", _MATCH_KEYS)
-        rules_doc = d["rules"]
-        if type(rules_doc) is dict:  # in place: the replay comparison sees the filled value
-            for name in LATER_OPTIONS:
-                rules_doc.setdefault(name, DEFAULTS[name])
         try:
             self.rules = r = Ruleset.from_dict(self.obj(d["rules"], "rules", OPTION_NAMES))
         except RulesetError as e:

@@ -33,6 +33,10 @@ class HandState:
     blind: list[bool]
     tricks_won: list[int]
     to_act: int
+    # optional blind nil exchange: the blind nil bidders who decide, and their
+    # decisions (True: exchange) in the order made
+    exchange_deciders: tuple[int, ...] = ()
+    exchange_decisions: dict[int, bool] = field(default_factory=dict)
     # blind nil exchange: seats that must pass, and what each has chosen (mask)
     exchange_seats: tuple[int, ...] = ()
     exchange_chosen: dict[int, int] = field(default_factory=dict)

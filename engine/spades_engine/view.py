@@ -44,6 +44,8 @@ class SeatView:
     led_suit: int  # -1 when no card of the trick has been played
     spades_broken: bool
     tricks: tuple[TrickView, ...]  # the finished tricks of this hand
+    exchange_deciders: tuple[int, ...]  # optional exchange: the blind nil bidders who decide
+    exchange_decisions: tuple[tuple[int, bool], ...]  # (seat, exchange?) in the order made
     exchange_seats: tuple[int, ...]
     exchange_chosen: tuple[int, ...]  # seats that have chosen their cards to pass
     passed: tuple[Card, ...]  # cards the viewer chose to pass
@@ -92,6 +94,8 @@ def make_view(st: MatchState, seat: int | None, legal: list[Action]) -> SeatView
         led_suit=h.led_suit,
         spades_broken=h.spades_broken,
         tricks=tuple(TrickView(lead, cards, win) for lead, cards, win in h.completed),
+        exchange_deciders=h.exchange_deciders,
+        exchange_decisions=tuple(h.exchange_decisions.items()),
         exchange_seats=h.exchange_seats,
         exchange_chosen=tuple(sorted(h.exchange_chosen)),
         passed=passed,

@@ -22,7 +22,19 @@ from typing import Any, Literal, TypeAlias, get_args
 from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 
 from spades_engine import events as ev
-from spades_engine.actions import BLIND_NIL, LOOK, Action, Bid, BlindNil, Look, PassCards, Play
+from spades_engine.actions import (
+    BLIND_NIL,
+    EXCHANGE,
+    LOOK,
+    NO_EXCHANGE,
+    Action,
+    Bid,
+    BlindNil,
+    ExchangeDecision,
+    Look,
+    PassCards,
+    Play,
+)
 from spades_engine.actions import bid as make_bid
 from spades_engine.actions import play as make_play
 from spades_engine.cards import BIG_JOKER, LITTLE_JOKER, Card
@@ -209,6 +221,7 @@ _ScalarOption = Literal[
     "blind_nil",
     "blind_nil_deficit",
     "blind_nil_exchange",
+    "blind_nil_exchange_optional",
     "nil_allowed",
     "partnerships",
     "jokers",
@@ -258,12 +271,13 @@ def resolved_ruleset_pb(rules: Ruleset) -> pb.ResolvedRuleset:
         hand_size=rules.hand_size,
         scoring=_SCORINGS[rules.scoring],
         spades_broken=_SPADES_BROKEN[rules.spades_broken],
+        blind_nil_exchange_optional=rules.blind_nil_exchange_optional,
     )
 
 
 # -- actions -------------------------------------------------------------------
 
-_ACTION_KINDS = "bid, blind_nil, look, pass_cards or play_card"
+_ACTION_KINDS = "bid, blind_nil, look, pass_cards, play_card or exchange_decision"
 
 
 def action_from_pb(msg: pb.Action, path: str = "action") -> Action:
@@ -279,6 +293,8 @@ def action_from_pb(msg: pb.Action, path: str = "action") -> Action:
         return PassCards(_cards_from_pb(msg.pass_cards.cards, f"{path}.pass_cards.cards"))
     if kind == "play_card":
         return make_play(card_from_pb(msg.play_card.card, f"{path}.play_card.card"))
+    if kind == "exchange_decision":
+        return EXCHANGE if msg.exchange_decision.exchange else NO_EXCHANGE
     raise ConversionError(path, f"no action set: set one of {_ACTION_KINDS}")
 
 
@@ -301,6 +317,9 @@ def _fill_action(out: pb.Action, action: Action) -> None:
     elif isinstance(action, PassCards):
         out.pass_cards.SetInParent()
         _add_cards(out.pass_cards.cards, action.cards)
+    elif isinstance(action, ExchangeDecision):
+        out.exchange_decision.exchange = action.exchange
+        out.exchange_decision.SetInParent()
     else:
         raise TypeError(f"{action!r} is not an engine action")
 
@@ -336,6 +355,11 @@ def _bidding_closed(e: ev.BiddingClosed, out: pb.MatchEvent) -> None:
     out.bidding_closed.SetInParent()
     out.bidding_closed.bids.extend(e.bids)
     out.bidding_closed.contracts.extend(e.contracts)
+
+
+def _exchange_decided(e: ev.ExchangeDecided, out: pb.MatchEvent) -> None:
+    out.exchange_decided.SetInParent()
+    out.exchange_decided.seat, out.exchange_decided.exchange = e.seat, e.exchange
 
 
 def _exchange_started(e: ev.ExchangeStarted, out: pb.MatchEvent) -> None:
@@ -411,6 +435,7 @@ _EVENT_FILLERS: dict[type[Any], Callable[[Any, pb.MatchEvent], None]] = {
     ev.LookedAtCards: _looked_at_cards,
     ev.BidMade: _bid_made,
     ev.BiddingClosed: _bidding_closed,
+    ev.ExchangeDecided: _exchange_decided,
     ev.ExchangeStarted: _exchange_started,
     ev.CardsChosen: _cards_chosen,
     ev.CardsPassed: _cards_passed,
@@ -524,6 +549,7 @@ def view_to_pb(view: SeatView, *, as_of_seq: int, seats: Sequence[pb.SeatInfo]) 
         spades_broken=view.spades_broken,
         exchange_seats=view.exchange_seats,
         exchange_chosen=view.exchange_chosen,
+        exchange_deciders=view.exchange_deciders,
         winner=-1 if view.winner is None else view.winner,
         as_of_seq=as_of_seq,
         seats=seats,
@@ -537,6 +563,8 @@ def view_to_pb(view: SeatView, *, as_of_seq: int, seats: Sequence[pb.SeatInfo]) 
         _add_cards(done.cards, t.cards)
     _add_cards(out.passed, view.passed)
     _add_cards(out.received, view.received)
+    for seat, exchange in view.exchange_decisions:
+        out.exchange_decisions.add(seat=seat, exchange=exchange)
     for a in view.legal_actions:
         _fill_action(out.legal_actions.add(), a)
     for sides in view.results:

@@ -296,7 +296,10 @@ class Session:
         """The seats the match waits for."""
         st = self.match.state
         if self.match.phase is Phase.EXCHANGE:
-            return [s for s in st.hand.exchange_seats if s not in st.hand.exchange_chosen]
+            h = st.hand
+            if len(h.exchange_decisions) < len(h.exchange_deciders):  # the optional form
+                return [s for s in h.exchange_deciders if s not in h.exchange_decisions]
+            return [s for s in h.exchange_seats if s not in h.exchange_chosen]
         if self.match.is_over:
             return []
         return [self.match.to_act]

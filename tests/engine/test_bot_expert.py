@@ -138,7 +138,9 @@ def test_sampled_deals_agree_with_everything_the_seat_has_seen(name: str) -> Non
 
 
 def test_passed_cards_are_known_to_be_with_the_partner() -> None:
-    m = Match(preset("polish", blind_nil_deficit=0), seed=5, dealer=3)
+    m = Match(
+        preset("polish", blind_nil_deficit=0, blind_nil_exchange_optional=False), seed=5, dealer=3
+    )
     bid_all(m, ["blind_nil", 3, 3, 3])  # seat 0 bids blind nil; seats 0 and 2 exchange
     assert m.phase is Phase.EXCHANGE
     for s in (0, 2):
@@ -154,7 +156,9 @@ def test_passed_cards_are_known_to_be_with_the_partner() -> None:
 
 
 def test_exchange_passes_high_cards_as_the_nil_bidder_and_low_cards_to_it() -> None:
-    m = Match(preset("polish", blind_nil_deficit=0), seed=9, dealer=3)
+    m = Match(
+        preset("polish", blind_nil_deficit=0, blind_nil_exchange_optional=False), seed=9, dealer=3
+    )
     bid_all(m, ["blind_nil", 3, 3, 3])
     nil_view, partner_view = m.view(0), m.view(2)
     assert nil_view.hand is not None and partner_view.hand is not None
@@ -338,7 +342,9 @@ def test_it_never_bids_nil_where_nil_is_not_allowed() -> None:
 def _blind_view(scores: tuple[int, int], partner_bid: int | None = None) -> SeatView:
     """A face-down seat offered blind nil, its view's scores replaced by ``scores``
     (the only input of the decision)."""
-    m = Match(preset("polish", blind_nil_deficit=0), seed=4, dealer=1)
+    m = Match(
+        preset("polish", blind_nil_deficit=0, blind_nil_exchange_optional=False), seed=4, dealer=1
+    )
     if partner_bid is not None:  # seat 2 bids, then seat 3, then it is seat 0's turn
         steps: list[Action] = [LOOK, Bid(partner_bid), LOOK, Bid(3)]
         for a in steps:

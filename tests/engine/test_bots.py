@@ -206,6 +206,36 @@ def test_blind_nil_exchange_passes_high_from_the_nil_and_low_to_it(level: str) -
     assert {card_name(c) for c in partner_pass.cards} == {"2C", "2H"}
 
 
+def _optional_exchange(nil_hand: str) -> Match:
+    """Polish (the optional exchange), seat 1 holding ``nil_hand`` and bidding
+    blind nil; bidding has just closed."""
+    rules = preset("polish", blind_nil_deficit=0)
+    m = Match(rules, deals=[fill_deal(rules, {1: nil_hand})], dealer=0)
+    m.apply(1, parse_action("blind_nil"))
+    for seat, tricks in ((2, 3), (3, 4), (0, 3)):
+        m.apply(seat, parse_action("look"))
+        m.apply(seat, Bid(tricks))
+    assert m.seats_to_act() == [1]
+    return m
+
+
+@pytest.mark.parametrize("level", [*LEVELS, "expert"])
+def test_a_blind_nil_takes_the_optional_exchange_to_shed_its_winners(level: str) -> None:
+    m = _optional_exchange("AS KS AH 9H 8H 7H 6H 5D 4D 3D 7C 6C 5C")
+    assert str(decide(level, m, seat=1)) == "exchange"
+
+
+@pytest.mark.parametrize("level", [*SMART, "expert"])
+def test_an_already_safe_blind_nil_declines_the_optional_exchange(level: str) -> None:
+    m = _optional_exchange("2C 3C 4C 2D 3D 4D 2H 3H 4H 5H 2S 3S 5C")
+    assert str(decide(level, m, seat=1)) == "no_exchange"
+
+
+def test_easy_always_takes_the_optional_exchange() -> None:
+    m = _optional_exchange("2C 3C 4C 2D 3D 4D 2H 3H 4H 5H 2S 3S 5C")
+    assert str(decide("easy", m, seat=1)) == "exchange"
+
+
 def test_the_table_scales_of_the_trick_estimate_are_current() -> None:
     for (players, jokers), scale in TABLE_SCALE.items():
         assert table_scale(players, jokers) == pytest.approx(scale, abs=0.005)
@@ -350,8 +380,9 @@ def test_every_level_plays_only_legal_actions_in_every_preset(
     for name, rules in CONFIGS.items():
         _drive(rules, random.Random(name), visit, POSITIONS_PER_CONFIG)
 
-    # every kind of decision was met: bids, looks, blind nils, passes and plays
-    assert {"Bid", "Look", "BlindNil", "PassCards", "Play"} <= set(kinds), kinds
+    # every kind of decision was met: bids, looks, blind nils, exchange decisions,
+    # passes and plays
+    assert {"Bid", "Look", "BlindNil", "ExchangeDecision", "PassCards", "Play"} <= set(kinds), kinds
     with capsys.disabled():
         print(f"\nbot think time over {len(times['easy'])} positions of {len(CONFIGS)} rulesets:")
         for level, xs in times.items():

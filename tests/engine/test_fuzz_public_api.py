@@ -26,8 +26,11 @@ from hypothesis import strategies as st
 
 from spades_engine import (
     BLIND_NIL,
+    EXCHANGE,
     LOOK,
+    NO_EXCHANGE,
     Bid,
+    ExchangeDecision,
     IllegalAction,
     Match,
     PassCards,
@@ -215,13 +218,22 @@ def a_match(draw: st.DrawFn) -> Match:
 def actions_for(m: Match) -> st.SearchStrategy[Any]:
     """Junk actions, actions with junk inside, and real ones (legal or not)."""
     legal = [a for s in range(m.rules.players) for a in m.legal_actions(s)]
-    real = [BLIND_NIL, LOOK, Bid(3), Play(parse_card("2C")), PassCards((0, 1))]
+    real = [
+        BLIND_NIL,
+        LOOK,
+        EXCHANGE,
+        NO_EXCHANGE,
+        Bid(3),
+        Play(parse_card("2C")),
+        PassCards((0, 1)),
+    ]
     return st.one_of(
         junk,
         st.builds(Bid, junk),
         st.builds(Play, junk),
         st.builds(PassCards, junk),
         st.builds(PassCards, st.tuples(junk, junk)),
+        st.builds(ExchangeDecision, junk),
         st.sampled_from(real + legal),
         *([st.sampled_from(legal)] * 3 if legal else []),
     )

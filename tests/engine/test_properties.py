@@ -22,7 +22,9 @@ from hypothesis import strategies as st
 
 from spades_engine import (
     BLIND_NIL,
+    EXCHANGE,
     LOOK,
+    NO_EXCHANGE,
     Action,
     Bid,
     IllegalAction,
@@ -39,8 +41,9 @@ from spades_engine.view import SeatView
 
 CONFIGS: dict[str, Ruleset] = {
     "classic": preset("classic"),
-    "polish": preset("polish"),
+    "polish": preset("polish"),  # the optional exchange
     "polish_deficit_0": preset("polish", blind_nil_deficit=0),
+    "polish_compulsory": preset("polish", blind_nil_deficit=0, blind_nil_exchange_optional=False),
     "german": preset("german"),
     "german_3": preset("german", players=3),
     "german_5": preset("german", players=5),
@@ -206,6 +209,7 @@ class Referee:
     sees: list[bool] = field(default_factory=list)
     received: list[set[str]] = field(default_factory=list)
     passers: set[int] = field(default_factory=set)  # seats that have chosen cards to pass
+    decisions: dict[int, bool] = field(default_factory=dict)  # the optional exchange's
     played: list[str] = field(default_factory=list)
     trick: list[tuple[int, str]] = field(default_factory=list)
     broken: bool = False  # spades broken this hand, by the ruleset's spades_broken
@@ -244,6 +248,7 @@ class Referee:
                 if self.check_scores:
                     assert e.face_down == tuple(s for s in range(n) if not self.sees[s])
                 self.received, self.passers = [set() for _ in range(n)], set()
+                self.decisions = {}
                 self.played, self.trick, self.leader = [], [], None
                 self.broken = False
                 self.bids, self.blind, self.tricks = [None] * n, [False] * n, [0] * n
@@ -254,7 +259,13 @@ class Referee:
                 self.bids[e.seat], self.blind[e.seat] = e.tricks, e.blind
             elif kind == "BiddingClosed":
                 self.sees = [True] * n
+            elif kind == "ExchangeDecided":
+                assert r.blind_nil_exchange_optional and self.blind[e.seat]
+                assert e.seat not in self.decisions and str(e.audience) == "everyone"
+                assert action == (e.seat, EXCHANGE if e.exchange else NO_EXCHANGE)
+                self.decisions[e.seat] = e.exchange
             elif kind == "CardsChosen":
+                assert e.seat in self.exchangers()
                 self.passers.add(e.seat)
             elif kind == "CardsPassed":
                 assert r.partnerships and e.to_seat == (e.from_seat + 2) % 4
@@ -319,6 +330,27 @@ class Referee:
             if viewer is not None:
                 assert (v.hand is not None) == self.sees[viewer]
 
+    def deciders(self) -> set[int]:
+        """The blind nil bidders who decide whether to exchange (optional form)."""
+        r = self.rules
+        if not (r.blind_nil_exchange and r.partnerships and r.blind_nil_exchange_optional):
+            return set()
+        return {b for b in range(r.players) if self.blind[b]}
+
+    def exchangers(self) -> set[int]:
+        """The seats that pass: both partners of each blind nil side, but for a
+        side where a blind nil bidder declined the optional exchange."""
+        r = self.rules
+        if not (r.blind_nil_exchange and r.partnerships):
+            return set()
+        declined = {b % 2 for b, yes in self.decisions.items() if not yes}
+        return {
+            s
+            for b in range(r.players)
+            if self.blind[b] and b % 2 not in declined
+            for s in (b, (b + 2) % 4)
+        }
+
     def expected_legal(self, seat: int) -> set[Any]:
         """The legal actions of a seat now, by RULES.md, as ``key`` values."""
         r, n = self.rules, self.rules.players
@@ -331,9 +363,10 @@ class Referee:
             if seat != to_act:
                 return set()
             return {Bid(b) for b in range(0 if r.nil_allowed else 1, len(self.dealt[0]) + 1)}
-        exchange = set()
-        if r.blind_nil_exchange and r.partnerships:
-            exchange = {s for b in range(n) if self.blind[b] for s in (b, (b + 2) % 4)}
+        undecided = self.deciders() - set(self.decisions)
+        if undecided:  # the optional exchange's decisions come first
+            return {EXCHANGE, NO_EXCHANGE} if seat in undecided else set()
+        exchange = self.exchangers()
         if exchange - self.passers:  # the exchange
             if seat not in exchange - self.passers:
                 return set()
@@ -464,7 +497,7 @@ def universe(m: Match, seat: int, rnd: random.Random) -> list[Any]:
     deck = deck_cards(rules)
     out: list[Any] = [Play(c) for c in deck]
     out += [Bid(n) for n in range(-1, rules.tricks_per_hand + 2)]
-    out += [BLIND_NIL, LOOK]
+    out += [BLIND_NIL, LOOK, EXCHANGE, NO_EXCHANGE]
     k = rules.blind_nil_exchange or 2
     mine = list(_cards(m.state.hand.hands[seat]))
     for pool in (mine, deck):
@@ -537,3 +570,13 @@ def test_same_seed_and_actions_give_the_same_events(
         replayed += again.apply(seat, action)
     assert [event_to_dict(e) for e in replayed] == [event_to_dict(e) for e in events]
     assert again.scores == m.scores and again.view(None) == m.view(None)
+
+
+def test_the_random_matches_reach_both_exchange_decisions() -> None:
+    """The polish configurations above do exercise the optional exchange: over a
+    few seeds, blind nil bidders both take it and decline it."""
+    seen: set[bool] = set()
+    for seed in range(6):
+        _, events = play_randomly(CONFIGS["polish_deficit_0"], seed, random.Random(seed))
+        seen |= {e.exchange for e in events if type(e).__name__ == "ExchangeDecided"}
+    assert seen == {True, False}

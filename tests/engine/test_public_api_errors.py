@@ -141,7 +141,7 @@ def test_view_of_anything_but_a_seat_or_none_raises_invalid_seat(seat: Any) -> N
 
 
 def _at_exchange() -> Match:
-    m = Match(preset("polish", blind_nil_deficit=0), seed=21)
+    m = Match(preset("polish", blind_nil_deficit=0, blind_nil_exchange_optional=False), seed=21)
     while m.phase is Phase.BIDDING:
         seat = m.to_act
         legal = m.legal_actions(seat)

@@ -13,7 +13,19 @@ from typing import Any
 import pytest
 from rules_helpers import CONFIGS
 
-from spades_engine import BLIND_NIL, Match, PassCards, Phase, Reason, Ruleset, SpadesBroken, preset
+from spades_engine import (
+    BLIND_NIL,
+    LOOK,
+    Bid,
+    Match,
+    PassCards,
+    Phase,
+    Reason,
+    Ruleset,
+    SpadesBroken,
+    parse_action,
+    preset,
+)
 from spades_engine.cards import card_name, cards_of
 from spades_engine.deck import deal, hand_seed
 from spades_engine.events import CardsPassed
@@ -72,7 +84,7 @@ def test_a_record_mid_hand_replays() -> None:
 
 
 def test_blind_nil_and_exchange_are_recorded() -> None:
-    m = Match(preset("polish", blind_nil_deficit=0), seed=5)
+    m = Match(preset("polish", blind_nil_deficit=0, blind_nil_exchange_optional=False), seed=5)
     first = m.to_act
     m.apply(first, BLIND_NIL)
     while m.phase is Phase.BIDDING:
@@ -92,8 +104,26 @@ def test_blind_nil_and_exchange_are_recorded() -> None:
     assert sum(isinstance(e, CardsPassed) for e in events) == 2
 
 
+def test_the_optional_exchange_decisions_are_recorded() -> None:
+    m = Match(preset("polish", blind_nil_deficit=0), seed=11, dealer=0)
+    for seat, action in ((1, BLIND_NIL), (2, LOOK), (2, Bid(5)), (3, LOOK), (3, Bid(4))):
+        m.apply(seat, action)
+    m.apply(0, BLIND_NIL)
+    m.apply(1, parse_action("no_exchange"))
+    m.apply(0, parse_action("exchange"))
+    rec = record_of(m)
+    texts = [text for _, text in rec["actions"]]
+    assert texts[-2:] == ["no_exchange", "exchange"]
+    again, events = replay_events(rec)
+    assert again.to_snapshot() == m.to_snapshot()
+    assert [(e.seat, e.exchange) for e in events if type(e).__name__ == "ExchangeDecided"] == [
+        (1, False),
+        (0, True),
+    ]
+
+
 def test_pass_text_keeps_any_card_order() -> None:
-    m = Match(preset("polish", blind_nil_deficit=0), seed=6)
+    m = Match(preset("polish", blind_nil_deficit=0, blind_nil_exchange_optional=False), seed=6)
     m.apply(m.to_act, BLIND_NIL)
     while m.phase is Phase.BIDDING:
         seat = m.to_act

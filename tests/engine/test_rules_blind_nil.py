@@ -20,25 +20,42 @@ from rules_helpers import (
     visible,
 )
 
-from spades_engine import BLIND_NIL, LOOK, Bid, Match, PassCards, Phase, Play, Reason, preset
+from spades_engine import (
+    BLIND_NIL,
+    EXCHANGE,
+    LOOK,
+    NO_EXCHANGE,
+    Bid,
+    ExchangeDecision,
+    Match,
+    PassCards,
+    Phase,
+    Play,
+    Reason,
+    Ruleset,
+    preset,
+)
 from spades_engine.cards import cards_of
 from spades_engine.events import Event
 
 POLISH = preset("polish", bag_rule="off")  # bags off keeps the set-up hand's totals simple
+COMPULSORY = POLISH.replace(blind_nil_exchange_optional=False)  # the exchange without a choice
 
 
-def after_first_hand(tricks: list[int], bids: list[int]) -> tuple[Match, list[Event]]:
+def after_first_hand(
+    tricks: list[int], bids: list[int], rules: Ruleset = COMPULSORY
+) -> tuple[Match, list[Event]]:
     """A polish match where hand 1 is played from a controlled deal; returns it
     at the start of hand 2 with the events that ended hand 1."""
     d1, script = controlled_deal(tricks)
     d2, _ = controlled_deal([4, 3, 3, 3])
-    m = Match(POLISH, deals=[d1, d2], dealer=0)
+    m = Match(rules, deals=[d1, d2], dealer=0)
     events = play_hand(m, bids, script)
     return m, events
 
 
-def trailing_by_100() -> tuple[Match, list[Event]]:
-    m, events = after_first_hand([6, 1, 6, 0], [1, 4, 1, 3])  # A 12 of 2: 30; B 1 of 7: -70
+def trailing_by_100(rules: Ruleset = COMPULSORY) -> tuple[Match, list[Event]]:
+    m, events = after_first_hand([6, 1, 6, 0], [1, 4, 1, 3], rules)  # A 12 of 2: 30; B 1 of 7: -70
     assert m.scores == (30, -70)
     return m, events
 
@@ -189,7 +206,7 @@ def test_the_exchange_is_seen_by_the_blind_nil_team_only() -> None:
 
 
 def test_without_an_exchange_play_starts_after_the_blind_nil() -> None:
-    rules = preset("polish", bag_rule="off", blind_nil_exchange=0)
+    rules = COMPULSORY.replace(blind_nil_exchange=0)
     d1, script = controlled_deal([6, 1, 6, 0])
     d2, _ = controlled_deal([4, 3, 3, 3])
     m = Match(rules, deals=[d1, d2], dealer=0)
@@ -200,7 +217,7 @@ def test_without_an_exchange_play_starts_after_the_blind_nil() -> None:
 
 
 def test_both_teams_blind_nil_exchange_within_each_team() -> None:
-    rules = preset("polish", blind_nil_deficit=0)
+    rules = preset("polish", blind_nil_deficit=0, blind_nil_exchange_optional=False)
     m = Match(rules, seed=11, dealer=0)
     assert of_type(m.opening_events, "HandStarted")[0].face_down == (0, 1, 2, 3)
     assert of_type(m.opening_events, "HandShown") == []
@@ -265,3 +282,169 @@ def test_blind_nil_eligibility_in_cutthroat_is_against_the_best_other_player() -
     assert m.scores == (40, 30, 30, -100)
     assert of_type(events, "HandStarted")[0].face_down == (3,)
     assert m.legal_actions(3) == [LOOK]
+
+
+# -- the optional exchange (polish: "Gracz w ciemno może wymienić 2 karty") ------------
+
+
+def at_decision() -> Match:
+    """Hand 2 of a polish match, bidding just closed with seat 3's blind nil."""
+    m, _ = trailing_by_100(POLISH)
+    m.apply(2, Bid(3))
+    m.apply(1, LOOK)
+    m.apply(3, BLIND_NIL)
+    m.apply(0, Bid(4))
+    events = m.apply(1, Bid(4))
+    assert of_type(events, "BiddingClosed")
+    assert of_type(events, "ExchangeStarted") == []  # the decision comes first
+    return m
+
+
+def test_the_optional_exchange_opens_with_the_blind_nil_bidders_decision() -> None:
+    m = at_decision()
+    assert m.phase is Phase.EXCHANGE
+    assert m.to_act == -1
+    assert m.seats_to_act() == [3]
+    assert m.legal_actions(3) == [EXCHANGE, NO_EXCHANGE]
+    for seat in (0, 1, 2):
+        assert m.legal_actions(seat) == []
+    for viewer in (0, 1, 2, 3, None):
+        v = m.view(viewer)
+        assert (v.exchange_deciders, v.exchange_decisions, v.exchange_seats) == ((3,), (), ())
+    assert m.view(3).hand == tuple(cards_of(m.state.hand.dealt[3]))  # it decides seeing them
+    assert [str(a) for a in m.legal_actions(3)] == ["exchange", "no_exchange"]
+
+
+def test_the_optional_exchange_taken_is_public_and_its_cards_are_the_teams() -> None:
+    m = at_decision()
+    dealt = m.state.hand.dealt
+    events = m.apply(3, EXCHANGE)
+    decided, started = events
+    assert (type(decided).__name__, decided.seat, decided.exchange, str(decided.audience)) == (
+        "ExchangeDecided",
+        3,
+        True,
+        "everyone",
+    )
+    assert (type(started).__name__, started.seats, started.cards_each) == (
+        "ExchangeStarted",
+        (1, 3),
+        2,
+    )
+    assert m.phase is Phase.EXCHANGE
+    assert m.seats_to_act() == [1, 3]
+    assert len(m.legal_actions(3)) == 78
+    give1, give3 = lowest(m, 1), lowest(m, 3)
+    events += m.apply(3, PassCards(give3))
+    events += m.apply(1, PassCards(give1))
+    assert m.phase is Phase.PLAYING
+    assert m.to_act == 1  # polish: the dealer leads
+    passed = of_type(events, "CardsPassed")
+    assert sorted((e.from_seat, e.to_seat, e.cards) for e in passed) == [
+        (1, 3, give1),
+        (3, 1, give3),
+    ]
+    assert all(str(e.audience) == "team:1" for e in passed)
+    moved = names(give1 + give3)
+    for viewer in (0, 2, None):  # the opponents and a spectator: the decision, no card
+        team = None if viewer is None else viewer & 1
+        seen = visible(events, viewer, team)
+        assert of_type(seen, "ExchangeDecided") == [decided]
+        assert of_type(seen, "CardsPassed") == []
+        for e in seen:
+            assert not moved & names(getattr(e, "cards", ()))
+        v = m.view(viewer)
+        assert v.exchange_decisions == ((3, True),)
+        assert (v.passed, v.received) == ((), ())
+        assert not moved & names(v.hand or ())
+    for seat in (1, 3):
+        assert len(of_type(visible(events, seat, 1), "CardsPassed")) == 2
+        assert m.view(seat).exchange_decisions == ((3, True),)
+    assert names(m.view(3).hand or ()) == names(cards_of(dealt[3])) - names(give3) | names(give1)
+
+
+def test_the_optional_exchange_declined_moves_no_card_and_play_begins() -> None:
+    m = at_decision()
+    dealt = m.state.hand.dealt
+    events = m.apply(3, NO_EXCHANGE)
+    assert [(type(e).__name__, str(e.audience)) for e in events] == [
+        ("ExchangeDecided", "everyone")
+    ]
+    assert (events[0].seat, events[0].exchange) == (3, False)
+    assert m.phase is Phase.PLAYING
+    assert m.to_act == 1
+    assert m.state.hand.hands == list(dealt)
+    for viewer in (0, 1, 2, 3, None):
+        v = m.view(viewer)
+        assert v.exchange_decisions == ((3, False),)
+        assert (v.exchange_seats, v.passed, v.received) == ((), (), ())
+    reject(m, 3, PassCards(lowest(m, 3)), Reason.WRONG_PHASE)
+    reject(m, 3, EXCHANGE, Reason.WRONG_PHASE)
+
+
+def test_illegal_exchange_decisions_are_refused_and_change_nothing() -> None:
+    m, _ = trailing_by_100(POLISH)
+    reject(m, 2, EXCHANGE, Reason.WRONG_PHASE)  # bidding is still open
+    m = at_decision()
+    reject(m, 1, EXCHANGE, Reason.NOT_EXCHANGE_DECIDER)  # the partner
+    reject(m, 0, NO_EXCHANGE, Reason.NOT_EXCHANGE_DECIDER)  # an opponent
+    reject(m, 3, ExchangeDecision("no"), Reason.UNKNOWN_ACTION)  # type: ignore[arg-type]
+    reject(m, 3, PassCards(lowest(m, 3)), Reason.EXCHANGE_NOT_DECIDED)
+    reject(m, 1, PassCards(lowest(m, 1)), Reason.EXCHANGE_NOT_DECIDED)
+    reject(m, 3, Play(lowest(m, 3, 1)[0]), Reason.WRONG_PHASE)
+    m.apply(3, EXCHANGE)
+    reject(m, 3, EXCHANGE, Reason.ALREADY_DECIDED)  # twice
+    reject(m, 3, NO_EXCHANGE, Reason.ALREADY_DECIDED)  # nor may it change its mind
+    compulsory = at_exchange()
+    reject(compulsory, 3, EXCHANGE, Reason.EXCHANGE_NOT_OPTIONAL)
+    reject(compulsory, 3, NO_EXCHANGE, Reason.EXCHANGE_NOT_OPTIONAL)
+
+
+def test_both_sides_decide_for_themselves() -> None:
+    m = Match(preset("polish", blind_nil_deficit=0), seed=11, dealer=0)
+    events = bid_all(m, ["blind_nil", "blind_nil", 5, 4])
+    assert of_type(events, "ExchangeStarted") == []
+    assert m.seats_to_act() == [0, 1]
+    assert m.view(None).exchange_deciders == (0, 1)
+    dealt = m.state.hand.dealt
+    events = m.apply(1, NO_EXCHANGE)  # either may decide first
+    assert m.legal_actions(1) == [] and m.legal_actions(0) == [EXCHANGE, NO_EXCHANGE]
+    reject(m, 0, PassCards(lowest(m, 0)), Reason.EXCHANGE_NOT_DECIDED)
+    events += m.apply(0, EXCHANGE)
+    (started,) = of_type(events, "ExchangeStarted")
+    assert started.seats == (0, 2)  # only the side that took it
+    assert m.seats_to_act() == [0, 2]
+    reject(m, 1, PassCards(lowest(m, 1)), Reason.NOT_IN_EXCHANGE)
+    reject(m, 3, PassCards(lowest(m, 3)), Reason.NOT_IN_EXCHANGE)
+    gives = {s: lowest(m, s) for s in (0, 2)}
+    for s in (2, 0):
+        events += m.apply(s, PassCards(gives[s]))
+    assert m.phase is Phase.PLAYING
+    assert [m.state.hand.hands[s] for s in (1, 3)] == [dealt[1], dealt[3]]
+    moved = names(gives[0] + gives[2])
+    for seat in (1, 3):
+        assert of_type(visible(events, seat, 1), "CardsPassed") == []
+        assert not moved & names(m.view(seat).hand or ())
+    assert m.view(None).exchange_decisions == ((1, False), (0, True))
+    assert [e.exchange for e in of_type(visible(events, None, None), "ExchangeDecided")] == [
+        False,
+        True,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "exchanges"), [(True, True, True), (True, False, False)]
+)
+def test_two_blind_nils_of_one_side_exchange_only_if_both_agree(
+    first: bool, second: bool, exchanges: bool
+) -> None:
+    m, _ = trailing_by_100(POLISH)
+    bid_all(m, [4, "blind_nil", 4, "blind_nil"])
+    assert m.seats_to_act() == [1, 3]
+    events = m.apply(3, ExchangeDecision(first)) + m.apply(1, ExchangeDecision(second))
+    if exchanges:
+        assert of_type(events, "ExchangeStarted")[0].seats == (1, 3)
+        assert m.phase is Phase.EXCHANGE
+    else:
+        assert of_type(events, "ExchangeStarted") == []
+        assert m.phase is Phase.PLAYING

@@ -10,7 +10,20 @@ from collections.abc import Callable
 import pytest
 from rules_helpers import act, bid_all, controlled_deal, controlled_match, play_hand, reject
 
-from spades_engine import BLIND_NIL, LOOK, Bid, Match, PassCards, Play, Reason, parse_card, preset
+from spades_engine import (
+    BLIND_NIL,
+    EXCHANGE,
+    LOOK,
+    NO_EXCHANGE,
+    Bid,
+    ExchangeDecision,
+    Match,
+    PassCards,
+    Play,
+    Reason,
+    parse_card,
+    preset,
+)
 from spades_engine.cards import cards_of
 
 
@@ -26,6 +39,15 @@ def classic_playing() -> Match:
 
 
 def exchange() -> Match:
+    m = Match(
+        preset("polish", blind_nil_deficit=0, blind_nil_exchange_optional=False), seed=8, dealer=0
+    )
+    bid_all(m, [3, "blind_nil", 3, 3])
+    return m
+
+
+def decisions() -> Match:
+    """As ``exchange`` but with the optional exchange: seat 1 is to decide."""
     m = Match(preset("polish", blind_nil_deficit=0), seed=8, dealer=0)
     bid_all(m, [3, "blind_nil", 3, 3])
     return m
@@ -49,7 +71,7 @@ def match_over() -> None:
     m, [script] = controlled_match(preset("classic", target_score=100), [[0, 1, 10, 2]])
     play_hand(m, [0, 1, 10, 2], script)
     assert m.is_over
-    for action in (Bid(3), Play(parse_card("AS")), LOOK, BLIND_NIL, PassCards(())):
+    for action in (Bid(3), Play(parse_card("AS")), LOOK, BLIND_NIL, PassCards(()), EXCHANGE):
         reject(m, 1, action, Reason.MATCH_OVER)
 
 
@@ -65,6 +87,14 @@ def wrong_phase() -> None:
     m = exchange()
     reject(m, 1, Bid(3), Reason.WRONG_PHASE)
     reject(m, 1, Play(held(m, 1, 1)[0]), Reason.WRONG_PHASE)
+    m = classic_bidding()
+    reject(m, 1, EXCHANGE, Reason.WRONG_PHASE)
+    m = Match(preset("polish"), seed=1, dealer=0)  # nobody may bid blind nil
+    reject(m, 1, NO_EXCHANGE, Reason.WRONG_PHASE)
+    m = decisions()
+    m.apply(1, NO_EXCHANGE)  # declined: play begins
+    reject(m, 1, EXCHANGE, Reason.WRONG_PHASE)
+    reject(m, 1, NO_EXCHANGE, Reason.WRONG_PHASE)
 
 
 def not_your_turn() -> None:
@@ -81,6 +111,9 @@ def unknown_action() -> None:
     m = classic_bidding()
     for action in ("bid 3", None, 3, object()):
         reject(m, 1, action, Reason.UNKNOWN_ACTION)
+    m = decisions()
+    for junk in ("yes", 1, None):
+        reject(m, 1, ExchangeDecision(junk), Reason.UNKNOWN_ACTION)  # type: ignore[arg-type]
 
 
 def bid_out_of_range() -> None:
@@ -137,6 +170,33 @@ def wrong_pass_count() -> None:
     reject(m, 1, PassCards((c, c)), Reason.WRONG_PASS_COUNT)
 
 
+def exchange_not_optional() -> None:
+    m = exchange()  # the compulsory exchange
+    reject(m, 1, EXCHANGE, Reason.EXCHANGE_NOT_OPTIONAL)
+    reject(m, 1, NO_EXCHANGE, Reason.EXCHANGE_NOT_OPTIONAL)
+    reject(m, 0, NO_EXCHANGE, Reason.EXCHANGE_NOT_OPTIONAL)
+
+
+def not_exchange_decider() -> None:
+    m = decisions()
+    reject(m, 3, EXCHANGE, Reason.NOT_EXCHANGE_DECIDER)  # the partner does not decide
+    reject(m, 0, NO_EXCHANGE, Reason.NOT_EXCHANGE_DECIDER)  # nor does an opponent
+
+
+def already_decided() -> None:
+    m = decisions()
+    m.apply(1, EXCHANGE)
+    reject(m, 1, EXCHANGE, Reason.ALREADY_DECIDED)
+    reject(m, 1, NO_EXCHANGE, Reason.ALREADY_DECIDED)
+
+
+def exchange_not_decided() -> None:
+    m = decisions()
+    reject(m, 1, PassCards(held(m, 1, 2)), Reason.EXCHANGE_NOT_DECIDED)
+    reject(m, 3, PassCards(held(m, 3, 2)), Reason.EXCHANGE_NOT_DECIDED)
+    reject(m, 0, PassCards(held(m, 0, 2)), Reason.NOT_IN_EXCHANGE)  # no exchange for them
+
+
 def card_not_in_hand() -> None:
     m = exchange()
     reject(m, 1, PassCards((held(m, 1, 1)[0], held(m, 0, 1)[0])), Reason.CARD_NOT_IN_HAND)
@@ -182,6 +242,10 @@ SCENARIOS: dict[Reason, Callable[[], None]] = {
     Reason.CARD_NOT_IN_HAND: card_not_in_hand,
     Reason.MUST_FOLLOW_SUIT: must_follow_suit,
     Reason.SPADES_NOT_BROKEN: spades_not_broken,
+    Reason.EXCHANGE_NOT_OPTIONAL: exchange_not_optional,
+    Reason.NOT_EXCHANGE_DECIDER: not_exchange_decider,
+    Reason.ALREADY_DECIDED: already_decided,
+    Reason.EXCHANGE_NOT_DECIDED: exchange_not_decided,
 }
 
 

@@ -48,6 +48,8 @@ def test_the_presets_follow_their_seeds() -> None:
         100,
         2,
     )
+    assert polish.blind_nil_exchange_optional  # seed 000: "może wymienić"
+    assert not preset("classic").blind_nil_exchange_optional
     assert (german.partnerships, german.jokers, german.nil_allowed) == (False, True, False)
     assert german.set_penalty is SetPenalty.ZERO
     assert bulgarian.first_lead is FirstLead.TWO_OF_CLUBS
@@ -79,6 +81,15 @@ def test_overrides_and_dict_round_trip() -> None:
         ({"jokers": True, "first_lead": "two_of_clubs"}, {"first_lead", "jokers", "players"}),
         ({"blind_nil": True, "nil_allowed": False}, {"blind_nil", "nil_allowed"}),
         ({"blind_nil": True, "partnerships": False}, {"blind_nil_exchange", "partnerships"}),
+        (
+            {"blind_nil_exchange_optional": True, "blind_nil_exchange": 0},
+            {"blind_nil_exchange_optional", "blind_nil_exchange"},
+        ),
+        (
+            {"blind_nil_exchange_optional": True, "partnerships": False},
+            {"blind_nil_exchange_optional", "partnerships"},
+        ),
+        ({"blind_nil_exchange_optional": "yes"}, {"blind_nil_exchange_optional"}),
         ({"target_score": 0}, {"target_score"}),
         ({"target_score": -500}, {"target_score"}),
         ({"mercy_score": 0}, {"mercy_score"}),
@@ -172,6 +183,7 @@ GRID: dict[str, tuple[Any, ...]] = {
     "blind_nil": (True, False),
     "nil_allowed": (True, False),
     "blind_nil_exchange": (0, 2),
+    "blind_nil_exchange_optional": (True, False),
     "thirteen_bid": (True, False),
     "scoring": tuple(Scoring),
     "spades_broken": tuple(SpadesBroken),

@@ -127,7 +127,9 @@ def test_first_lead_variants(dealer: int) -> None:
 
 
 def test_two_of_clubs_first_lead_follows_the_card_through_a_blind_nil_exchange() -> None:
-    rules = preset("polish", first_lead="two_of_clubs", blind_nil_deficit=0)
+    rules = preset(
+        "polish", first_lead="two_of_clubs", blind_nil_deficit=0, blind_nil_exchange_optional=False
+    )
     m = Match(rules, seed=4, dealer=0)
     holder = next(s for s in range(4) if m.state.hand.dealt[s] >> parse_card("2C") & 1)
     partner = (holder + 2) % 4

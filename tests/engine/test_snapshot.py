@@ -15,7 +15,9 @@ from rules_helpers import CONFIGS, SPADE_LEAD_CLUBS, SPADE_LEAD_DEAL
 
 from spades_engine import (
     BLIND_NIL,
+    EXCHANGE,
     LOOK,
+    NO_EXCHANGE,
     Action,
     Bid,
     BlindNil,
@@ -185,7 +187,7 @@ def drive_to_exchange(m: Match) -> None:
 
 
 def test_mid_exchange_snapshot() -> None:
-    m = Match(preset("polish", blind_nil_deficit=0), seed=21)
+    m = Match(preset("polish", blind_nil_deficit=0, blind_nil_exchange_optional=False), seed=21)
     drive_to_exchange(m)
     assert m.phase is Phase.EXCHANGE and m.to_act == -1
     seats = m.state.hand.exchange_seats
@@ -211,7 +213,7 @@ def test_mid_exchange_snapshot() -> None:
 
 
 def test_mid_exchange_snapshot_keeps_the_choice_order() -> None:
-    m = Match(preset("polish", blind_nil_deficit=0), seed=22)
+    m = Match(preset("polish", blind_nil_deficit=0, blind_nil_exchange_optional=False), seed=22)
     drive_to_exchange(m)
     seats = m.state.hand.exchange_seats
     for seat in (seats[-1], seats[0]):  # not in seat order
@@ -219,6 +221,60 @@ def test_mid_exchange_snapshot_keeps_the_choice_order() -> None:
     loaded = Match.from_snapshot(m.to_snapshot())
     assert list(loaded.state.hand.exchange_chosen) == list(m.state.hand.exchange_chosen)
     assert loaded.to_snapshot() == m.to_snapshot()
+
+
+def test_mid_decision_snapshot_of_the_optional_exchange() -> None:
+    m = Match(preset("polish", blind_nil_deficit=0), seed=22)
+    drive_to_exchange(m)
+    deciders = m.state.hand.exchange_deciders
+    assert deciders == (0, 1) and m.state.hand.exchange_seats == ()
+    m.apply(1, NO_EXCHANGE)  # side 1 declines
+    data = m.to_snapshot()
+    doc = snapshot_document(m.state, m.actions)
+    assert doc["hand"]["exchange_deciders"] == [0, 1]
+    assert doc["hand"]["exchange_decisions"] == [[1, False]]
+    loaded = Match.from_snapshot(data)
+    assert_same(m, loaded)
+    assert loaded.to_snapshot() == data
+    assert loaded.view(None).exchange_decisions == ((1, False),)
+    assert loaded.seats_to_act() == [0]
+    for match in (m, loaded):
+        (decided, started) = match.apply(0, EXCHANGE)
+        assert (decided.seat, started.seats) == (0, (0, 2))
+    assert_same(m, loaded)
+
+
+def _older(doc: dict[str, Any]) -> dict[str, Any]:
+    """A snapshot document as written before the optional exchange existed."""
+    old = json.loads(json.dumps(doc))
+    del old["rules"]["blind_nil_exchange_optional"]
+    del old["hand"]["exchange_deciders"], old["hand"]["exchange_decisions"]
+    return old
+
+
+@pytest.mark.parametrize("config", ["classic", "polish-deficit0"])
+def test_an_older_snapshot_without_the_optional_exchange_keys_loads(config: str) -> None:
+    rules = CONFIGS[config].replace(blind_nil_exchange_optional=False)
+    m = Match(rules, seed=23)
+    if config == "classic":
+        play(m, random.Random(23), 1)
+    else:
+        drive_to_exchange(m)
+        m.apply(m.seats_to_act()[0], m.legal_actions(m.seats_to_act()[0])[0])
+    loaded = Match.from_snapshot(encode(_older(snapshot_document(m.state, m.actions))))
+    assert_same(m, loaded)
+    assert loaded.to_snapshot() == m.to_snapshot()  # dumped again with the new keys
+    assert not loaded.rules.blind_nil_exchange_optional  # what the older engine played
+
+
+def test_an_older_snapshot_cannot_hide_a_decision() -> None:
+    m = Match(preset("polish", blind_nil_deficit=0), seed=22)
+    drive_to_exchange(m)
+    m.apply(0, EXCHANGE)
+    doc = snapshot_document(m.state, m.actions)
+    del doc["hand"]["exchange_decisions"]  # read as no decision: the replay says otherwise
+    with pytest.raises(SnapshotError, match=r"hand\.exchange_decisions"):
+        Match.from_snapshot(encode(doc))
 
 
 def test_mid_hand_snapshot_with_a_trick_in_progress() -> None:
@@ -233,7 +289,7 @@ def test_mid_hand_snapshot_with_a_trick_in_progress() -> None:
 
 
 def test_face_down_hand_stays_hidden_after_loading() -> None:
-    m = Match(preset("polish", blind_nil_deficit=0), seed=2)
+    m = Match(preset("polish", blind_nil_deficit=0, blind_nil_exchange_optional=False), seed=2)
     loaded = Match.from_snapshot(m.to_snapshot())
     assert all(loaded.view(s).hand is None for s in range(4))
     assert loaded.legal_actions(loaded.to_act) == [BlindNil(), Look()]
@@ -332,7 +388,7 @@ def test_replay_refuses_an_action_that_does_not_replay(sample: bytes) -> None:
 
 @pytest.fixture(scope="module")
 def sample() -> bytes:
-    m = Match(preset("polish", blind_nil_deficit=0), seed=30)
+    m = Match(preset("polish", blind_nil_deficit=0, blind_nil_exchange_optional=False), seed=30)
     drive_to_exchange(m)
     seat = m.state.hand.exchange_seats[0]
     m.apply(seat, m.legal_actions(seat)[0])

@@ -431,6 +431,10 @@ def seats_to_act(view: pb.SeatView) -> list[int]:
         return []
     if view.to_act >= 0:
         return [view.to_act]
+    decided = {d.seat for d in view.exchange_decisions}
+    undecided = [s for s in view.exchange_deciders if s not in decided]
+    if undecided:  # the optional exchange: its decisions come first
+        return undecided
     return [s for s in view.exchange_seats if s not in view.exchange_chosen]
 
 

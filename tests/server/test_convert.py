@@ -39,10 +39,13 @@ from spades_server.gen.spades.v1 import spades_pb2 as pb
 
 from spades_engine import (
     BLIND_NIL,
+    EXCHANGE,
     LOOK,
+    NO_EXCHANGE,
     PRESETS,
     Action,
     Bid,
+    ExchangeDecision,
     Match,
     PassCards,
     Phase,
@@ -184,7 +187,13 @@ def test_every_event_kind_is_seen_and_converted(games: list[GameLog]) -> None:
 
 def test_exchange_and_blind_nil_happen(games: list[GameLog]) -> None:
     kinds = {_oneof_name(e) for log in games if log.rules.blind_nil for e, _ in log.events}
-    assert {"cards_passed", "cards_chosen", "exchange_started", "looked_at_cards"} <= kinds
+    assert {
+        "cards_passed",
+        "cards_chosen",
+        "exchange_decided",
+        "exchange_started",
+        "looked_at_cards",
+    } <= kinds
     assert any(isinstance(e, BidMade) and e.blind for log in games for e, _ in log.events)
 
 
@@ -324,7 +333,7 @@ def _round_trip(action: Action) -> Action:
 def test_action_round_trip_for_every_legal_action_seen(games: list[GameLog]) -> None:
     legal = set().union(*(log.legal for log in games))
     kinds = {type(a) for a in legal}
-    assert kinds == {Bid, type(BLIND_NIL), type(LOOK), PassCards, Play}
+    assert kinds == {Bid, type(BLIND_NIL), type(LOOK), ExchangeDecision, PassCards, Play}
     assert Bid(0) in legal
     for action in legal:
         assert _round_trip(action) == action
@@ -338,6 +347,8 @@ def test_action_round_trip_for_every_legal_action_seen(games: list[GameLog]) -> 
         (BLIND_NIL, "blind_nil"),
         (LOOK, "look"),
         (PassCards((Card(0), Card(50), BIG_JOKER)), "pass_cards"),
+        (EXCHANGE, "exchange_decision"),
+        (NO_EXCHANGE, "exchange_decision"),
         (Play(Card(0)), "play_card"),
         (Play(LITTLE_JOKER), "play_card"),
     ],
@@ -418,8 +429,16 @@ def test_empty_ruleset_is_classic() -> None:
             preset("polish", blind_nil_deficit=0),
         ),
         (
-            pb.Ruleset(preset="polish", blind_nil_exchange=0),
-            preset("polish", blind_nil_exchange=0),
+            pb.Ruleset(preset="polish", blind_nil_exchange=0, blind_nil_exchange_optional=False),
+            preset("polish", blind_nil_exchange=0, blind_nil_exchange_optional=False),
+        ),
+        (
+            pb.Ruleset(preset="polish", blind_nil_exchange_optional=False),
+            preset("polish", blind_nil_exchange_optional=False),
+        ),
+        (
+            pb.Ruleset(blind_nil=True, blind_nil_exchange_optional=True),
+            preset("classic", blind_nil=True, blind_nil_exchange_optional=True),
         ),
         (pb.Ruleset(blind_nil_exchange=3), preset("classic", blind_nil_exchange=3)),
         (
@@ -503,7 +522,11 @@ def test_unset_options_keep_the_preset() -> None:
         ),
         (
             pb.Ruleset(preset="polish", partnerships=False),
-            {"blind_nil_exchange", "partnerships"},
+            {"blind_nil_exchange", "blind_nil_exchange_optional", "partnerships"},
+        ),
+        (
+            pb.Ruleset(preset="polish", blind_nil_exchange=0),
+            {"blind_nil_exchange_optional", "blind_nil_exchange"},
         ),
         (pb.Ruleset(bag_rule=pb.BagRule.ValueType(9)), {"bag_rule"}),
         (pb.Ruleset(first_lead=pb.FirstLead.ValueType(9)), {"first_lead"}),
@@ -538,7 +561,14 @@ def test_resolved_ruleset(rules: Ruleset) -> None:
     assert msg.mercy_score == (rules.mercy_score or 0)
     for name in ("target_score", "blind_nil", "blind_nil_deficit", "blind_nil_exchange"):
         assert getattr(msg, name) == getattr(rules, name)
-    for name in ("nil_allowed", "partnerships", "jokers", "players", "thirteen_bid"):
+    for name in (
+        "nil_allowed",
+        "partnerships",
+        "jokers",
+        "players",
+        "thirteen_bid",
+        "blind_nil_exchange_optional",
+    ):
         assert getattr(msg, name) == getattr(rules, name)
     assert pb.BagRule.Name(msg.bag_rule) == "BAG_RULE_" + rules.bag_rule.name
     assert pb.FirstLead.Name(msg.first_lead) == "FIRST_LEAD_" + rules.first_lead.name
@@ -562,6 +592,7 @@ def test_resolved_ruleset(rules: Ruleset) -> None:
         thirteen_bid=msg.thirteen_bid,
         scoring=msg.scoring,
         spades_broken=msg.spades_broken,
+        blind_nil_exchange_optional=msg.blind_nil_exchange_optional,
     )
     if msg.has_mercy_score:
         back.mercy_score = msg.mercy_score
@@ -622,6 +653,8 @@ def _check_view(m: Match, view: SeatView, msg: pb.SeatView, as_of_seq: int) -> N
     ]
     assert list(msg.exchange_seats) == list(view.exchange_seats)
     assert list(msg.exchange_chosen) == list(view.exchange_chosen)
+    assert list(msg.exchange_deciders) == list(view.exchange_deciders)
+    assert [(d.seat, d.exchange) for d in msg.exchange_decisions] == list(view.exchange_decisions)
     assert [action_from_pb(a) for a in msg.legal_actions] == list(view.legal_actions)
     assert msg.winner == (-1 if view.winner is None else view.winner)
     assert [[_side_dict(s) for s in r.sides] for r in msg.results] == [

@@ -380,3 +380,38 @@ def test_every_bot_level_plays_its_seat_and_search_does_not_stall_the_server(
     assert public.error is None, public.error
     bids = [e.bid_made.seat for e in public.events if e.HasField("bid_made")]
     assert sorted(bids) == [0, 1, 2, 3]
+
+
+def test_the_optional_exchange_decision_is_public_over_the_api(shared_server: Server) -> None:
+    """polish: a blind nil bidder decides whether to exchange; every seat and a
+    spectator see the decision, and a decision out of place is refused."""
+    stub = shared_server.stub
+    table = create_match(stub, seed=11, preset="polish", blind_nil_deficit=0)
+    nil = get_view(stub, table, 0).to_act
+    submit(stub, table, nil, pb.Action(blind_nil=pb.BlindNilAction()))
+    for _ in range(3):
+        seat = get_view(stub, table, 0).to_act
+        submit(stub, table, seat, pb.Action(look=pb.LookAction()))
+        submit(stub, table, seat, pb.Action(bid=pb.BidAction(tricks=3)))
+    view = get_view(stub, table, nil)
+    assert view.phase == pb.PHASE_EXCHANGE and list(view.exchange_deciders) == [nil]
+    assert seats_to_act(view) == [nil]
+    decisions = [a for a in view.legal_actions if a.HasField("exchange_decision")]
+    assert [a.exchange_decision.exchange for a in decisions] == [True, False]
+    partner = (nil + 2) % 4
+    decline = pb.Action(exchange_decision=pb.ExchangeDecisionAction(exchange=False))
+    refused = expect_failure(
+        grpc.StatusCode.FAILED_PRECONDITION, submit, stub, table, partner, decline
+    )
+    assert refused.reason == "NOT_EXCHANGE_DECIDER"
+    resp = submit(stub, table, nil, decline)
+    (decided,) = [e for e in resp.events if e.HasField("exchange_decided")]
+    assert (decided.exchange_decided.seat, decided.exchange_decided.exchange) == (nil, False)
+    for seat in range(4):
+        v = get_view(stub, table, seat)
+        assert v.phase == pb.PHASE_PLAYING
+        assert [(d.seat, d.exchange) for d in v.exchange_decisions] == [(nil, False)]
+    public = read_until(spectate(stub, table.match_id), get_match(stub, table.match_id).last_seq)
+    assert [e.exchange_decided.seat for e in public if e.HasField("exchange_decided")] == [nil]
+    refused = expect_failure(grpc.StatusCode.FAILED_PRECONDITION, submit, stub, table, nil, decline)
+    assert refused.reason == "WRONG_PHASE"

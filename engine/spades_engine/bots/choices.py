@@ -1,5 +1,6 @@
 """From a bot's decision to one of the view's legal actions, and the simple
-choices every level shares (looking at one's cards, the blind nil exchange).
+choices every level shares (looking at one's cards, the blind nil exchange
+and, where it is optional, whether to take it).
 
 Whatever a level computes, the action it returns is always taken from
 ``view.legal_actions``: a wanted bid is moved to the nearest legal bid, a card
@@ -9,16 +10,22 @@ passes.
 
 from __future__ import annotations
 
-from ..actions import Action, Bid, BlindNil, Look, PassCards, Play
+from ..actions import Action, Bid, BlindNil, ExchangeDecision, Look, PassCards, Play
 from ..cards import SPADES, SUIT_MASKS
 from ..view import SeatView
 from .cardsets import count
+from .hand_eval import nil_risk
+
+SAFE_NIL_RISK = 0.5
+"""A blind nil hand whose ``nil_risk`` is below this declines an optional
+exchange (Normal and up): it has no dangerous card to shed, and the partner's
+lowest cards could be higher than the ones it would give."""
 
 
 class Decision:
     """The legal actions of a view sorted by kind, with cheap look-ups."""
 
-    __slots__ = ("bids", "blind_nil", "look", "passes", "plays", "view")
+    __slots__ = ("bids", "blind_nil", "decisions", "look", "passes", "plays", "view")
 
     def __init__(self, view: SeatView) -> None:
         if not view.legal_actions:
@@ -29,6 +36,7 @@ class Decision:
         self.passes: list[PassCards] = []
         self.look: Action | None = None
         self.blind_nil: Action | None = None
+        self.decisions: dict[bool, Action] = {}  # the optional exchange: take it or not
         for a in view.legal_actions:
             if isinstance(a, Play):
                 self.plays[a.card] = a
@@ -40,6 +48,8 @@ class Decision:
                 self.look = a
             elif isinstance(a, BlindNil):
                 self.blind_nil = a
+            elif isinstance(a, ExchangeDecision):
+                self.decisions[a.exchange] = a
 
     @property
     def hand(self) -> int:
@@ -76,6 +86,19 @@ class Decision:
             if m == mask:
                 return a
         return self.view.legal_actions[0]
+
+
+def decide_exchange(d: Decision, exchange: bool) -> Action:
+    """The legal decision ``exchange``, else the other one."""
+    return d.decisions.get(exchange) or next(iter(d.decisions.values()))
+
+
+def wants_exchange(view: SeatView, hand: int) -> bool:
+    """Whether a blind nil bidder takes an optional exchange: yes, unless its hand
+    is already a safe nil (``nil_risk`` below :data:`SAFE_NIL_RISK`).  Passing
+    its two most dangerous cards to the partner, who can use them, and getting
+    low cards back is what makes most blind nils."""
+    return nil_risk(hand, view.rules) >= SAFE_NIL_RISK
 
 
 def exchange_pass(view: SeatView, hand: int, k: int) -> int:

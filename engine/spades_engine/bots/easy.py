@@ -6,6 +6,8 @@
 * Play the lowest legal card by rank; among equal ranks a club before a
   diamond before a heart, and a spade last.
 * In a blind nil exchange, pass like every level (see ``choices.exchange_pass``).
+* Take an optional exchange always (Easy never bids blind nil, so this is for
+  a seat that was given a blind nil bid some other way).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 from ..actions import Action
 from ..view import SeatView
 from .cardsets import lowest_by_rank
-from .choices import Decision, exchange_pass
+from .choices import Decision, decide_exchange, exchange_pass
 from .hand_eval import count_aces_kings
 
 
@@ -21,6 +23,8 @@ def easy_bot(view: SeatView, seed: int, budget_ms: int = 0) -> Action:
     d = Decision(view)
     if d.plays:
         return d.play(lowest_by_rank(d.play_mask()))
+    if d.decisions:
+        return decide_exchange(d, True)
     if d.passes:
         return d.pass_cards(exchange_pass(view, d.hand, len(d.passes[0].cards)))
     if d.look is not None:

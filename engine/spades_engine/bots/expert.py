@@ -25,7 +25,12 @@ with the partner's bid when made, else the tricks the partner took in the
 rollout (a partner bids what it takes); the best expected bid is chosen.
 Blind nil is bid from the scores alone (a side trailing far enough that +/-200
 is worth the gamble); the exchange passes the highest cards as the blind nil
-bidder and the lowest as the partner.
+bidder and the lowest as the partner.  An optional exchange is taken by
+Normal's rule (``choices.wants_exchange``), not by search: valuing it would
+mean sampling the partner's unseen hand, guessing which two cards it passes
+and playing the whole hand out both ways, for a choice the rule gets right
+nearly always (giving away the two most dangerous cards is what makes a blind
+nil).
 
 The clock.  ``engine/`` reads no clock; a bot's time budget needs one, so the
 bots package reads ``time.perf_counter`` — in this module only, and only to
@@ -43,7 +48,7 @@ import random
 import time
 from collections.abc import Sequence
 
-from ..actions import BLIND_NIL, LOOK, Action, Bid, PassCards, Play, play
+from ..actions import BLIND_NIL, EXCHANGE, LOOK, NO_EXCHANGE, Action, Bid, PassCards, Play, play
 from ..cards import SPADE_MASK, SPADES
 from ..events import SideScore
 from ..kernel import SimState, first_leader
@@ -51,6 +56,7 @@ from ..kernel import play as kernel_play
 from ..ruleset import BagRule, Ruleset, Scoring, SpadesBroken
 from ..scoring import match_winner, score_hand
 from ..view import SeatView
+from .choices import wants_exchange
 from .determinize import bid_weight, knowledge_from_view, sample_deal
 from .hand_eval import expected_tricks
 from .rollout import Table, playout
@@ -107,6 +113,8 @@ def expert(view: SeatView, seed: int, budget_ms: int = 200) -> Action:
         return _choose_card(view, rng, budget)
     if isinstance(first, PassCards):
         return _choose_pass(view)
+    if EXCHANGE in legal:
+        return _choose_exchange(view)
     if BLIND_NIL in legal or LOOK in legal:
         return _blind_or_look(view)
     return _choose_bid(view, rng, budget)
@@ -401,6 +409,14 @@ def _blind_or_look(view: SeatView) -> Action:
     if deficit >= need or (near_end and deficit >= 100):
         return BLIND_NIL
     return LOOK
+
+
+def _choose_exchange(view: SeatView) -> Action:
+    """Take an optional exchange unless the hand is already a safe nil."""
+    hand = 0
+    for c in view.hand or ():
+        hand |= 1 << c
+    return EXCHANGE if wants_exchange(view, hand) else NO_EXCHANGE
 
 
 def _choose_pass(view: SeatView) -> Action:

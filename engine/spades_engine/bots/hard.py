@@ -14,6 +14,8 @@
   and the bags are affordable (always, under trick-count scoring), ducks once
   it is out of reach (classic scoring), and when its own side is set anyway
   plays only to hurt the other side.
+* Take an optional exchange after its blind nil as Normal does
+  (``choices.wants_exchange``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 from ..actions import Action
 from ..ruleset import BagRule, Scoring
 from ..view import SeatView
-from .choices import Decision, exchange_pass
+from .choices import Decision, decide_exchange, exchange_pass, wants_exchange
 from .counting import CardCount
 from .hand_eval import expected_tricks
 from .normal import bid_rounding, wants_nil
@@ -70,6 +72,8 @@ def hard_bot(view: SeatView, seed: int, budget_ms: int = 0) -> Action:
         hand = d.hand
         cc = CardCount(view, hand, memory=True)
         return d.play(Tactics(view, hand, d.play_mask(), cc, plan=True).choose())
+    if d.decisions:
+        return decide_exchange(d, wants_exchange(view, d.hand))
     if d.passes:
         return d.pass_cards(exchange_pass(view, d.hand, len(d.passes[0].cards)))
     if d.blind_nil is not None and wants_blind_nil(view):

@@ -17,6 +17,8 @@
   partner's nil; win the tricks its side still needs — cheaply, second hand low,
   third hand high, trumping when void, never overtaking a partner's sure
   winner; duck once the side's contract is made (classic scoring).
+* After a blind nil with the optional exchange: take it unless the hand is
+  already a safe nil (``choices.wants_exchange``); pass like every level.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from __future__ import annotations
 from ..actions import Action
 from ..ruleset import Ruleset, Scoring
 from ..view import SeatView
-from .choices import Decision, exchange_pass
+from .choices import Decision, decide_exchange, exchange_pass, wants_exchange
 from .counting import CardCount
 from .hand_eval import expected_tricks, nil_risk
 from .tactics import Tactics
@@ -80,6 +82,8 @@ def normal_bot(view: SeatView, seed: int, budget_ms: int = 0) -> Action:
         hand = d.hand
         cc = CardCount(view, hand, memory=False)
         return d.play(Tactics(view, hand, d.play_mask(), cc, plan=False).choose())
+    if d.decisions:
+        return decide_exchange(d, wants_exchange(view, d.hand))
     if d.passes:
         return d.pass_cards(exchange_pass(view, d.hand, len(d.passes[0].cards)))
     if d.look is not None:
