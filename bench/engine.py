@@ -44,6 +44,8 @@ def bench_public(rules: Ruleset, seconds: float, seed: int) -> tuple[int, float]
         number = m.hand_number
         while m.hand_number == number:  # bids and plays of one hand; the last scores it
             seat = m.to_act
+            if seat < 0:  # a blind nil exchange: its seats act in any order
+                seat = m.seats_to_act()[0]
             acts = m.legal_actions(seat)
             m.apply(seat, acts[int(rnd() * len(acts))])
         hands += 1
