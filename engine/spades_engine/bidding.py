@@ -6,16 +6,53 @@ from .actions import BIDS, BLIND_NIL, LOOK, Action, Bid, BlindNil, Look
 from .cards import cards_of
 from .errors import IllegalAction, Reason
 from .events import EVERYONE, BiddingClosed, BidMade, Event, HandShown, LookedAtCards, to_seat
+from .ruleset import SUICIDE_MIN_BID
 from .state import MatchState
 
 
 def legal_bidding_actions(st: MatchState, seat: int) -> list[Action]:
     h = st.hand
     if h.face_down[seat] and h.bids[seat] is None:
-        return [BLIND_NIL, LOOK] if seat == h.to_act else [LOOK]
+        if seat != h.to_act:
+            return [LOOK]
+        return [BLIND_NIL, LOOK] if _suicide_problem(st, seat, 0) is None else [LOOK]
     if seat != h.to_act:
         return []
-    return list(BIDS[st.rules.min_bid : st.rules.tricks_per_hand + 1])
+    top = st.rules.tricks_per_hand
+    if st.rules.suicide:
+        return [BIDS[n] for n in range(top + 1) if _suicide_problem(st, seat, n) is None]
+    return list(BIDS[st.rules.min_bid : top + 1])
+
+
+def _suicide_problem(st: MatchState, seat: int, n: int) -> str | None:
+    """Why a bid of ``n`` tricks (0: nil or blind nil) breaks the suicide rule
+    for ``seat``, or None when it does not (or the table does not play it).
+
+    In each side one partner bids nil and the other at least 4: the first of
+    the two to bid chooses, the second takes the other role."""
+    rules = st.rules
+    if not rules.suicide:
+        return None
+    partner = rules.partner_of(seat)
+    assert partner is not None  # suicide needs partnerships
+    other = st.hand.bids[partner]
+    if other is None:
+        if 0 < n < SUICIDE_MIN_BID:
+            return (
+                "suicide: one partner of each side bids nil and the other at least "
+                f"{SUICIDE_MIN_BID}; you bid first of your side, so bid nil or "
+                f"{SUICIDE_MIN_BID} or more"
+            )
+    elif other == 0:
+        if n < SUICIDE_MIN_BID:
+            what = "blind nil" if st.hand.blind[partner] else "nil"
+            return (
+                f"suicide: your partner bid {what}, so you must bid at least "
+                f"{SUICIDE_MIN_BID} (no nil, no blind nil)"
+            )
+    elif n != 0:
+        return f"suicide: your partner bid {other}, so you must bid nil"
+    return None
 
 
 def apply_look(st: MatchState, seat: int, _action: Look) -> list[Event]:
@@ -49,6 +86,9 @@ def apply_blind_nil(st: MatchState, seat: int, _action: BlindNil) -> list[Event]
             f"trails by at least {st.rules.blind_nil_deficit} points",
             seat,
         )
+    problem = _suicide_problem(st, seat, 0)
+    if problem is not None:
+        raise IllegalAction(Reason.SUICIDE_BID, problem, seat)
     h.bids[seat] = 0
     h.blind[seat] = True
     return [BidMade(EVERYONE, seat, 0, True), *_advance(st)]
@@ -74,6 +114,9 @@ def apply_bid(st: MatchState, seat: int, action: Bid) -> list[Event]:
         raise IllegalAction(
             Reason.NIL_NOT_ALLOWED, "nil is not allowed: the minimum bid is 1", seat
         )
+    problem = _suicide_problem(st, seat, n)
+    if problem is not None:
+        raise IllegalAction(Reason.SUICIDE_BID, problem, seat)
     h.bids[seat] = n
     return [BidMade(EVERYONE, seat, n, False), *_advance(st)]
 

@@ -84,6 +84,7 @@ class Ruleset:
     thirteen_bid: bool = False
     scoring: Scoring = Scoring.CLASSIC
     spades_broken: SpadesBroken = SpadesBroken.ANY_SPADE
+    suicide: bool = False  # seed 001 (off there): one partner of each side bids nil, the other 4+
     # Derived once, so hot paths read a field instead of recomputing.
     deck_mask: int = field(init=False, repr=False, compare=False)
     hand_size: int = field(init=False, repr=False, compare=False)
@@ -166,6 +167,7 @@ _BOOLS = frozenset(
         "partnerships",
         "jokers",
         "thirteen_bid",
+        "suicide",
     }
 )
 _KIND_NAMES = {bool: "true or false", int: "an integer"}
@@ -327,7 +329,35 @@ def _check(values: dict[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
     if fine("blind_nil_exchange_optional", "blind_nil_exchange", "partnerships"):
         problems += _optional_exchange_problems(v)
     problems += _scoring_problems(v, bad)
+    problems += _suicide_problems(v, bad)
     return out, problems
+
+
+SUICIDE_MIN_BID = 4
+"""Under suicide, the least bid of the partner who does not bid nil."""
+
+
+def _suicide_problems(v: dict[str, Any], bad: set[str]) -> list[Problem]:
+    """Suicide pairs the partners' bids, so it needs partners, and the nil."""
+    if "suicide" in bad or not v["suicide"]:
+        return []
+    problems: list[Problem] = []
+    if "partnerships" not in bad and not v["partnerships"]:
+        problems.append(
+            (
+                "suicide=true pairs the bids of partners (one nil, the other at least "
+                f"{SUICIDE_MIN_BID}), so it needs partnerships=true",
+                ("suicide", "partnerships"),
+            )
+        )
+    if "nil_allowed" not in bad and not v["nil_allowed"]:
+        problems.append(
+            (
+                "suicide=true needs nil_allowed=true: one partner of each side must bid nil",
+                ("suicide", "nil_allowed"),
+            )
+        )
+    return problems
 
 
 def _optional_exchange_problems(v: dict[str, Any]) -> list[Problem]:

@@ -67,7 +67,12 @@ VERSION = 1
 MAX_PAYLOAD = 32 * 1024 * 1024
 """Refuse snapshots that inflate to more than this many bytes of JSON."""
 
-LATER_OPTIONS: tuple[str, ...] = ("scoring", "spades_broken", "blind_nil_exchange_optional")
+LATER_OPTIONS: tuple[str, ...] = (
+    "scoring",
+    "spades_broken",
+    "blind_nil_exchange_optional",
+    "suicide",
+)
 """Ruleset options added after snapshot version 1 was fixed.  A snapshot's
 ``rules`` without one of them was written before the option existed, so it was
 played by the option's default (the rule before the option); loading fills it

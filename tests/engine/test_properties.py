@@ -54,6 +54,10 @@ CONFIGS: dict[str, Ruleset] = {
     "short_five_bags": preset("classic", target_score=120, mercy_score=-60, bag_rule="5_for_50"),
     # seed 003's trick-count table, short enough to end within a few hands
     "bulgarian_tricks": preset("bulgarian", scoring="tricks", target_score=30),
+    # suicide (seed 001, RULES.md §3.1): one partner of each side nil, the other 4+
+    "classic_suicide": preset("classic", suicide=True),
+    # ... with blind nil at any score, so a blind nil is often the side's nil
+    "polish_suicide": preset("polish", blind_nil_deficit=0, suicide=True),
 }
 MAX_HANDS = 3
 SETTINGS = settings(
@@ -358,11 +362,22 @@ class Referee:
             return set()
         if any(b is None for b in self.bids):  # bidding
             to_act = (self.dealer + 1 + sum(b is not None for b in self.bids)) % n
+            numbers = set(range(0 if r.nil_allowed else 1, len(self.dealt[0]) + 1))
+            if r.suicide:  # §3.1: one partner nil, the other 4+; the second takes the other
+                partner_bid = self.bids[(seat + 2) % 4]
+                if partner_bid is None:
+                    numbers -= {1, 2, 3}
+                elif partner_bid == 0:
+                    numbers -= {0, 1, 2, 3}
+                else:
+                    numbers = {0}
             if not self.sees[seat] and self.bids[seat] is None:
-                return {LOOK, BLIND_NIL} if seat == to_act else {LOOK}
+                if seat != to_act:
+                    return {LOOK}
+                return {LOOK, BLIND_NIL} if 0 in numbers else {LOOK}
             if seat != to_act:
                 return set()
-            return {Bid(b) for b in range(0 if r.nil_allowed else 1, len(self.dealt[0]) + 1)}
+            return {Bid(b) for b in numbers}
         undecided = self.deciders() - set(self.decisions)
         if undecided:  # the optional exchange's decisions come first
             return {EXCHANGE, NO_EXCHANGE} if seat in undecided else set()

@@ -225,6 +225,18 @@ def spades_not_broken() -> None:
     reject(m, seat, Play(spade), Reason.SPADES_NOT_BROKEN)
 
 
+def suicide_bid() -> None:
+    d, _ = controlled_deal([4, 3, 3, 3])
+    m = Match(preset("classic", suicide=True), deals=[d], dealer=0)
+    reject(m, 1, Bid(3), Reason.SUICIDE_BID)  # the first partner: nil or 4+
+    m.apply(1, Bid(0))
+    m.apply(2, Bid(5))
+    reject(m, 3, Bid(0), Reason.SUICIDE_BID)  # seat 1 bid nil: at least 4
+    reject(m, 3, Bid(2), Reason.SUICIDE_BID)
+    m.apply(3, Bid(4))
+    reject(m, 0, Bid(4), Reason.SUICIDE_BID)  # seat 2 bid 5: nil
+
+
 SCENARIOS: dict[Reason, Callable[[], None]] = {
     Reason.INVALID_SEAT: invalid_seat,
     Reason.MATCH_OVER: match_over,
@@ -246,6 +258,7 @@ SCENARIOS: dict[Reason, Callable[[], None]] = {
     Reason.NOT_EXCHANGE_DECIDER: not_exchange_decider,
     Reason.ALREADY_DECIDED: already_decided,
     Reason.EXCHANGE_NOT_DECIDED: exchange_not_decided,
+    Reason.SUICIDE_BID: suicide_bid,
 }
 
 

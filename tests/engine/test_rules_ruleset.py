@@ -187,6 +187,7 @@ GRID: dict[str, tuple[Any, ...]] = {
     "thirteen_bid": (True, False),
     "scoring": tuple(Scoring),
     "spades_broken": tuple(SpadesBroken),
+    "suicide": (True, False),
 }
 
 
