@@ -44,7 +44,7 @@ from collections.abc import Callable, Sequence
 
 from .cards import TWO_OF_CLUBS
 from .events import SideScore
-from .ruleset import FirstLead, Ruleset, SpadesBroken
+from .ruleset import SUICIDE_MIN_BID, FirstLead, Ruleset, SpadesBroken
 from .scoring import score_hand
 from .trick import SUIT_RANKS
 
@@ -397,8 +397,17 @@ def deal_random(rules: Ruleset, rng: random.Random) -> list[int]:
 
 
 def random_bids(rules: Ruleset, rnd: Rnd) -> list[int]:
-    """A uniformly random regular bid for every seat (never a blind nil)."""
+    """A uniformly random regular bid for every seat (never a blind nil).
+    Under suicide, a uniformly random partner of each side bids nil and the
+    other a uniformly random 4 or more, which is legal in any bidding order."""
     low = rules.min_bid
+    if rules.suicide:
+        bids = [0] * rules.players
+        span = rules.hand_size + 1 - SUICIDE_MIN_BID
+        for side in range(rules.sides):
+            seats = rules.seats_of(side)
+            bids[seats[int(rnd() * len(seats))]] = SUICIDE_MIN_BID + int(rnd() * span)
+        return bids
     span = rules.hand_size + 1 - low
     return [low + int(rnd() * span) for _ in range(rules.players)]
 

@@ -487,3 +487,57 @@ def test_trick_count_scoring_keeps_winning_once_the_contract_is_made(level: str)
     m = position(rules, BAGS_DEAL, dealer=3, bids=[1, 1, 1, 1], plays=BAGS_PLAYS)
     assert m.to_act == 2
     assert played(level, m) == "KH"
+
+
+# -- suicide -----------------------------------------------------------------------------------
+
+SUICIDE = preset("classic", suicide=True)
+ALL_LEVELS = (*LEVELS, "expert")
+STRONG_HAND = "AS KS QS JS AH KH QH AD KD QD AC KC QC"
+
+
+@pytest.mark.parametrize("level", ALL_LEVELS)
+def test_under_suicide_a_good_nil_opens_nil_and_its_partner_takes_four_or_more(
+    level: str,
+) -> None:
+    deal = fill_deal(SUICIDE, {1: "2S 3H 4H 5H 6H 2D 3D 4D 5D 2C 3C 4C 5C", 3: STRONG_HAND})
+    m = position(SUICIDE, deal, dealer=0)  # seat 1 opens its side
+    assert decide(level, m) == Bid(0)  # no ace or king, one low spade
+    m.apply(1, Bid(0))
+    m.apply(2, Bid(4))
+    action = decide(level, m)  # seat 3, partner of the nil
+    assert isinstance(action, Bid) and action.tricks >= 4
+
+
+@pytest.mark.parametrize("level", ALL_LEVELS)
+def test_under_suicide_a_weak_hand_that_is_no_nil_still_bids_four(level: str) -> None:
+    # an ace and a king in spades: never a nil, yet worth fewer than 4 tricks
+    deal = fill_deal(SUICIDE, {1: "AS KS 2H 3H 4H 5H 2D 3D 4D 5D 2C 3C 4C"})
+    m = position(SUICIDE, deal, dealer=0)
+    action = decide(level, m)
+    assert isinstance(action, Bid) and action.tricks >= 4
+    m.apply(1, action)
+    m.apply(2, Bid(0))
+    assert decide(level, m) == Bid(0)  # seat 3 must take the nil, whatever it holds
+
+
+@pytest.mark.parametrize("level", ALL_LEVELS)
+def test_under_suicide_every_level_plays_whole_legal_matches(level: str) -> None:
+    budget = 2 if level == "expert" else 0
+    for rules, seed in (
+        (preset("classic", suicide=True, target_score=200), 5),
+        (preset("polish", suicide=True, blind_nil_deficit=0, target_score=200), 6),
+    ):
+        m = Match(rules, seed=seed)
+        rng = random.Random(seed)
+        while not m.is_over:
+            seats = m.seats_to_act()
+            seat = rng.choice(seats)
+            view = m.view(seat)
+            action = BOTS[level](view, rng.getrandbits(32), budget)
+            assert action in view.legal_actions, (level, seat, action, view)
+            m.apply(seat, action)
+        for hand in m.state.hand_bids:
+            for side in (0, 1):
+                assert sorted(hand[s] for s in (side, side + 2))[0] == 0
+                assert sorted(hand[s] for s in (side, side + 2))[1] >= 4

@@ -54,6 +54,8 @@ RULESETS: dict[str, Ruleset] = {
     # only trumping breaks spades, with jokers (they are spades) and with 3 seats
     "german_trumping": preset("german", spades_broken="trumping"),
     "german3_trumping": preset("german", players=3, spades_broken="trumping"),
+    # suicide: random_bids gives each side one nil and one bid of 4 or more
+    "classic_suicide": preset("classic", suicide=True),
 }
 NAMES = sorted(RULESETS)
 

@@ -69,12 +69,16 @@ class Decision:
         return self.plays.get(card, self.view.legal_actions[0])
 
     def bid(self, tricks: int) -> Action:
-        """The legal bid nearest to ``tricks`` (ties to the higher bid)."""
+        """The legal bid nearest to ``tricks`` (ties to the higher bid).  A wish
+        to take tricks is never moved to nil while a bid of 1 or more is legal:
+        under suicide a hand worth 1 to 3 tricks that may not bid them bids 4
+        (or nil only when nil is all that is left)."""
         if tricks in self.bids:
             return self.bids[tricks]
         if not self.bids:
             return self.view.legal_actions[0]
-        best = min(self.bids, key=lambda b: (abs(b - tricks), -b))
+        options = [b for b in self.bids if b > 0] if tricks > 0 else []
+        best = min(options or self.bids, key=lambda b: (abs(b - tricks), -b))
         return self.bids[best]
 
     def pass_cards(self, mask: int) -> Action:

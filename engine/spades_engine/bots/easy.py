@@ -2,7 +2,9 @@
 
 * Look at the cards (never a blind nil).
 * Bid one trick per ace and per king (jokers count as aces), at least one:
-  Easy never bids nil.
+  Easy never bids nil — but under suicide, where one partner of each side
+  bids nil, it bids nil as the first of its side with no ace or king (else at
+  least 4), and takes whichever role its partner left it as the second.
 * Play the lowest legal card by rank; among equal ranks a club before a
   diamond before a heart, and a spade last.
 * In a blind nil exchange, pass like every level (see ``choices.exchange_pass``).
@@ -30,5 +32,8 @@ def easy_bot(view: SeatView, seed: int, budget_ms: int = 0) -> Action:
     if d.look is not None:
         return d.look
     if d.bids:
-        return d.bid(max(1, count_aces_kings(d.hand)))
+        high = count_aces_kings(d.hand)
+        if view.rules.suicide and high == 0 and 0 in d.bids:
+            return d.bids[0]
+        return d.bid(max(1, high))
     return view.legal_actions[0]

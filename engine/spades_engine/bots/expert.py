@@ -23,6 +23,11 @@ tricks, once as a nil bidder (when nil is allowed and the hand is weak enough
 to try).  Each bid is valued by the viewer's side's points over those deals,
 with the partner's bid when made, else the tricks the partner took in the
 rollout (a partner bids what it takes); the best expected bid is chosen.
+Under suicide (one partner of each side nil, the other 4 or more) Expert bids
+by Hard's rule instead (``hard.hard_bid``: the first of the side bids nil when
+the hand suits it, else at least 4; the second takes the role left to it):
+the search above models a partner that bids what it takes, not one whose
+role the viewer's bid decides.
 Blind nil is bid from the scores alone (a side trailing far enough that +/-200
 is worth the gamble); the exchange passes the highest cards as the blind nil
 bidder and the lowest as the partner.  An optional exchange is taken by
@@ -56,9 +61,10 @@ from ..kernel import play as kernel_play
 from ..ruleset import BagRule, Ruleset, Scoring, SpadesBroken
 from ..scoring import match_winner, score_hand
 from ..view import SeatView
-from .choices import wants_exchange
+from .choices import Decision, wants_exchange
 from .determinize import bid_weight, knowledge_from_view, sample_deal
 from .hand_eval import expected_tricks
+from .hard import hard_bid
 from .rollout import Table, playout
 
 CARD_US = 4.0
@@ -258,6 +264,9 @@ def _choose_bid(view: SeatView, rng: random.Random, budget: _Budget) -> Action:
     seat = view.seat
     assert seat is not None
     rules = view.rules
+    if rules.suicide:  # Hard's rule: see the module's docstring
+        d = Decision(view)
+        return d.bid(hard_bid(view, d, d.hand))
     options = [a.tricks for a in view.legal_actions if isinstance(a, Bid)]
     k = knowledge_from_view(view)
     partner = rules.partner_of(seat)

@@ -5,7 +5,9 @@
   not bid below 3.  Otherwise look.
 * Bid like Normal, one notch fuller when the side's bags are near the penalty
   (classic scoring only: trick-count bags come from sets, not overtricks) or
-  the partner bid nil (covering takes tricks).
+  the partner bid nil (covering takes tricks).  Under suicide, as Normal: the
+  first of the side bids nil when the hand suits it, else at least 4; the
+  second takes the role left to it.
 * Play with ``CardCount(memory=True)`` — every card played this hand, the voids
   players have shown, the cards passed to the partner — and ``plan=True``:
   beside Normal's tactics it attacks an opponent's live nil (leads low in suits

@@ -8,6 +8,10 @@
   better, few spades, no sure winner, guarded honours) when the partner's bid
   allows it — not yet bid, or 3 or more; only a very safe nil beside a bid of 1
   or 2, never beside a nil — and never where nil is not allowed.  Under
+  suicide (one partner of each side nil, the other 4 or more) the same
+  judgement decides the first of the side to bid: nil if the hand suits it,
+  else its estimate raised to 4 (``Decision.bid`` never moves a wish to take
+  tricks down to nil); the second takes the role left to it.  Under
   trick-count scoring (``scoring="tricks"``) a set costs the whole contract
   and bags while an overtrick costs nothing, so the estimate is truncated
   without rounding up (:func:`bid_rounding`), and play keeps winning tricks
