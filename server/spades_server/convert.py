@@ -227,6 +227,7 @@ _ScalarOption = Literal[
     "jokers",
     "players",
     "thirteen_bid",
+    "suicide",
 ]
 _SCALAR_OPTIONS: tuple[_ScalarOption, ...] = get_args(_ScalarOption)
 
@@ -272,6 +273,7 @@ def resolved_ruleset_pb(rules: Ruleset) -> pb.ResolvedRuleset:
         scoring=_SCORINGS[rules.scoring],
         spades_broken=_SPADES_BROKEN[rules.spades_broken],
         blind_nil_exchange_optional=rules.blind_nil_exchange_optional,
+        suicide=rules.suicide,
     )
 
 

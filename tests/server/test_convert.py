@@ -490,6 +490,9 @@ def test_empty_ruleset_is_classic() -> None:
             pb.Ruleset(preset="polish", spades_broken=pb.SPADES_BROKEN_UNSPECIFIED),
             preset("polish"),  # trumping, the preset's
         ),
+        (pb.Ruleset(suicide=True), preset("classic", suicide=True)),
+        (pb.Ruleset(preset="polish", suicide=True), preset("polish", suicide=True)),
+        (pb.Ruleset(suicide=False), preset("classic")),
     ],
 )
 def test_ruleset_options_apply(msg: pb.Ruleset, expected: Ruleset) -> None:
@@ -541,6 +544,8 @@ def test_unset_options_keep_the_preset() -> None:
             {"scoring", "bag_rule"},
         ),
         (pb.Ruleset(spades_broken=pb.SpadesBroken.ValueType(9)), {"spades_broken"}),
+        (pb.Ruleset(suicide=True, partnerships=False), {"suicide", "partnerships"}),
+        (pb.Ruleset(suicide=True, nil_allowed=False), {"suicide", "nil_allowed"}),
     ],
 )
 def test_invalid_rulesets_raise_ruleset_error(msg: pb.Ruleset, options: set[str]) -> None:
@@ -551,8 +556,8 @@ def test_invalid_rulesets_raise_ruleset_error(msg: pb.Ruleset, options: set[str]
 
 @pytest.mark.parametrize(
     "rules",
-    [*DECK_RULES, preset("bulgarian", scoring="tricks")],
-    ids=[*CONFIG_IDS, "classic-jokers", "bulgarian-tricks"],
+    [*DECK_RULES, preset("bulgarian", scoring="tricks"), preset("polish", suicide=True)],
+    ids=[*CONFIG_IDS, "classic-jokers", "bulgarian-tricks", "polish-suicide"],
 )
 def test_resolved_ruleset(rules: Ruleset) -> None:
     msg = pb.ResolvedRuleset.FromString(resolved_ruleset_pb(rules).SerializeToString())
@@ -568,6 +573,7 @@ def test_resolved_ruleset(rules: Ruleset) -> None:
         "players",
         "thirteen_bid",
         "blind_nil_exchange_optional",
+        "suicide",
     ):
         assert getattr(msg, name) == getattr(rules, name)
     assert pb.BagRule.Name(msg.bag_rule) == "BAG_RULE_" + rules.bag_rule.name
@@ -593,6 +599,7 @@ def test_resolved_ruleset(rules: Ruleset) -> None:
         scoring=msg.scoring,
         spades_broken=msg.spades_broken,
         blind_nil_exchange_optional=msg.blind_nil_exchange_optional,
+        suicide=msg.suicide,
     )
     if msg.has_mercy_score:
         back.mercy_score = msg.mercy_score

@@ -185,6 +185,27 @@ def test_illegal_actions_are_refused_with_a_reason_and_change_nothing(
     assert "SPADES_NOT_BROKEN" in reasons
 
 
+def test_a_suicide_bid_refusal_is_a_failed_precondition(shared_server: Server) -> None:
+    stub = shared_server.stub
+    table = create_match(stub, seed=33, suicide=True)
+    assert table.summary.ruleset.suicide
+    seat = get_view(stub, table, 0).to_act
+    view = get_view(stub, table, seat)
+    assert {a.bid.tricks for a in view.legal_actions} == {0, *range(4, 14)}
+    before = snapshot_of(stub, table)
+    f = expect_failure(
+        grpc.StatusCode.FAILED_PRECONDITION,
+        submit,
+        stub,
+        table,
+        seat,
+        pb.Action(bid=pb.BidAction(tricks=2)),
+    )
+    assert (f.reason, f.fields) == ("SUICIDE_BID", ["action"])
+    assert "suicide" in f.message
+    assert snapshot_of(stub, table) == before
+
+
 def test_bad_match_settings_are_invalid_arguments(shared_server: Server) -> None:
     stub = shared_server.stub
 
