@@ -642,6 +642,24 @@ def test_a_snapshot_without_spades_broken_loads_with_any_spade() -> None:
     assert loaded.to_snapshot() == before  # dumped again, with the option spelled out
 
 
+def test_a_snapshot_without_suicide_loads_without_it() -> None:
+    m = Match(preset("classic"), seed=6)
+    play(m, random.Random(6), max_hands=1)
+    before = m.to_snapshot()
+    loaded = load_snapshot(encode(_without(before, "suicide")))
+    assert not loaded.rules.suicide
+    assert loaded.to_snapshot() == before  # dumped again, with the option spelled out
+
+
+def test_a_suicide_snapshot_round_trips() -> None:
+    m = Match(preset("classic", suicide=True), seed=7)
+    play(m, random.Random(7), max_hands=1)
+    before = m.to_snapshot()
+    loaded = load_snapshot(before)
+    assert loaded.rules.suicide
+    assert loaded.to_snapshot() == before
+
+
 def test_an_old_polish_snapshot_keeps_the_rule_it_was_played_by() -> None:
     """A polish match saved before the option existed was played with any spade
     breaking spades: it loads with that rule, not the preset's new trumping."""
