@@ -84,6 +84,7 @@ class Ruleset:
     thirteen_bid: bool = False
     scoring: Scoring = Scoring.CLASSIC
     spades_broken: SpadesBroken = SpadesBroken.ANY_SPADE
+    auction_trump: bool = False  # seed 003 "Пика за търг": the highest bidder names trump
     # Derived once, so hot paths read a field instead of recomputing.
     deck_mask: int = field(init=False, repr=False, compare=False)
     hand_size: int = field(init=False, repr=False, compare=False)
@@ -166,6 +167,7 @@ _BOOLS = frozenset(
         "partnerships",
         "jokers",
         "thirteen_bid",
+        "auction_trump",
     }
 )
 _KIND_NAMES = {bool: "true or false", int: "an integer"}
@@ -305,6 +307,14 @@ def _check(values: dict[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
             "first_lead",
             "jokers",
             "players",
+        )
+    if fine("auction_trump", "jokers") and v["auction_trump"] and v["jokers"]:
+        # RULES.md 3.1 also refuses it with deuces high, an option not played yet
+        fail(
+            "auction_trump=true cannot be played with jokers=true: the jokers are spades, "
+            "and under auction trump spades may not be trump",
+            "auction_trump",
+            "jokers",
         )
     if fine("blind_nil", "nil_allowed") and v["blind_nil"] and not v["nil_allowed"]:
         fail(
