@@ -3,6 +3,9 @@ names the hand's trump suit, which then takes the role of spades."""
 
 from __future__ import annotations
 
+import json
+import zlib
+
 import pytest
 from rules_helpers import act, bid_all, deal, of_type, reject, visible
 
@@ -13,11 +16,12 @@ from spades_engine import (
     Phase,
     Reason,
     RulesetError,
+    SnapshotError,
     parse_action,
     preset,
 )
-from spades_engine.cards import CLUBS, HEARTS, SPADES, parse_card
-from spades_engine.snapshot import snapshot_document
+from spades_engine.cards import CLUBS, HEARTS, SPADES, card_name, cards_of, parse_card
+from spades_engine.snapshot import MAGIC, VERSION, snapshot_document
 from spades_engine.trick import legal_play_mask, trick_winner_index
 
 AUCTION = preset("classic", auction_trump=True)
@@ -221,3 +225,27 @@ def test_trick_rules_take_the_trump_suit() -> None:
     assert legal_play_mask(hand, -1, False) == 1 << h
     with pytest.raises(IllegalAction):
         started().apply(1, NameTrump(HEARTS))
+
+
+def _encode(doc: object) -> bytes:
+    text = json.dumps(doc, separators=(",", ":"), ensure_ascii=True)
+    return MAGIC + bytes((VERSION,)) + zlib.compress(text.encode("ascii"), 9)
+
+
+def test_an_older_snapshot_without_the_auction_keys_loads_with_spades() -> None:
+    """A snapshot written before auction trump existed has no auction_trump
+    option and no hand trump keys: it loads as spades, off (LATER_* defaults)."""
+    m = Match(preset("classic"), seed=4)
+    bid_all(m, [3, 3, 3, 3])
+    act(m, f"play {card_name(next(iter(cards_of(m.state.hand.hands[m.to_act]))))}")
+    doc = json.loads(json.dumps(snapshot_document(m.state, m.actions)))
+    del doc["rules"]["auction_trump"]
+    for key in ("trump", "trump_namer", "trump_named"):
+        del doc["hand"][key]
+    loaded = Match.from_snapshot(_encode(doc))
+    assert not loaded.rules.auction_trump
+    assert (loaded.state.hand.trump, loaded.state.hand.trump_namer) == (SPADES, -1)
+    assert loaded.to_snapshot() == m.to_snapshot()  # dumped again with the new keys
+    doc["hand"]["trump"] = HEARTS  # a trump the actions do not give is refused
+    with pytest.raises(SnapshotError, match=r"hand\.trump"):
+        Match.from_snapshot(_encode(doc))
