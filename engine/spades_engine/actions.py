@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .cards import Card, CardError, card_name, parse_card
+from .cards import SUIT_LETTERS, Card, CardError, card_name, parse_card
 from .errors import ActionParseError, show
 
 
@@ -55,6 +55,18 @@ class ExchangeDecision:
 
 
 @dataclass(frozen=True, slots=True)
+class NameTrump:
+    """With auction trump: the highest bidder names the hand's trump suit (0..3,
+    clubs, diamonds, hearts, spades)."""
+
+    suit: int
+
+    def __str__(self) -> str:
+        s = self.suit
+        return "trump " + (SUIT_LETTERS[s] if type(s) is int and 0 <= s < 4 else show(s))
+
+
+@dataclass(frozen=True, slots=True)
 class Play:
     card: Card
 
@@ -62,7 +74,7 @@ class Play:
         return f"play {card_name(self.card)}"
 
 
-Action = Bid | BlindNil | Look | PassCards | ExchangeDecision | Play
+Action = Bid | BlindNil | Look | PassCards | ExchangeDecision | NameTrump | Play
 
 # Shared instances keep legal-move generation free of allocation.
 PLAYS: tuple[Play, ...] = tuple(Play(Card(i)) for i in range(64))
@@ -71,6 +83,7 @@ BLIND_NIL = BlindNil()
 LOOK = Look()
 EXCHANGE = ExchangeDecision(True)
 NO_EXCHANGE = ExchangeDecision(False)
+NAME_TRUMPS: tuple[NameTrump, ...] = tuple(NameTrump(s) for s in range(4))
 
 
 def play(c: int) -> Play:
@@ -83,7 +96,7 @@ def bid(n: int) -> Bid:
 
 def parse_action(text: str) -> Action:
     """Parse the text form used in game records: ``bid 3``, ``blind_nil``, ``look``,
-    ``exchange``, ``no_exchange``, ``pass AS KH``, ``play QS``.  Raises
+    ``exchange``, ``no_exchange``, ``trump H``, ``pass AS KH``, ``play QS``.  Raises
     ``ActionParseError`` (a ``ValueError``) for anything else."""
     if type(text) is not str:
         raise ActionParseError(f"an action is a str such as 'bid 3', not {type(text).__name__}")
@@ -107,6 +120,10 @@ def parse_action(text: str) -> Action:
             return EXCHANGE
         if verb == "no_exchange" and not args:
             return NO_EXCHANGE
+        if verb == "trump" and len(args) == 1 and len(args[0]) == 1:
+            letter = args[0].upper()
+            if letter in SUIT_LETTERS:
+                return NAME_TRUMPS[SUIT_LETTERS.index(letter)]
         if verb == "pass" and args:
             return PassCards(tuple(parse_card(a) for a in args))
         if verb == "play" and len(args) == 1:
@@ -115,5 +132,5 @@ def parse_action(text: str) -> Action:
         raise ActionParseError(f"bad action {show(text)}: {e}") from None
     raise ActionParseError(
         f"bad action {show(text)}: expected 'bid N', 'blind_nil', 'look', "
-        "'exchange', 'no_exchange', 'pass C C' or 'play C'"
+        "'exchange', 'no_exchange', 'trump S', 'pass C C' or 'play C'"
     )

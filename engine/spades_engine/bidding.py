@@ -123,6 +123,10 @@ def apply_bid(st: MatchState, seat: int, action: Bid) -> list[Event]:
 
 def _check_turn(st: MatchState, seat: int) -> None:
     h = st.hand
+    if h.trump_namer >= 0:  # auction trump: bids are locked, the namer is to act
+        raise IllegalAction(
+            Reason.BIDDING_CLOSED, "bidding has closed: the highest bidder names trump", seat
+        )
     if seat != h.to_act:
         raise IllegalAction(
             Reason.NOT_YOUR_TURN, f"it is seat {h.to_act}'s turn to bid, not seat {seat}'s", seat

@@ -93,6 +93,15 @@ class BiddingClosed:
 
 
 @dataclass(slots=True)
+class TrumpNamed:
+    """With auction trump, the highest bidder named the hand's trump suit (public)."""
+
+    audience: Audience
+    seat: int
+    suit: int
+
+
+@dataclass(slots=True)
 class ExchangeDecided:
     """With the optional exchange, a blind nil bidder took it or declined (public)."""
 
@@ -180,6 +189,7 @@ Event = (
     | LookedAtCards
     | BidMade
     | BiddingClosed
+    | TrumpNamed
     | ExchangeDecided
     | ExchangeStarted
     | CardsChosen

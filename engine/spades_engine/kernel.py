@@ -26,6 +26,13 @@ card for card; the tests rely on that.
 
 Entry points:
 
+* Auction trump: ``SimState(..., trump=suit)`` plays a hand whose trump is
+  another suit than spades (it wins tricks and must be broken before it is
+  led, as spades otherwise).  :func:`legal_mask`, :func:`play` and
+  :func:`playout_random` follow it; the playout then goes card by card
+  instead of through the fast loop, which is written for spades.  (The bots
+  play such hands on views with the trump suit and spades swapped, which is
+  the same game, so their rollouts keep the fast loop.)
 * :class:`SimState`: a position in the play of a hand, built from the hands
   (for a bot: its own hand plus a determinization of the unseen cards), who
   leads, tricks already won, the cards of the trick in progress, whether
@@ -68,6 +75,7 @@ NON_SPADES = (1 << 48) - 1
 """Every card of clubs, diamonds and hearts."""
 _SUIT_MASKS = (0xFFFF, 0xFFFF << 16, 0xFFFF << 32, 0xFFFF << 48)
 _SPADE_LOW = 48  # the lowest spade card index: c >= 48 means c is a spade
+_NON_TRUMP = tuple(~m for m in _SUIT_MASKS)
 _CARD_BITS = 0x7FFF_7FFF_7FFF_7FFF  # every bit that can be a card (ranks 0..14)
 
 
@@ -113,6 +121,7 @@ class SimState:
         "to_act",
         "trick",
         "tricks_won",
+        "trump",
         "trumping",
     )
 
@@ -125,6 +134,7 @@ class SimState:
         spades_broken: bool = False,
         *,
         trumping: bool = False,
+        trump: int = 3,
     ) -> None:
         """Build a position; the number of seats is ``len(hands)``.
 
@@ -136,7 +146,7 @@ class SimState:
         sizes that do not fit the trick in progress).
         """
         n = len(hands)
-        if not 2 <= n <= 6 or not 0 <= leader < n or len(trick) >= n:
+        if not 2 <= n <= 6 or not 0 <= leader < n or len(trick) >= n or trump not in range(4):
             raise ValueError(f"bad position: {n} hands, leader {leader}, {len(trick)} trick cards")
         self.hands: list[int] = list(hands)
         self.leader = leader
@@ -144,10 +154,11 @@ class SimState:
         self.trick: list[int] = list(trick)
         self.led_suit = trick[0] >> 4 if trick else -1
         self.trumping = trumping
+        self.trump = trump
         breakers: Sequence[int] = trick
-        if trumping:  # only a spade played to a side-suit lead breaks spades
-            breakers = trick[1:] if trick and trick[0] < _SPADE_LOW else ()
-        self.spades_broken = spades_broken or any(c >= _SPADE_LOW for c in breakers)
+        if trumping:  # only a trump played to a side-suit lead breaks trump
+            breakers = trick[1:] if trick and trick[0] >> 4 != trump else ()
+        self.spades_broken = spades_broken or any(c >> 4 == trump for c in breakers)
         self.tricks_won: list[int] = list(tricks_won) if tricks_won is not None else [0] * n
         if len(self.tricks_won) != n:
             raise ValueError("tricks_won needs one count per seat")
@@ -177,6 +188,7 @@ class SimState:
         new.led_suit = self.led_suit
         new.spades_broken = self.spades_broken
         new.trumping = self.trumping
+        new.trump = self.trump
         new.tricks_won = self.tricks_won[:]
         return new
 
@@ -189,26 +201,34 @@ class SimState:
         return (
             f"SimState(hands={[hex(h) for h in self.hands]}, leader={self.leader}, "
             f"to_act={self.to_act}, trick={self.trick}, spades_broken={self.spades_broken}, "
-            f"tricks_won={self.tricks_won}, trumping={self.trumping})"
+            f"tricks_won={self.tricks_won}, trumping={self.trumping}, trump={self.trump})"
         )
 
 
 def legal_mask(state: SimState) -> int:
     """The cards the seat to act may play: follow suit if able, else anything;
-    a lead is a spade only once spades are broken or when only spades are held."""
+    a lead is a trump only once trump is broken or when only trump is held."""
     hand = state.hands[state.to_act]
     led = state.led_suit
     if led < 0:
-        return hand if state.spades_broken else (hand & NON_SPADES or hand)
+        return hand if state.spades_broken else (hand & _NON_TRUMP[state.trump] or hand)
     return hand & _SUIT_MASKS[led] or hand
 
 
-def trick_winner(leader: int, cards: Sequence[int], players: int) -> int:
-    """The seat that wins a trick led by ``leader`` with ``cards`` in play order."""
+def trick_winner(leader: int, cards: Sequence[int], players: int, trump: int = 3) -> int:
+    """The seat that wins a trick led by ``leader`` with ``cards`` in play order
+    (``trump``: the hand's trump suit, spades unless auction trump named another)."""
     best, win = cards[0], 0
+    if trump == 3:
+        for i in range(1, len(cards)):
+            c = cards[i]
+            if c > best and (c >> 4 == best >> 4 or c >= _SPADE_LOW):
+                best, win = c, i
+        return (leader + win) % players
     for i in range(1, len(cards)):
         c = cards[i]
-        if c > best and (c >> 4 == best >> 4 or c >= _SPADE_LOW):
+        s = c >> 4
+        if (s == best >> 4 and c > best) or (s == trump and best >> 4 != trump):
             best, win = c, i
     return (leader + win) % players
 
@@ -221,8 +241,9 @@ def play(state: SimState, card: int) -> int:
     hands = state.hands
     seat = state.to_act
     hands[seat] ^= 1 << card
-    if card >= _SPADE_LOW and (not state.trumping or 0 <= state.led_suit < 3):
-        state.spades_broken = True  # any spade, or with trumping one played to a side suit
+    trump = state.trump
+    if card >> 4 == trump and (not state.trumping or 0 <= state.led_suit != trump):
+        state.spades_broken = True  # any trump, or with trumping one played to a side suit
     trick = state.trick
     if not trick:
         state.led_suit = card >> 4
@@ -231,7 +252,7 @@ def play(state: SimState, card: int) -> int:
     if len(trick) < n:
         state.to_act = seat + 1 if seat + 1 < n else 0
         return -1
-    win = trick_winner(state.leader, trick, n)
+    win = trick_winner(state.leader, trick, n, trump)
     state.tricks_won[win] += 1
     trick.clear()
     state.led_suit = -1
@@ -247,6 +268,12 @@ def playout_random(state: SimState, rnd: Rnd) -> list[int]:
     picked); pass ``random.Random(seed).random`` for reproducible playouts.
     """
     st = state
+    if st.trump != 3:  # auction trump named another suit: card by card (not the fast loop)
+        st = st.copy()
+        while not st.is_over:
+            m = legal_mask(st)
+            play(st, _kth_card(m, int(rnd() * m.bit_count())))
+        return st.tricks_won
     if st.trick:  # finish the trick in progress card by card, on a copy
         st = st.copy()
         while st.trick:
@@ -433,9 +460,11 @@ def random_hand(
     """Deal, bid and play one full hand at random, and score it.
 
     The deal is :func:`deal_random`, the bids :func:`random_bids` (no blind
-    nil, so no exchange), every card a uniformly random legal play, and the
-    result is :func:`spades_engine.scoring.score_hand` from ``scores`` and
-    ``bags`` before the hand (zero when not given).
+    nil, so no exchange), with ``auction_trump`` a uniformly random trump suit
+    (``int(rnd() * 4)``, clubs to spades, named after the bids), every card a
+    uniformly random legal play, and the result is
+    :func:`spades_engine.scoring.score_hand` from ``scores`` and ``bags``
+    before the hand (zero when not given).
     """
     hands = deal_random(rules, rng)
     rnd = rng.random
@@ -443,7 +472,11 @@ def random_hand(
     won = [0] * rules.players
     leader = first_leader(rules, hands, dealer)
     trumping = rules.spades_broken is SpadesBroken.TRUMPING
-    _playout(_suit_chunks(hands), leader, False, won, rnd, rules.hand_size, trumping=trumping)
+    trump = int(rnd() * 4) if rules.auction_trump else 3
+    if trump == 3:
+        _playout(_suit_chunks(hands), leader, False, won, rnd, rules.hand_size, trumping=trumping)
+    else:
+        won = playout_random(SimState(hands, leader, trumping=trumping, trump=trump), rnd)
     zeros = (0,) * rules.sides
     return score_hand(
         rules,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .actions import Action, Bid, BlindNil, ExchangeDecision, Look, PassCards, Play
+from .actions import Action, Bid, BlindNil, ExchangeDecision, Look, NameTrump, PassCards, Play
 from .bidding import apply_bid, apply_blind_nil, apply_look, legal_bidding_actions
 from .deck import check_dealer, check_seed, deal_masks, first_dealer
 from .errors import IllegalAction, Reason, show
@@ -26,6 +26,7 @@ from .hand import deal_hand, finish_hand
 from .play import apply_play, begin_play, legal_play_actions
 from .ruleset import Ruleset, RulesetError
 from .state import HandState, MatchState, Phase
+from .trump import apply_name_trump, legal_trump_actions, open_naming
 from .view import SeatView, make_view
 
 # Enum members are slow to look up on Python 3.11 (about 0.1 us each), and
@@ -43,6 +44,8 @@ _PHASE_NAMES = {
     Look: (Phase.BIDDING,),
     PassCards: (Phase.EXCHANGE,),
     ExchangeDecision: (Phase.EXCHANGE,),
+    # refused with TRUMP_ALREADY_NAMED rather than WRONG_PHASE once named
+    NameTrump: (Phase.BIDDING, Phase.EXCHANGE, Phase.PLAYING),
     Play: (Phase.PLAYING,),
 }
 
@@ -158,6 +161,8 @@ class Match:
         if phase is _PLAYING:
             return legal_play_actions(st, seat)
         if phase is _BIDDING:
+            if st.hand.trump_namer >= 0:
+                return legal_trump_actions(st, seat)
             return legal_bidding_actions(st, seat)
         if phase is _EXCHANGE:
             return legal_exchange_actions(st, seat)
@@ -219,15 +224,17 @@ class Match:
             if exchange_done(st):
                 begin_play(st)
             return events
+        elif isinstance(action, NameTrump):
+            events = apply_name_trump(st, seat, action)
+            events.extend(_after_bidding(st))
+            return events
         else:  # a Play outside the playing phase is caught by the caller
             raise AssertionError(action)
         if st.phase is _BIDDING and all(b is not None for b in st.hand.bids):
-            seats = exchange_seats(st)
-            if seats:
-                st.phase = Phase.EXCHANGE
-                events.extend(open_exchange(st, seats))
+            if st.rules.auction_trump:
+                open_naming(st)  # trump first, then the exchange if any
             else:
-                begin_play(st)
+                events.extend(_after_bidding(st))
         return events
 
     # -- persistence -------------------------------------------------------------
@@ -243,6 +250,18 @@ class Match:
         from .snapshot import load_snapshot
 
         return load_snapshot(data)
+
+
+def _after_bidding(st: MatchState) -> list[Event]:
+    """Bidding (and with auction trump, the naming) is over: the exchange or the play."""
+    events: list[Event] = []
+    seats = exchange_seats(st)
+    if seats:
+        st.phase = Phase.EXCHANGE
+        events.extend(open_exchange(st, seats))
+    else:
+        begin_play(st)
+    return events
 
 
 _EMPTY_HAND = HandState(0, 0, (), [], [], [], [], [], 0)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .actions import PLAYS, Action, Play
-from .cards import SPADES, TWO_OF_CLUBS, card_name, is_card
+from .cards import SPADES, SUIT_NAMES, TWO_OF_CLUBS, card_name, is_card
 from .errors import IllegalAction, Reason, show
 from .events import EVERYONE, CardPlayed, Event, TrickWon
 from .ruleset import FirstLead, SpadesBroken
@@ -27,7 +27,7 @@ def legal_play_actions(st: MatchState, seat: int) -> list[Action]:
     h = st.hand
     if seat != h.to_act:
         return []
-    m = legal_play_mask(h.hands[seat], h.led_suit, h.spades_broken)
+    m = legal_play_mask(h.hands[seat], h.led_suit, h.spades_broken, h.trump)
     out: list[Action] = []
     base = 0
     while m:  # suit by suit through a table, lowest card first: this runs once per card played
@@ -49,10 +49,11 @@ def apply_play(st: MatchState, seat: int, action: Play) -> tuple[list[Event], bo
     hand = h.hands[seat]
     if type(c) is not int or not 0 <= c < 64 or not hand >> c & 1:
         raise IllegalAction(Reason.CARD_NOT_IN_HAND, f"you do not hold {_name(c)}", seat)
-    if not legal_play_mask(hand, h.led_suit, h.spades_broken) >> c & 1:
-        raise _why_illegal(h.led_suit, seat)
+    trump = h.trump
+    if not legal_play_mask(hand, h.led_suit, h.spades_broken, trump) >> c & 1:
+        raise _why_illegal(h.led_suit, seat, trump)
     h.hands[seat] = hand ^ 1 << c  # c is in hand
-    if c >> 4 == SPADES and not h.spades_broken and _breaks(st, h.led_suit):
+    if c >> 4 == trump and not h.spades_broken and _breaks(st, h.led_suit, trump):
         h.spades_broken = True
     if not h.trick:
         h.led_suit = c >> 4
@@ -63,7 +64,7 @@ def apply_play(st: MatchState, seat: int, action: Play) -> tuple[list[Event], bo
     if len(trick) < n:
         h.to_act = (seat + 1) % n
         return events, False
-    winner = (h.leader + trick_winner_index(trick)) % n
+    winner = (h.leader + trick_winner_index(trick, trump)) % n
     cards = tuple(trick)
     h.tricks_won[winner] += 1
     h.completed.append((h.leader, cards, winner))
@@ -74,22 +75,25 @@ def apply_play(st: MatchState, seat: int, action: Play) -> tuple[list[Event], bo
     return events, len(h.completed) == st.rules.tricks_per_hand
 
 
-def _breaks(st: MatchState, led_suit: int) -> bool:
-    """Whether a spade played to a trick led with ``led_suit`` (-1: the lead
-    itself) breaks spades: any spade does, or with ``spades_broken=trumping``
-    only one played by a seat that cannot follow a side suit led."""
-    return st.rules.spades_broken is SpadesBroken.ANY_SPADE or 0 <= led_suit < SPADES
+def _breaks(st: MatchState, led_suit: int, trump: int) -> bool:
+    """Whether a trump (a spade, or the suit named under auction trump) played
+    to a trick led with ``led_suit`` (-1: the lead itself) breaks trump: any
+    trump does, or with ``spades_broken=trumping`` only one played by a seat
+    that cannot follow a side suit led."""
+    return st.rules.spades_broken is SpadesBroken.ANY_SPADE or (led_suit >= 0 and led_suit != trump)
 
 
 def _name(c: object) -> str:
     return card_name(c) if is_card(c) else show(c)
 
 
-def _why_illegal(led_suit: int, seat: int) -> IllegalAction:
+def _why_illegal(led_suit: int, seat: int, trump: int) -> IllegalAction:
     if led_suit >= 0:
         return IllegalAction(Reason.MUST_FOLLOW_SUIT, "you must follow the suit led", seat)
-    return IllegalAction(
-        Reason.SPADES_NOT_BROKEN,
-        "spades cannot be led until spades are broken, unless you hold only spades",
-        seat,
-    )
+    # the reason keeps its name when auction trump makes another suit trump
+    if trump == SPADES:
+        message = "spades cannot be led until spades are broken, unless you hold only spades"
+    else:
+        name = SUIT_NAMES[trump]
+        message = f"trump ({name}) cannot be led until trump is broken, unless you hold only {name}"
+    return IllegalAction(Reason.SPADES_NOT_BROKEN, message, seat)

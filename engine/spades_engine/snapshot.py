@@ -22,7 +22,8 @@ The JSON object has one key per field of ``MatchState`` plus ``actions``:
   ``[seat, value]`` pairs in insertion order, finished tricks as
   ``[leader, [cards in play order], winner]``; a key added after version 1,
   named in ``LATER_HAND_KEYS`` (the optional exchange's ``exchange_deciders``
-  and ``exchange_decisions``), may be missing and then takes its default;
+  and ``exchange_decisions``, auction trump's ``trump_namer``, ``trump_named``
+  and ``trump``), may be missing and then takes its default;
 - ``actions``: the applied actions as ``[seat, "play QS"]`` (the record's text
   form), so the game record survives a snapshot.
 
@@ -72,6 +73,7 @@ LATER_OPTIONS: tuple[str, ...] = (
     "spades_broken",
     "blind_nil_exchange_optional",
     "suicide",
+    "auction_trump",
 )
 """Ruleset options added after snapshot version 1 was fixed.  A snapshot's
 ``rules`` without one of them was written before the option existed, so it was
@@ -79,7 +81,13 @@ played by the option's default (the rule before the option); loading fills it
 in as that default, not as a preset's later value."""
 DEFAULTS = Ruleset().to_dict()
 
-LATER_HAND_KEYS: dict[str, Any] = {"exchange_deciders": [], "exchange_decisions": []}
+LATER_HAND_KEYS: dict[str, Any] = {
+    "exchange_deciders": [],
+    "exchange_decisions": [],
+    "trump_namer": -1,
+    "trump_named": False,
+    "trump": 3,  # spades
+}
 """Keys of ``hand`` added after version 1, with the value they always had in an
 older snapshot (which lacks them)."""
 
@@ -110,6 +118,9 @@ def snapshot_document(st: MatchState, actions: list[tuple[int, Action]]) -> dict
         "blind": list(h.blind),
         "tricks_won": list(h.tricks_won),
         "to_act": h.to_act,
+        "trump_namer": h.trump_namer,
+        "trump_named": h.trump_named,
+        "trump": h.trump,
         "exchange_deciders": list(h.exchange_deciders),
         "exchange_decisions": [[seat, yes] for seat, yes in h.exchange_decisions.items()],
         "exchange_seats": list(h.exchange_seats),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from .cards import Card
+from .cards import SPADES, Card
 from .events import SideScore
 from .ruleset import Ruleset
 
@@ -33,6 +33,11 @@ class HandState:
     blind: list[bool]
     tricks_won: list[int]
     to_act: int
+    # auction trump: the seat that names trump once bidding closes (-1: none,
+    # or the option is off), whether it has, and the hand's trump suit
+    trump_namer: int = -1
+    trump_named: bool = False
+    trump: int = SPADES
     # optional blind nil exchange: the blind nil bidders who decide, and their
     # decisions (True: exchange) in the order made
     exchange_deciders: tuple[int, ...] = ()
@@ -45,7 +50,7 @@ class HandState:
     leader: int = -1
     trick: list[Card] = field(default_factory=list)  # cards of the trick in progress
     led_suit: int = -1
-    spades_broken: bool = False
+    spades_broken: bool = False  # the hand's trump is broken (spades unless auction trump)
     completed: list[tuple[int, tuple[Card, ...], int]] = field(default_factory=list)
     # (leader, cards in play order, winner) of each finished trick
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from .cards import SPADE_MASK, SPADES, SUIT_MASKS
 
 _NON_SPADES = ~SPADE_MASK
+_NON_TRUMP = tuple(~m for m in SUIT_MASKS)
 
 
 def _build_suit_ranks() -> tuple[tuple[int, ...], ...]:
@@ -25,26 +26,28 @@ peeling bits off the 64-bit mask, which costs a big-int allocation per step.
 """
 
 
-def legal_play_mask(hand: int, led_suit: int, spades_broken: bool) -> int:
+def legal_play_mask(hand: int, led_suit: int, spades_broken: bool, trump: int = SPADES) -> int:
     """Cards of ``hand`` that may be played; ``led_suit`` is -1 when leading.
 
-    Follow suit if able, otherwise anything.  A lead may be a spade only once
-    spades are broken or when the hand holds nothing else.
+    Follow suit if able, otherwise anything.  A lead may be a trump (a spade,
+    or with auction trump the named suit) only once trump is broken or when
+    the hand holds nothing else.
     """
     if led_suit < 0:
         if spades_broken:
             return hand
-        return hand & _NON_SPADES or hand
+        return hand & _NON_TRUMP[trump] or hand
     return hand & SUIT_MASKS[led_suit] or hand
 
 
-def trick_winner_index(cards: Sequence[int]) -> int:
-    """Index in play order of the winning card: the highest spade (jokers are
-    the top spades), else the highest card of the suit led."""
+def trick_winner_index(cards: Sequence[int], trump: int = SPADES) -> int:
+    """Index in play order of the winning card: the highest trump (spades, the
+    jokers the top ones; or with auction trump the named suit), else the
+    highest card of the suit led."""
     best = cards[0]
     best_i = 0
     for i in range(1, len(cards)):
         c = cards[i]
-        if (c >> 4 == best >> 4 and c > best) or (c >> 4 == SPADES and best >> 4 != SPADES):
+        if (c >> 4 == best >> 4 and c > best) or (c >> 4 == trump and best >> 4 != trump):
             best, best_i = c, i
     return best_i

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .actions import Action
-from .cards import Card, cards_of
+from .cards import SPADES, Card, cards_of
 from .events import SideScore
 from .ruleset import Ruleset
 from .state import MatchState, Phase
@@ -53,6 +53,11 @@ class SeatView:
     legal_actions: tuple[Action, ...]
     results: tuple[tuple[SideScore, ...], ...]  # every finished hand, by side
     winner: int | None
+    # auction trump (public): the hand's trump suit, the seat that names it (-1:
+    # none) and whether it has; spades_broken above then means "trump broken"
+    trump: int = SPADES
+    trump_namer: int = -1
+    trump_named: bool = False
 
     def played_cards(self) -> int:
         """Mask of every card played this hand, the trick in progress included."""
@@ -103,4 +108,7 @@ def make_view(st: MatchState, seat: int | None, legal: list[Action]) -> SeatView
         legal_actions=tuple(legal),
         results=tuple(st.results),
         winner=st.winner,
+        trump=h.trump,
+        trump_namer=h.trump_namer,
+        trump_named=h.trump_named,
     )

@@ -32,6 +32,7 @@ from spades_engine.actions import (
     BlindNil,
     ExchangeDecision,
     Look,
+    NameTrump,
     PassCards,
     Play,
 )
@@ -162,6 +163,18 @@ def card_from_pb(msg: pb.Card, path: str = "card") -> Card:
     raise ConversionError(f"{path}.suit", "a joker's suit must be SUIT_SPADES")
 
 
+def suit_to_pb(suit: int) -> _SuitPb:
+    """The proto suit of an engine suit (0..3, clubs to spades)."""
+    return _SuitPb(suit + 1)
+
+
+def suit_from_pb(value: int, path: str = "suit") -> int:
+    """The engine suit of a proto ``Suit``; ``path`` is its field path, for errors."""
+    if value not in pb.Suit.values() or value == pb.SUIT_UNSPECIFIED:
+        raise ConversionError(path, f"{value} is not a suit")
+    return value - 1
+
+
 def _card_pair(card: int) -> tuple[_SuitPb, _RankPb]:
     try:
         return _CARD_TO_PB[card]
@@ -228,6 +241,7 @@ _ScalarOption = Literal[
     "players",
     "thirteen_bid",
     "suicide",
+    "auction_trump",
 ]
 _SCALAR_OPTIONS: tuple[_ScalarOption, ...] = get_args(_ScalarOption)
 
@@ -274,12 +288,13 @@ def resolved_ruleset_pb(rules: Ruleset) -> pb.ResolvedRuleset:
         spades_broken=_SPADES_BROKEN[rules.spades_broken],
         blind_nil_exchange_optional=rules.blind_nil_exchange_optional,
         suicide=rules.suicide,
+        auction_trump=rules.auction_trump,
     )
 
 
 # -- actions -------------------------------------------------------------------
 
-_ACTION_KINDS = "bid, blind_nil, look, pass_cards, play_card or exchange_decision"
+_ACTION_KINDS = "bid, blind_nil, look, pass_cards, play_card, exchange_decision or name_trump"
 
 
 def action_from_pb(msg: pb.Action, path: str = "action") -> Action:
@@ -297,6 +312,8 @@ def action_from_pb(msg: pb.Action, path: str = "action") -> Action:
         return make_play(card_from_pb(msg.play_card.card, f"{path}.play_card.card"))
     if kind == "exchange_decision":
         return EXCHANGE if msg.exchange_decision.exchange else NO_EXCHANGE
+    if kind == "name_trump":
+        return NameTrump(suit_from_pb(msg.name_trump.suit, f"{path}.name_trump.suit"))
     raise ConversionError(path, f"no action set: set one of {_ACTION_KINDS}")
 
 
@@ -322,6 +339,9 @@ def _fill_action(out: pb.Action, action: Action) -> None:
     elif isinstance(action, ExchangeDecision):
         out.exchange_decision.exchange = action.exchange
         out.exchange_decision.SetInParent()
+    elif isinstance(action, NameTrump):
+        out.name_trump.SetInParent()
+        out.name_trump.suit = suit_to_pb(action.suit)
     else:
         raise TypeError(f"{action!r} is not an engine action")
 
@@ -362,6 +382,11 @@ def _bidding_closed(e: ev.BiddingClosed, out: pb.MatchEvent) -> None:
 def _exchange_decided(e: ev.ExchangeDecided, out: pb.MatchEvent) -> None:
     out.exchange_decided.SetInParent()
     out.exchange_decided.seat, out.exchange_decided.exchange = e.seat, e.exchange
+
+
+def _trump_named(e: ev.TrumpNamed, out: pb.MatchEvent) -> None:
+    out.trump_named.SetInParent()
+    out.trump_named.seat, out.trump_named.suit = e.seat, suit_to_pb(e.suit)
 
 
 def _exchange_started(e: ev.ExchangeStarted, out: pb.MatchEvent) -> None:
@@ -438,6 +463,7 @@ _EVENT_FILLERS: dict[type[Any], Callable[[Any, pb.MatchEvent], None]] = {
     ev.BidMade: _bid_made,
     ev.BiddingClosed: _bidding_closed,
     ev.ExchangeDecided: _exchange_decided,
+    ev.TrumpNamed: _trump_named,
     ev.ExchangeStarted: _exchange_started,
     ev.CardsChosen: _cards_chosen,
     ev.CardsPassed: _cards_passed,
@@ -552,6 +578,9 @@ def view_to_pb(view: SeatView, *, as_of_seq: int, seats: Sequence[pb.SeatInfo]) 
         exchange_seats=view.exchange_seats,
         exchange_chosen=view.exchange_chosen,
         exchange_deciders=view.exchange_deciders,
+        trump=suit_to_pb(view.trump),
+        trump_namer=view.trump_namer,
+        trump_named=view.trump_named,
         winner=-1 if view.winner is None else view.winner,
         as_of_seq=as_of_seq,
         seats=seats,

@@ -46,7 +46,12 @@ Resp = TypeVar("Resp")
 
 # Refusals that are wrong whatever the state of the match (INVALID_ARGUMENT);
 # every other rule violation depends on the state (FAILED_PRECONDITION).
-_ARGUMENT_REASONS = {Reason.BID_OUT_OF_RANGE, Reason.UNKNOWN_ACTION, Reason.WRONG_PASS_COUNT}
+_ARGUMENT_REASONS = {
+    Reason.BID_OUT_OF_RANGE,
+    Reason.UNKNOWN_ACTION,
+    Reason.WRONG_PASS_COUNT,
+    Reason.NOT_A_SUIT,
+}
 MAX_NAME = 64
 MAX_ACTION_ID = 64
 MAX_MATCH_ID = 64  # ids this server makes are 16 characters

@@ -213,4 +213,5 @@ CONFIGS: dict[str, Ruleset] = {
     "german-3": preset("german", players=3),
     "german-5": preset("german", players=5),
     "bulgarian": preset("bulgarian"),
+    "auction": preset("classic", auction_trump=True),
 }

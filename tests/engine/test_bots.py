@@ -337,6 +337,69 @@ def test_hard_does_not_beat_an_opponents_nil_winning_card() -> None:
     assert card >> 4 == 2 and card < parse_card("JH")
 
 
+# -- auction trump -----------------------------------------------------------------------------
+
+AUCTION = preset("classic", auction_trump=True)
+
+
+def _naming(hand: str, bids: Sequence[int] = (1, 1, 1, 5)) -> Match:
+    """Seat 0 (the dealer, bidding last and highest) is to name trump holding ``hand``."""
+    return position(AUCTION, fill_deal(AUCTION, {0: hand}), 0, bids)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_names_the_longest_suit_as_trump(level: str) -> None:
+    m = _naming("AD KD QD 9D 5D 3D AS KS 2C 3C 4C 2H 3H")
+    assert m.to_act == 0
+    assert str(decide(level, m)) == "trump D"
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_tie_in_length_names_the_stronger_suit(level: str) -> None:
+    m = _naming("AH KH QH JH 2C 3C 4C 5C 2S 3S 2D 3D 4D")
+    assert str(decide(level, m)) == "trump H"
+
+
+def test_expert_names_a_long_strong_suit_by_its_search() -> None:
+    # a contract of 10 that only eight top hearts as trump can make
+    m = _naming("AH KH QH JH TH 9H 8H 7H", (1, 1, 1, 9))
+    view = m.view(0)
+    action = BOTS["expert"](view, 1, 100)
+    assert str(action) == "trump H"
+
+
+def test_as_spades_swaps_the_trump_suit_with_spades_in_every_card() -> None:
+    from spades_engine.bots.trump import as_spades, swap_card, swap_mask
+
+    m = _naming("AH KH QH JH TH 9H 8H 7H")
+    m.apply(0, parse_action("trump H"))
+    view = m.view(m.to_act)
+    swapped = as_spades(view)
+    assert swapped.trump == SPADES
+    assert view.hand is not None and swapped.hand is not None
+    assert {swap_card(c, 2) for c in view.hand} == set(swapped.hand)
+    assert len(swapped.legal_actions) == len(view.legal_actions)
+    assert swap_mask(swap_mask(0x1234_5678_9ABC_0DEF, 1), 1) == 0x1234_5678_9ABC_0DEF
+
+
+@pytest.mark.parametrize("level", [*LEVELS, "expert"])
+def test_every_level_plays_whole_legal_matches_with_auction_trump(level: str) -> None:
+    rules = AUCTION.replace(target_score=150, mercy_score=-100)
+    named: set[str] = set()
+    for seed in range(2 if level == "expert" else 4):
+        m = Match(rules, seed=seed)
+        rng = random.Random(seed)
+        while not m.is_over:
+            seat = m.to_act if m.to_act >= 0 else m.seats_to_act()[0]
+            view = m.view(seat)
+            action = BOTS[level](view, rng.getrandbits(32), 2)
+            assert action in view.legal_actions, (level, view, action)
+            if str(action).startswith("trump"):
+                named.add(str(action))
+            m.apply(seat, action)
+    assert named
+
+
 # -- every position of every preset ---------------------------------------------------------------
 
 POSITIONS_PER_CONFIG = 2500
@@ -382,7 +445,9 @@ def test_every_level_plays_only_legal_actions_in_every_preset(
 
     # every kind of decision was met: bids, looks, blind nils, exchange decisions,
     # passes and plays
-    assert {"Bid", "Look", "BlindNil", "ExchangeDecision", "PassCards", "Play"} <= set(kinds), kinds
+    assert {"Bid", "Look", "BlindNil", "ExchangeDecision", "PassCards", "NameTrump", "Play"} <= set(
+        kinds
+    ), kinds
     with capsys.disabled():
         print(f"\nbot think time over {len(times['easy'])} positions of {len(CONFIGS)} rulesets:")
         for level, xs in times.items():

@@ -29,6 +29,7 @@ from spades_engine import (
     Bid,
     IllegalAction,
     Match,
+    NameTrump,
     PassCards,
     Play,
     Ruleset,
@@ -58,6 +59,10 @@ CONFIGS: dict[str, Ruleset] = {
     "classic_suicide": preset("classic", suicide=True),
     # ... with blind nil at any score, so a blind nil is often the side's nil
     "polish_suicide": preset("polish", blind_nil_deficit=0, suicide=True),
+    # seed 003's auction trump: the highest bidder names the hand's trump suit
+    "auction": preset("classic", auction_trump=True),
+    # ... then the optional exchange, with spades broken by trumping only
+    "auction_polish": preset("polish", blind_nil_deficit=0, auction_trump=True),
 }
 MAX_HANDS = 3
 SETTINGS = settings(
@@ -188,13 +193,21 @@ def suit(name: str) -> str:
     return "S" if name in ("LJ", "BJ") else name[1]
 
 
-def strength(name: str, led: str) -> tuple[int, int]:
-    """Spades (the jokers on top: Big > Little > ace) beat the led suit, which
-    beats the rest."""
+def strength(name: str, led: str, trump: str = "S") -> tuple[int, int]:
+    """Trump (spades, the jokers on top: Big > Little > ace; or the suit named
+    under auction trump) beats the led suit, which beats the rest."""
     if name in ("LJ", "BJ"):
         return 2, 13 if name == "LJ" else 14
     rank = RANKS.index(name[0])
-    return (2 if name[1] == "S" else 1 if name[1] == led else 0), rank
+    return (2 if name[1] == trump else 1 if name[1] == led else 0), rank
+
+
+def trump_namer(bids: list[int | None], dealer: int, n: int) -> int:
+    """RULES.md 3.1: the highest bidder, the earliest in bidding order on a tie
+    (so the first bidder when every bid is nil)."""
+    order = [(dealer + 1 + i) % n for i in range(n)]
+    best = max(b or 0 for b in bids)
+    return next(s for s in order if (bids[s] or 0) == best)
 
 
 @dataclass
@@ -216,7 +229,9 @@ class Referee:
     decisions: dict[int, bool] = field(default_factory=dict)  # the optional exchange's
     played: list[str] = field(default_factory=list)
     trick: list[tuple[int, str]] = field(default_factory=list)
-    broken: bool = False  # spades broken this hand, by the ruleset's spades_broken
+    broken: bool = False  # trump broken this hand, by the ruleset's spades_broken
+    trump: str = "S"  # the hand's trump suit
+    namer: int | None = None  # auction trump: the seat still to name trump
     leader: int | None = None  # of the trick in progress; None before the first lead
     bids: list[int | None] = field(default_factory=list)
     blind: list[bool] = field(default_factory=list)
@@ -255,6 +270,7 @@ class Referee:
                 self.decisions = {}
                 self.played, self.trick, self.leader = [], [], None
                 self.broken = False
+                self.trump, self.namer = "S", None
                 self.bids, self.blind, self.tricks = [None] * n, [False] * n, [0] * n
             elif kind == "LookedAtCards":
                 assert not self.sees[e.seat]
@@ -263,6 +279,13 @@ class Referee:
                 self.bids[e.seat], self.blind[e.seat] = e.tricks, e.blind
             elif kind == "BiddingClosed":
                 self.sees = [True] * n
+                if r.auction_trump:
+                    self.namer = trump_namer(self.bids, self.dealer, n)
+            elif kind == "TrumpNamed":
+                assert r.auction_trump and e.seat == self.namer
+                assert str(e.audience) == "everyone"
+                assert action == (e.seat, NameTrump(e.suit))
+                self.trump, self.namer = "CDHS"[e.suit], None
             elif kind == "ExchangeDecided":
                 assert r.blind_nil_exchange_optional and self.blind[e.seat]
                 assert e.seat not in self.decisions and str(e.audience) == "everyone"
@@ -285,16 +308,16 @@ class Referee:
                 self.holding[e.seat].remove(name)
                 if self.leader is None:
                     self.leader = e.seat
-                if suit(name) == "S" and (
+                if suit(name) == self.trump and (
                     str(r.spades_broken) == "any_spade"
-                    or (self.trick and suit(self.trick[0][1]) != "S")
-                ):  # any spade; with "trumping" only one played to another suit led
+                    or (self.trick and suit(self.trick[0][1]) != self.trump)
+                ):  # any trump; with "trumping" only one played to another suit led
                     self.broken = True
                 self.trick.append((e.seat, name))
                 self.played.append(name)
             elif kind == "TrickWon":
                 led = suit(self.trick[0][1])
-                winner = max(self.trick, key=lambda sc: strength(sc[1], led))[0]
+                winner = max(self.trick, key=lambda sc: strength(sc[1], led, self.trump))[0]
                 assert e.winner == winner
                 assert [card_name(c) for c in e.cards] == [c for _, c in self.trick]
                 self.tricks[winner] += 1
@@ -378,6 +401,8 @@ class Referee:
             if seat != to_act:
                 return set()
             return {Bid(b) for b in numbers}
+        if self.namer is not None:  # auction trump: the naming comes next
+            return {NameTrump(s) for s in range(4)} if seat == self.namer else set()
         undecided = self.deciders() - set(self.decisions)
         if undecided:  # the optional exchange's decisions come first
             return {EXCHANGE, NO_EXCHANGE} if seat in undecided else set()
@@ -404,7 +429,7 @@ class Referee:
             led = suit(self.trick[0][1])
             options = {c for c in hand if suit(c) == led} or hand
         else:
-            options = hand if self.broken else {c for c in hand if suit(c) != "S"} or hand
+            options = hand if self.broken else {c for c in hand if suit(c) != self.trump} or hand
         return {Play(parse_card(c)) for c in options}
 
 
@@ -513,6 +538,7 @@ def universe(m: Match, seat: int, rnd: random.Random) -> list[Any]:
     out: list[Any] = [Play(c) for c in deck]
     out += [Bid(n) for n in range(-1, rules.tricks_per_hand + 2)]
     out += [BLIND_NIL, LOOK, EXCHANGE, NO_EXCHANGE]
+    out += [NameTrump(s) for s in range(-1, 5)]
     k = rules.blind_nil_exchange or 2
     mine = list(_cards(m.state.hand.hands[seat]))
     for pool in (mine, deck):
@@ -595,3 +621,12 @@ def test_the_random_matches_reach_both_exchange_decisions() -> None:
         _, events = play_randomly(CONFIGS["polish_deficit_0"], seed, random.Random(seed))
         seen |= {e.exchange for e in events if type(e).__name__ == "ExchangeDecided"}
     assert seen == {True, False}
+
+
+def test_the_random_matches_name_every_suit_as_trump() -> None:
+    """The auction configurations above do play hands whose trump is not spades."""
+    seen: set[int] = set()
+    for seed in range(6):
+        _, events = play_randomly(CONFIGS["auction"], seed, random.Random(seed))
+        seen |= {e.suit for e in events if type(e).__name__ == "TrumpNamed"}
+    assert seen == {0, 1, 2, 3}

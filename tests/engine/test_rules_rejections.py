@@ -18,6 +18,7 @@ from spades_engine import (
     Bid,
     ExchangeDecision,
     Match,
+    NameTrump,
     PassCards,
     Play,
     Reason,
@@ -237,6 +238,43 @@ def suicide_bid() -> None:
     reject(m, 0, Bid(4), Reason.SUICIDE_BID)  # seat 2 bid 5: nil
 
 
+def naming() -> Match:
+    """Auction trump: bidding has closed and seat 2, the highest bidder, names trump."""
+    d, _ = controlled_deal([4, 3, 3, 3])
+    m = Match(preset("classic", auction_trump=True), deals=[d], dealer=0)
+    bid_all(m, [3, 3, 5, 3])
+    return m
+
+
+def auction_trump_off() -> None:
+    reject(classic_bidding(), 1, NameTrump(2), Reason.AUCTION_TRUMP_OFF)
+    reject(classic_playing(), 1, NameTrump(2), Reason.AUCTION_TRUMP_OFF)
+
+
+def not_trump_namer() -> None:
+    m = naming()
+    reject(m, 1, NameTrump(2), Reason.NOT_TRUMP_NAMER)
+    reject(m, 0, NameTrump(2), Reason.NOT_TRUMP_NAMER)  # the partner neither
+
+
+def trump_already_named() -> None:
+    m = naming()
+    m.apply(2, NameTrump(2))
+    reject(m, 2, NameTrump(1), Reason.TRUMP_ALREADY_NAMED)
+
+
+def not_a_suit() -> None:
+    m = naming()
+    for bad in (4, -1, "H", None, True):
+        reject(m, 2, NameTrump(bad), Reason.NOT_A_SUIT)  # type: ignore[arg-type]
+
+
+def bidding_closed() -> None:
+    m = naming()
+    reject(m, 2, Bid(6), Reason.BIDDING_CLOSED)
+    reject(m, 3, Bid(6), Reason.BIDDING_CLOSED)
+
+
 SCENARIOS: dict[Reason, Callable[[], None]] = {
     Reason.INVALID_SEAT: invalid_seat,
     Reason.MATCH_OVER: match_over,
@@ -259,6 +297,11 @@ SCENARIOS: dict[Reason, Callable[[], None]] = {
     Reason.ALREADY_DECIDED: already_decided,
     Reason.EXCHANGE_NOT_DECIDED: exchange_not_decided,
     Reason.SUICIDE_BID: suicide_bid,
+    Reason.AUCTION_TRUMP_OFF: auction_trump_off,
+    Reason.NOT_TRUMP_NAMER: not_trump_namer,
+    Reason.TRUMP_ALREADY_NAMED: trump_already_named,
+    Reason.NOT_A_SUIT: not_a_suit,
+    Reason.BIDDING_CLOSED: bidding_closed,
 }
 
 

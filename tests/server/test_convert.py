@@ -47,6 +47,7 @@ from spades_engine import (
     Bid,
     ExchangeDecision,
     Match,
+    NameTrump,
     PassCards,
     Phase,
     Play,
@@ -78,6 +79,7 @@ CONFIGS: list[tuple[str, dict[str, Any]]] = [
     ("german", {"players": 3}),
     ("german", {"players": 5}),
     ("polish", {"blind_nil_deficit": 0}),
+    ("classic", {"auction_trump": True}),
 ]
 CONFIG_IDS = [name + "".join(f"-{k}={v}" for k, v in ov.items()) for name, ov in CONFIGS]
 SEEDS = (0, 1, 2)
@@ -164,6 +166,8 @@ def _check_payload(event: Event, payload: Any) -> None:
             assert card_from_pb(got) == want
         elif name == "cards":
             assert [card_from_pb(c) for c in got] == list(want)
+        elif name == "suit":
+            assert got == want + 1  # SUIT_CLUBS = 1 ... SUIT_SPADES = 4
         elif name == "sides":
             assert [_side_dict(s) for s in got] == [_side_dict(s) for s in want]
         elif isinstance(want, tuple):
@@ -333,7 +337,15 @@ def _round_trip(action: Action) -> Action:
 def test_action_round_trip_for_every_legal_action_seen(games: list[GameLog]) -> None:
     legal = set().union(*(log.legal for log in games))
     kinds = {type(a) for a in legal}
-    assert kinds == {Bid, type(BLIND_NIL), type(LOOK), ExchangeDecision, PassCards, Play}
+    assert kinds == {
+        Bid,
+        type(BLIND_NIL),
+        type(LOOK),
+        ExchangeDecision,
+        NameTrump,
+        PassCards,
+        Play,
+    }
     assert Bid(0) in legal
     for action in legal:
         assert _round_trip(action) == action
@@ -349,6 +361,8 @@ def test_action_round_trip_for_every_legal_action_seen(games: list[GameLog]) -> 
         (PassCards((Card(0), Card(50), BIG_JOKER)), "pass_cards"),
         (EXCHANGE, "exchange_decision"),
         (NO_EXCHANGE, "exchange_decision"),
+        (NameTrump(0), "name_trump"),
+        (NameTrump(3), "name_trump"),
         (Play(Card(0)), "play_card"),
         (Play(LITTLE_JOKER), "play_card"),
     ],
@@ -380,6 +394,11 @@ def test_action_oneof_survives_the_wire(action: Action, kind: str) -> None:
                 )
             ),
             "action.pass_cards.cards[1].suit",
+        ),
+        (pb.Action(name_trump=pb.NameTrumpAction()), "action.name_trump.suit"),
+        (
+            pb.Action(name_trump=pb.NameTrumpAction(suit=pb.Suit.ValueType(9))),
+            "action.name_trump.suit",
         ),
     ],
 )
@@ -493,6 +512,8 @@ def test_empty_ruleset_is_classic() -> None:
         (pb.Ruleset(suicide=True), preset("classic", suicide=True)),
         (pb.Ruleset(preset="polish", suicide=True), preset("polish", suicide=True)),
         (pb.Ruleset(suicide=False), preset("classic")),
+        (pb.Ruleset(auction_trump=True), preset("classic", auction_trump=True)),
+        (pb.Ruleset(preset="polish", auction_trump=False), preset("polish")),
     ],
 )
 def test_ruleset_options_apply(msg: pb.Ruleset, expected: Ruleset) -> None:
@@ -546,6 +567,7 @@ def test_unset_options_keep_the_preset() -> None:
         (pb.Ruleset(spades_broken=pb.SpadesBroken.ValueType(9)), {"spades_broken"}),
         (pb.Ruleset(suicide=True, partnerships=False), {"suicide", "partnerships"}),
         (pb.Ruleset(suicide=True, nil_allowed=False), {"suicide", "nil_allowed"}),
+        (pb.Ruleset(preset="german", auction_trump=True), {"auction_trump", "jokers"}),
     ],
 )
 def test_invalid_rulesets_raise_ruleset_error(msg: pb.Ruleset, options: set[str]) -> None:
@@ -574,6 +596,7 @@ def test_resolved_ruleset(rules: Ruleset) -> None:
         "thirteen_bid",
         "blind_nil_exchange_optional",
         "suicide",
+        "auction_trump",
     ):
         assert getattr(msg, name) == getattr(rules, name)
     assert pb.BagRule.Name(msg.bag_rule) == "BAG_RULE_" + rules.bag_rule.name
@@ -600,6 +623,7 @@ def test_resolved_ruleset(rules: Ruleset) -> None:
         spades_broken=msg.spades_broken,
         blind_nil_exchange_optional=msg.blind_nil_exchange_optional,
         suicide=msg.suicide,
+        auction_trump=msg.auction_trump,
     )
     if msg.has_mercy_score:
         back.mercy_score = msg.mercy_score
@@ -662,6 +686,11 @@ def _check_view(m: Match, view: SeatView, msg: pb.SeatView, as_of_seq: int) -> N
     assert list(msg.exchange_chosen) == list(view.exchange_chosen)
     assert list(msg.exchange_deciders) == list(view.exchange_deciders)
     assert [(d.seat, d.exchange) for d in msg.exchange_decisions] == list(view.exchange_decisions)
+    assert (msg.trump, msg.trump_namer, msg.trump_named) == (
+        view.trump + 1,
+        view.trump_namer,
+        view.trump_named,
+    )
     assert [action_from_pb(a) for a in msg.legal_actions] == list(view.legal_actions)
     assert msg.winner == (-1 if view.winner is None else view.winner)
     assert [[_side_dict(s) for s in r.sides] for r in msg.results] == [

@@ -415,3 +415,56 @@ def test_the_optional_exchange_decision_is_public_over_the_api(shared_server: Se
     assert [e.exchange_decided.seat for e in public if e.HasField("exchange_decided")] == [nil]
     refused = expect_failure(grpc.StatusCode.FAILED_PRECONDITION, submit, stub, table, nil, decline)
     assert refused.reason == "WRONG_PHASE"
+
+
+def test_auction_trump_is_named_over_the_api(shared_server: Server) -> None:
+    """auction_trump: the highest bidder names trump with name_trump; the named
+    suit is public (event and every view), and a naming out of place is refused."""
+    stub = shared_server.stub
+    table = create_match(stub, seed=5, auction_trump=True)
+    namer = get_view(stub, table, 0).to_act  # the first bidder bids highest
+    for tricks in (5, 1, 1, 1):
+        seat = get_view(stub, table, 0).to_act
+        submit(stub, table, seat, pb.Action(bid=pb.BidAction(tricks=tricks)))
+    view = get_view(stub, table, namer)
+    assert view.phase == pb.PHASE_BIDDING and view.to_act == namer
+    assert (view.trump_namer, view.trump_named) == (namer, False)
+    assert [a.name_trump.suit for a in view.legal_actions] == [
+        pb.SUIT_CLUBS,
+        pb.SUIT_DIAMONDS,
+        pb.SUIT_HEARTS,
+        pb.SUIT_SPADES,
+    ]
+    assert seats_to_act(view) == [namer]
+    hearts = pb.Action(name_trump=pb.NameTrumpAction(suit=pb.SUIT_HEARTS))
+    other = (namer + 1) % 4
+    refused = expect_failure(
+        grpc.StatusCode.FAILED_PRECONDITION, submit, stub, table, other, hearts
+    )
+    assert refused.reason == "NOT_TRUMP_NAMER"
+    no_suit = pb.Action(name_trump=pb.NameTrumpAction())
+    expect_failure(grpc.StatusCode.INVALID_ARGUMENT, submit, stub, table, namer, no_suit)
+    resp = submit(stub, table, namer, hearts)
+    (named,) = [e for e in resp.events if e.HasField("trump_named")]
+    assert (named.trump_named.seat, named.trump_named.suit) == (namer, pb.SUIT_HEARTS)
+    for seat in range(4):
+        v = get_view(stub, table, seat)
+        assert v.phase == pb.PHASE_PLAYING
+        assert (v.trump, v.trump_namer, v.trump_named) == (pb.SUIT_HEARTS, namer, True)
+    public = read_until(spectate(stub, table.match_id), get_match(stub, table.match_id).last_seq)
+    assert [e.trump_named.suit for e in public if e.HasField("trump_named")] == [pb.SUIT_HEARTS]
+    refused = expect_failure(
+        grpc.StatusCode.FAILED_PRECONDITION, submit, stub, table, namer, hearts
+    )
+    assert refused.reason == "TRUMP_ALREADY_NAMED"
+
+
+def test_bots_and_a_human_name_trump_through_a_whole_match(shared_server: Server) -> None:
+    """With auction trump the session waits for the namer, bot or human."""
+    stub = shared_server.stub
+    table = create_match(stub, bots=(1, 2, 3), seed=12, target_score=100, auction_trump=True)
+    final = play_one_seat(stub, table, 0, timeout=60)
+    assert final.phase == pb.PHASE_MATCH_OVER
+    public = read_until(spectate(stub, table.match_id), get_match(stub, table.match_id).last_seq)
+    namers = [e.trump_named.seat for e in public if e.HasField("trump_named")]
+    assert len(namers) == len(final.results)  # one naming a hand

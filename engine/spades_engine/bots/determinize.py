@@ -7,8 +7,9 @@ that samples with it still sees only what its seat may see.  What is known:
 * the viewer's own hand, and every card played this hand (never re-dealt);
 * how many cards each seat holds now;
 * voids: a seat that did not follow the suit led holds none of that suit, and
-  a seat that led a spade before spades were broken (by the ruleset's
-  ``spades_broken`` rule) held nothing but spades;
+  a seat that led a trump (a spade, or the suit named under auction trump)
+  before trump was broken (by the ruleset's ``spades_broken`` rule) held
+  nothing but trump;
 * the blind nil exchange: the cards the viewer passed are in the partner's hand
   (until the partner plays them).
 
@@ -23,12 +24,9 @@ import math
 import random
 from dataclasses import dataclass
 
-from ..cards import SPADES
 from ..ruleset import SpadesBroken
 from ..view import SeatView
 from .hand_eval import expected_tricks
-
-_SIDE_SUITS = 0b0111  # clubs, diamonds, hearts as a set of suits (bit = suit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,20 +54,22 @@ def knowledge_from_view(view: SeatView) -> Knowledge:
     played = [0] * n
     broken = False
     trumping = view.rules.spades_broken is SpadesBroken.TRUMPING
+    trump = view.trump  # spades, or the suit named under auction trump
+    side_suits = 0b1111 & ~(1 << trump)
     tricks = [(t.leader, t.cards) for t in view.tricks]
     if view.trick:
         tricks.append((view.leader, view.trick))
     for leader, cards in tricks:
         led = cards[0] >> 4
-        if led == SPADES and not broken:
-            voids[leader] |= _SIDE_SUITS  # a spade lead before spades broke: only spades held
+        if led == trump and not broken:
+            voids[leader] |= side_suits  # a trump lead before trump broke: only trump held
         for i, c in enumerate(cards):
             s = (leader + i) % n
             played[s] |= 1 << c
             if c >> 4 != led:
                 voids[s] |= 1 << led
-            if c >> 4 == SPADES and (not trumping or led != SPADES):
-                broken = True  # with trumping, only a spade played to a side suit
+            if c >> 4 == trump and (not trumping or led != trump):
+                broken = True  # with trumping, only a trump played to a side suit
     gone = hand | view.played_cards()
     pinned = [0] * n
     if view.passed and view.received:  # the exchange is done: the partner has my cards

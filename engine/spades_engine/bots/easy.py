@@ -8,6 +8,8 @@
 * Play the lowest legal card by rank; among equal ranks a club before a
   diamond before a heart, and a spade last.
 * In a blind nil exchange, pass like every level (see ``choices.exchange_pass``).
+* With auction trump: name the longest suit, ties to the strongest
+  (``trump.simple_trump``); play a named suit as spades (``trump.trump_aware``).
 * Take an optional exchange always (Easy never bids blind nil, so this is for
   a seat that was given a blind nil bid some other way).
 """
@@ -19,9 +21,13 @@ from ..view import SeatView
 from .cardsets import lowest_by_rank
 from .choices import Decision, decide_exchange, exchange_pass
 from .hand_eval import count_aces_kings
+from .trump import names_trump, simple_trump, trump_aware
 
 
+@trump_aware
 def easy_bot(view: SeatView, seed: int, budget_ms: int = 0) -> Action:
+    if names_trump(view):  # auction trump
+        return simple_trump(view)
     d = Decision(view)
     if d.plays:
         return d.play(lowest_by_rank(d.play_mask()))

@@ -37,6 +37,12 @@ and playing the whole hand out both ways, for a choice the rule gets right
 nearly always (giving away the two most dangerous cards is what makes a blind
 nil).
 
+Auction trump.  The named suit is chosen by search: on sampled deals the hand
+is played out once per suit as trump and the best weighted mean wins.  A hand
+whose trump is not spades is played on the view with that suit and spades
+swapped (:mod:`.trump`), so determinization, rollout policy and kernel all
+treat the named suit as trump.  Bidding stays spade-based.
+
 The clock.  ``engine/`` reads no clock; a bot's time budget needs one, so the
 bots package reads ``time.perf_counter`` — in this module only, and only to
 stop: that is the one exception.  The work itself is counted, not timed: deals
@@ -66,6 +72,7 @@ from .determinize import bid_weight, knowledge_from_view, sample_deal
 from .hand_eval import expected_tricks
 from .hard import hard_bid
 from .rollout import Table, playout
+from .trump import names_trump, naming, swap_mask, trump_aware
 
 CARD_US = 4.0
 """Calibration: microseconds to simulate one card with the rollout policy.
@@ -104,6 +111,7 @@ NOISE = 0.0
 """Share of rollout cards played at random instead of by the policy."""
 
 
+@trump_aware
 def expert(view: SeatView, seed: int, budget_ms: int = 200) -> Action:
     """The Expert's action for ``view``; ``budget_ms`` bounds the thinking time."""
     start = time.perf_counter()
@@ -119,6 +127,8 @@ def expert(view: SeatView, seed: int, budget_ms: int = 200) -> Action:
         return _choose_card(view, rng, budget)
     if isinstance(first, PassCards):
         return _choose_pass(view)
+    if names_trump(view):
+        return _choose_trump(view, rng, budget)
     if EXCHANGE in legal:
         return _choose_exchange(view)
     if BLIND_NIL in legal or LOOK in legal:
@@ -255,6 +265,33 @@ def _choose_card(view: SeatView, rng: random.Random, budget: _Budget) -> Action:
             break
     best = max(range(len(cands)), key=totals.__getitem__)
     return play(cands[best])
+
+
+def _choose_trump(view: SeatView, rng: random.Random, budget: _Budget) -> Action:
+    """Auction trump: on sampled deals (weighted by the bids), play the hand out
+    once per suit as trump (the deal with that suit and spades swapped, see
+    :mod:`.trump`) and name the suit with the best weighted mean value."""
+    seat = view.seat
+    assert seat is not None
+    rules = view.rules
+    k = knowledge_from_view(view)
+    bids = [b if b is not None else 0 for b in view.bids]
+    table = Table(rules, view.bids)
+    outcome = _Outcome(view, bids, seat)
+    trumping = rules.spades_broken is SpadesBroken.TRUMPING
+    totals = [0.0] * 4
+    work = sum(view.hand_sizes) * 4
+    rnd = rng.random
+    while True:
+        hands = sample_deal(k, rng)
+        w = max(bid_weight(k, hands, view), 1e-9)
+        leader = first_leader(rules, hands, view.dealer)
+        for suit in range(4):
+            st = SimState([swap_mask(h, suit) for h in hands], leader, trumping=trumping)
+            totals[suit] += w * outcome.value(playout(st, table, rnd, NOISE))
+        if budget.spend(4, work):
+            break
+    return naming(view, max(range(4), key=lambda s: (totals[s], s)))
 
 
 # -- bidding ------------------------------------------------------------------

@@ -16,6 +16,8 @@
   and the bags are affordable (always, under trick-count scoring), ducks once
   it is out of reach (classic scoring), and when its own side is set anyway
   plays only to hurt the other side.
+* With auction trump: name the longest suit, ties to the strongest
+  (``trump.simple_trump``); play a named suit as spades (``trump.trump_aware``).
 * Take an optional exchange after its blind nil as Normal does
   (``choices.wants_exchange``).
 """
@@ -30,6 +32,7 @@ from .counting import CardCount
 from .hand_eval import expected_tricks
 from .normal import bid_rounding, wants_nil
 from .tactics import Tactics
+from .trump import names_trump, simple_trump, trump_aware
 
 _BAG_LIMIT = {BagRule.TEN_FOR_100: 10, BagRule.FIVE_FOR_50: 5}
 
@@ -68,7 +71,10 @@ def hard_bid(view: SeatView, d: Decision, hand: int) -> int:
     return max(1, int(estimate + bid_rounding(r)))
 
 
+@trump_aware
 def hard_bot(view: SeatView, seed: int, budget_ms: int = 0) -> Action:
+    if names_trump(view):  # auction trump
+        return simple_trump(view)
     d = Decision(view)
     if d.plays:
         hand = d.hand

@@ -21,6 +21,8 @@
   partner's nil; win the tricks its side still needs — cheaply, second hand low,
   third hand high, trumping when void, never overtaking a partner's sure
   winner; duck once the side's contract is made (classic scoring).
+* With auction trump: name the longest suit, ties to the strongest
+  (``trump.simple_trump``); play a named suit as spades (``trump.trump_aware``).
 * After a blind nil with the optional exchange: take it unless the hand is
   already a safe nil (``choices.wants_exchange``); pass like every level.
 """
@@ -34,6 +36,7 @@ from .choices import Decision, decide_exchange, exchange_pass, wants_exchange
 from .counting import CardCount
 from .hand_eval import expected_tricks, nil_risk
 from .tactics import Tactics
+from .trump import names_trump, simple_trump, trump_aware
 
 NIL_MAX_ESTIMATE = 2.0
 """A hand expected to take this many tricks or more is not a nil."""
@@ -80,7 +83,10 @@ def normal_bid(view: SeatView, d: Decision, hand: int) -> int:
     return max(1, int(estimate + bid_rounding(view.rules)))
 
 
+@trump_aware
 def normal_bot(view: SeatView, seed: int, budget_ms: int = 0) -> Action:
+    if names_trump(view):  # auction trump
+        return simple_trump(view)
     d = Decision(view)
     if d.plays:
         hand = d.hand
