@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 from .actions import PLAYS, Action, Play
-from .cards import SPADES, SUIT_NAMES, TWO_OF_CLUBS, card_name, is_card
+from .cards import SPADES, SUIT_NAMES, TWO_OF_CLUBS, Card, card_name, is_card
 from .errors import IllegalAction, Reason, show
 from .events import EVERYONE, CardPlayed, Event, TrickWon
 from .ruleset import FirstLead, SpadesBroken
 from .state import MatchState, Phase
-from .trick import SUIT_RANKS, legal_play_mask, trick_winner_index
+from .trick import (
+    SUIT_RANKS,
+    deuces_legal_play_mask,
+    deuces_suit,
+    deuces_trick_winner_index,
+    legal_play_mask,
+    trick_winner_index,
+)
 
 
 def begin_play(st: MatchState) -> None:
@@ -27,7 +34,10 @@ def legal_play_actions(st: MatchState, seat: int) -> list[Action]:
     h = st.hand
     if seat != h.to_act:
         return []
-    m = legal_play_mask(h.hands[seat], h.led_suit, h.spades_broken, h.trump)
+    if st.rules.deuces_high:
+        m = deuces_legal_play_mask(h.hands[seat], h.led_suit, h.spades_broken)
+    else:
+        m = legal_play_mask(h.hands[seat], h.led_suit, h.spades_broken, h.trump)
     out: list[Action] = []
     base = 0
     while m:  # suit by suit through a table, lowest card first: this runs once per card played
@@ -49,6 +59,8 @@ def apply_play(st: MatchState, seat: int, action: Play) -> tuple[list[Event], bo
     hand = h.hands[seat]
     if type(c) is not int or not 0 <= c < 64 or not hand >> c & 1:
         raise IllegalAction(Reason.CARD_NOT_IN_HAND, f"you do not hold {_name(c)}", seat)
+    if st.rules.deuces_high:
+        return _apply_play_deuces(st, seat, c, hand)
     trump = h.trump
     if not legal_play_mask(hand, h.led_suit, h.spades_broken, trump) >> c & 1:
         raise _why_illegal(h.led_suit, seat, trump)
@@ -73,6 +85,41 @@ def apply_play(st: MatchState, seat: int, action: Play) -> tuple[list[Event], bo
     h.led_suit = -1
     h.leader = h.to_act = winner
     return events, len(h.completed) == st.rules.tricks_per_hand
+
+
+def _end_trick(st: MatchState, events: list[Event], winner: int) -> tuple[list[Event], bool]:
+    """The trick in progress is complete and ``winner`` takes it (deuces high)."""
+    h = st.hand
+    cards = tuple(h.trick)
+    h.tricks_won[winner] += 1
+    h.completed.append((h.leader, cards, winner))
+    events.append(TrickWon(EVERYONE, len(h.completed), winner, cards, h.leader))
+    h.trick = []
+    h.led_suit = -1
+    h.leader = h.to_act = winner
+    return events, len(h.completed) == st.rules.tricks_per_hand
+
+
+def _apply_play_deuces(st: MatchState, seat: int, c: Card, hand: int) -> tuple[list[Event], bool]:
+    """:func:`apply_play` under deuces high, once ``c`` is known to be in hand:
+    the 2 of diamonds plays as a spade (it follows, trumps and breaks spades)."""
+    h = st.hand
+    if not deuces_legal_play_mask(hand, h.led_suit, h.spades_broken) >> c & 1:
+        raise _why_illegal(h.led_suit, seat, SPADES)
+    h.hands[seat] = hand ^ 1 << c
+    suit = deuces_suit(c)
+    if suit == SPADES and not h.spades_broken and _breaks(st, h.led_suit, SPADES):
+        h.spades_broken = True
+    if not h.trick:
+        h.led_suit = suit
+    trick = h.trick
+    trick.append(c)
+    events: list[Event] = [CardPlayed(EVERYONE, seat, c)]
+    n = st.rules.players
+    if len(trick) < n:
+        h.to_act = (seat + 1) % n
+        return events, False
+    return _end_trick(st, events, (h.leader + deuces_trick_winner_index(trick)) % n)
 
 
 def _breaks(st: MatchState, led_suit: int, trump: int) -> bool:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from .cards import DIAMONDS, TWO, TWO_OF_CLUBS, card
+from .cards import DIAMONDS, HEARTS, TWO, TWO_OF_CLUBS, card
 from .errors import SpadesError, show
 
 
@@ -86,6 +86,7 @@ class Ruleset:
     spades_broken: SpadesBroken = SpadesBroken.ANY_SPADE
     suicide: bool = False  # seed 001 (off there): one partner of each side bids nil, the other 4+
     auction_trump: bool = False  # seed 003 "Пика за търг": the highest bidder names trump
+    deuces_high: bool = False  # seed 001 (off there): 2D and 2S are the top spades below the jokers
     # Derived once, so hot paths read a field instead of recomputing.
     deck_mask: int = field(init=False, repr=False, compare=False)
     hand_size: int = field(init=False, repr=False, compare=False)
@@ -99,6 +100,8 @@ class Ruleset:
         for name in _ENUMS:
             object.__setattr__(self, name, values[name])
         deck = _deck_mask(self.players, self.jokers)
+        if self.deuces_high:  # the 2 of diamonds stays (a spade), the 2 of hearts leaves
+            deck = deck & ~(1 << card(HEARTS, TWO)) | 1 << card(DIAMONDS, TWO)
         object.__setattr__(self, "deck_mask", deck)
         object.__setattr__(self, "hand_size", deck.bit_count() // self.players)
 
@@ -170,6 +173,7 @@ _BOOLS = frozenset(
         "thirteen_bid",
         "suicide",
         "auction_trump",
+        "deuces_high",
     }
 )
 _KIND_NAMES = {bool: "true or false", int: "an integer"}
@@ -311,7 +315,6 @@ def _check(values: dict[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
             "players",
         )
     if fine("auction_trump", "jokers") and v["auction_trump"] and v["jokers"]:
-        # RULES.md 3.1 also refuses it with deuces high, an option not played yet
         fail(
             "auction_trump=true cannot be played with jokers=true: the jokers are spades, "
             "and under auction trump spades may not be trump",
@@ -340,7 +343,41 @@ def _check(values: dict[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
         problems += _optional_exchange_problems(v)
     problems += _scoring_problems(v, bad)
     problems += _suicide_problems(v, bad)
+    problems += _deuces_problems(v, bad)
     return out, problems
+
+
+def _deuces_problems(v: dict[str, Any], bad: set[str]) -> list[Problem]:
+    """Deuces high needs the jokers above the deuces, the four-player deck of
+    52 (2C and 2H out), and spades as the only trump."""
+    if "deuces_high" in bad or not v["deuces_high"]:
+        return []
+    problems: list[Problem] = []
+    if "jokers" not in bad and not v["jokers"]:
+        problems.append(
+            (
+                "deuces_high=true needs jokers=true: the jokers rank above the 2 of diamonds "
+                "and the 2 of spades",
+                ("deuces_high", "jokers"),
+            )
+        )
+    if "players" not in bad and v["players"] != 4:
+        problems.append(
+            (
+                f"deuces_high=true is played with players=4 only (not {v['players']}): its deck "
+                "is 52 cards, 13 each, the 2 of clubs and 2 of hearts out",
+                ("deuces_high", "players"),
+            )
+        )
+    if "auction_trump" not in bad and v["auction_trump"]:
+        problems.append(
+            (
+                "deuces_high=true cannot be played with auction_trump=true: the 2 of diamonds "
+                "is a spade, and under auction trump spades may not be trump",
+                ("deuces_high", "auction_trump"),
+            )
+        )
+    return problems
 
 
 SUICIDE_MIN_BID = 4

@@ -74,6 +74,7 @@ LATER_OPTIONS: tuple[str, ...] = (
     "blind_nil_exchange_optional",
     "suicide",
     "auction_trump",
+    "deuces_high",
 )
 """Ruleset options added after snapshot version 1 was fixed.  A snapshot's
 ``rules`` without one of them was written before the option existed, so it was

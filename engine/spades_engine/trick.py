@@ -51,3 +51,57 @@ def trick_winner_index(cards: Sequence[int], trump: int = SPADES) -> int:
         if (c >> 4 == best >> 4 and c > best) or (c >> 4 == trump and best >> 4 != trump):
             best, best_i = c, i
     return best_i
+
+
+# -- deuces high (RULES.md 3.1) -----------------------------------------------
+# The 2 of diamonds is a spade for every purpose and, with the 2 of spades,
+# ranks above the ace of spades and below the jokers.  Cards keep their
+# indices (2D stays 16); these rules see them through a table, so the default
+# ones above stay plain integer tests.
+
+TWO_OF_DIAMONDS = 16
+TWO_OF_SPADES = 48
+DEUCES_SPADES = SPADE_MASK | 1 << TWO_OF_DIAMONDS
+"""Under deuces high, the cards that are spades: the suit, the jokers and 2D."""
+_DEUCES_SUITS = tuple(
+    DEUCES_SPADES if s == SPADES else m & ~(1 << TWO_OF_DIAMONDS) for s, m in enumerate(SUIT_MASKS)
+)
+
+
+def _deuces_keys() -> tuple[int, ...]:
+    keys = [4 * c for c in range(64)]  # key >> 6 is the suit, key order the rank order
+    ace = 4 * (SPADES * 16 + 12)
+    keys[TWO_OF_SPADES] = ace + 1
+    keys[TWO_OF_DIAMONDS] = ace + 2
+    return tuple(keys)
+
+
+DEUCES_KEYS = _deuces_keys()
+"""``DEUCES_KEYS[c]``: under deuces high, ``key >> 6`` is the suit card ``c``
+plays as, and keys of one suit compare as their cards rank."""
+
+
+def deuces_suit(c: int) -> int:
+    """The suit a card plays as under deuces high (the 2 of diamonds: spades)."""
+    return SPADES if c == TWO_OF_DIAMONDS else c >> 4
+
+
+def deuces_legal_play_mask(hand: int, led_suit: int, spades_broken: bool) -> int:
+    """:func:`legal_play_mask` under deuces high (spades are trump)."""
+    if led_suit < 0:
+        if spades_broken:
+            return hand
+        return hand & ~DEUCES_SPADES or hand
+    return hand & _DEUCES_SUITS[led_suit] or hand
+
+
+def deuces_trick_winner_index(cards: Sequence[int]) -> int:
+    """:func:`trick_winner_index` under deuces high."""
+    keys = DEUCES_KEYS
+    best = keys[cards[0]]
+    best_i = 0
+    for i in range(1, len(cards)):
+        k = keys[cards[i]]
+        if (k >> 6 == best >> 6 and k > best) or (k >> 6 == SPADES and best >> 6 != SPADES):
+            best, best_i = k, i
+    return best_i

@@ -63,6 +63,10 @@ CONFIGS: dict[str, Ruleset] = {
     "auction": preset("classic", auction_trump=True),
     # ... then the optional exchange, with spades broken by trumping only
     "auction_polish": preset("polish", blind_nil_deficit=0, auction_trump=True),
+    # seed 001's deuces high (RULES.md §3.1): 2D > 2S > ace of spades, 2D a spade
+    "deuces": preset("classic", jokers=True, deuces_high=True),
+    # ... with spades broken by trumping only, and the optional exchange
+    "deuces_polish": preset("polish", blind_nil_deficit=0, jokers=True, deuces_high=True),
 }
 MAX_HANDS = 3
 SETTINGS = settings(
@@ -81,8 +85,8 @@ def expected_deck(rules: Ruleset) -> set[str]:
     deck = {r + s for s in "CDHS" for r in "23456789TJQKA"}
     if rules.jokers:
         deck |= {"LJ", "BJ"}
-        if rules.players == 4:
-            deck -= {"2C", "2D"}
+        if rules.players == 4:  # deuces high keeps the 2 of diamonds, a spade
+            deck -= {"2C", "2H"} if rules.deuces_high else {"2C", "2D"}
         if rules.players == 5:
             deck -= {"2C", "2D", "2H", "2S"}
     return deck
@@ -189,15 +193,19 @@ def view_cards(v: SeatView) -> set[str]:
 RANKS = "23456789TJQKA"
 
 
-def suit(name: str) -> str:
-    return "S" if name in ("LJ", "BJ") else name[1]
+def suit(name: str, deuces: bool = False) -> str:
+    """The suit a card plays as (with deuces high, the 2 of diamonds: spades)."""
+    return "S" if name in ("LJ", "BJ") or (deuces and name == "2D") else name[1]
 
 
-def strength(name: str, led: str, trump: str = "S") -> tuple[int, int]:
+def strength(name: str, led: str, trump: str = "S", deuces: bool = False) -> tuple[int, float]:
     """Trump (spades, the jokers on top: Big > Little > ace; or the suit named
-    under auction trump) beats the led suit, which beats the rest."""
+    under auction trump) beats the led suit, which beats the rest.  With
+    deuces high: Big > Little > 2D > 2S > ace of spades."""
     if name in ("LJ", "BJ"):
         return 2, 13 if name == "LJ" else 14
+    if deuces and name in ("2D", "2S"):
+        return 2, 12.75 if name == "2D" else 12.5
     rank = RANKS.index(name[0])
     return (2 if name[1] == trump else 1 if name[1] == led else 0), rank
 
@@ -308,16 +316,19 @@ class Referee:
                 self.holding[e.seat].remove(name)
                 if self.leader is None:
                     self.leader = e.seat
-                if suit(name) == self.trump and (
+                if suit(name, self.rules.deuces_high) == self.trump and (
                     str(r.spades_broken) == "any_spade"
-                    or (self.trick and suit(self.trick[0][1]) != self.trump)
+                    or (self.trick and suit(self.trick[0][1], self.rules.deuces_high) != self.trump)
                 ):  # any trump; with "trumping" only one played to another suit led
                     self.broken = True
                 self.trick.append((e.seat, name))
                 self.played.append(name)
             elif kind == "TrickWon":
-                led = suit(self.trick[0][1])
-                winner = max(self.trick, key=lambda sc: strength(sc[1], led, self.trump))[0]
+                led = suit(self.trick[0][1], self.rules.deuces_high)
+                winner = max(
+                    self.trick,
+                    key=lambda sc: strength(sc[1], led, self.trump, self.rules.deuces_high),
+                )[0]
                 assert e.winner == winner
                 assert [card_name(c) for c in e.cards] == [c for _, c in self.trick]
                 self.tricks[winner] += 1
@@ -426,10 +437,14 @@ class Referee:
             return set()
         hand = self.holding[seat]
         if self.trick:
-            led = suit(self.trick[0][1])
-            options = {c for c in hand if suit(c) == led} or hand
+            led = suit(self.trick[0][1], self.rules.deuces_high)
+            options = {c for c in hand if suit(c, self.rules.deuces_high) == led} or hand
         else:
-            options = hand if self.broken else {c for c in hand if suit(c) != self.trump} or hand
+            options = (
+                hand
+                if self.broken
+                else {c for c in hand if suit(c, self.rules.deuces_high) != self.trump} or hand
+            )
         return {Play(parse_card(c)) for c in options}
 
 
