@@ -400,6 +400,25 @@ def test_every_level_plays_whole_legal_matches_with_auction_trump(level: str) ->
     assert named
 
 
+# -- deuces high -------------------------------------------------------------------------------
+
+DEUCES = preset("classic", jokers=True, deuces_high=True)
+
+
+@pytest.mark.parametrize("level", [*LEVELS, "expert"])
+def test_every_level_plays_whole_legal_matches_with_deuces_high(level: str) -> None:
+    rules = DEUCES.replace(target_score=150, mercy_score=-100)
+    for seed in range(2 if level == "expert" else 4):
+        m = Match(rules, seed=seed)
+        rng = random.Random(seed)
+        while not m.is_over:
+            seat = m.to_act
+            view = m.view(seat)
+            action = BOTS[level](view, rng.getrandbits(32), 2)
+            assert action in view.legal_actions, (level, view, action)
+            m.apply(seat, action)
+
+
 # -- every position of every preset ---------------------------------------------------------------
 
 POSITIONS_PER_CONFIG = 2500

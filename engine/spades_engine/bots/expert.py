@@ -70,7 +70,7 @@ from ..view import SeatView
 from .choices import Decision, wants_exchange
 from .determinize import bid_weight, knowledge_from_view, sample_deal
 from .hand_eval import expected_tricks
-from .hard import hard_bid
+from .hard import hard_bid, hard_bot
 from .rollout import Table, playout
 from .trump import names_trump, naming, swap_mask, trump_aware
 
@@ -124,6 +124,8 @@ def expert(view: SeatView, seed: int, budget_ms: int = 200) -> Action:
     budget = _Budget(budget_ms, start)
     first = legal[0]
     if isinstance(first, Play):
+        if view.rules.deuces_high:  # the search's kernel and card counting see 2D as a diamond
+            return hard_bot(view, seed, budget_ms)
         return _choose_card(view, rng, budget)
     if isinstance(first, PassCards):
         return _choose_pass(view)
