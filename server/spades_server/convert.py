@@ -242,6 +242,7 @@ _ScalarOption = Literal[
     "thirteen_bid",
     "suicide",
     "auction_trump",
+    "deuces_high",
 ]
 _SCALAR_OPTIONS: tuple[_ScalarOption, ...] = get_args(_ScalarOption)
 
@@ -289,6 +290,7 @@ def resolved_ruleset_pb(rules: Ruleset) -> pb.ResolvedRuleset:
         blind_nil_exchange_optional=rules.blind_nil_exchange_optional,
         suicide=rules.suicide,
         auction_trump=rules.auction_trump,
+        deuces_high=rules.deuces_high,
     )
 
 

@@ -80,6 +80,7 @@ CONFIGS: list[tuple[str, dict[str, Any]]] = [
     ("german", {"players": 5}),
     ("polish", {"blind_nil_deficit": 0}),
     ("classic", {"auction_trump": True}),
+    ("classic", {"jokers": True, "deuces_high": True}),
 ]
 CONFIG_IDS = [name + "".join(f"-{k}={v}" for k, v in ov.items()) for name, ov in CONFIGS]
 SEEDS = (0, 1, 2)
@@ -514,6 +515,11 @@ def test_empty_ruleset_is_classic() -> None:
         (pb.Ruleset(suicide=False), preset("classic")),
         (pb.Ruleset(auction_trump=True), preset("classic", auction_trump=True)),
         (pb.Ruleset(preset="polish", auction_trump=False), preset("polish")),
+        (
+            pb.Ruleset(preset="german", deuces_high=True),
+            preset("german", deuces_high=True),
+        ),
+        (pb.Ruleset(deuces_high=False), preset("classic")),
     ],
 )
 def test_ruleset_options_apply(msg: pb.Ruleset, expected: Ruleset) -> None:
@@ -568,6 +574,8 @@ def test_unset_options_keep_the_preset() -> None:
         (pb.Ruleset(suicide=True, partnerships=False), {"suicide", "partnerships"}),
         (pb.Ruleset(suicide=True, nil_allowed=False), {"suicide", "nil_allowed"}),
         (pb.Ruleset(preset="german", auction_trump=True), {"auction_trump", "jokers"}),
+        (pb.Ruleset(deuces_high=True), {"deuces_high", "jokers"}),
+        (pb.Ruleset(preset="german", players=3, deuces_high=True), {"deuces_high", "players"}),
     ],
 )
 def test_invalid_rulesets_raise_ruleset_error(msg: pb.Ruleset, options: set[str]) -> None:
@@ -597,6 +605,7 @@ def test_resolved_ruleset(rules: Ruleset) -> None:
         "blind_nil_exchange_optional",
         "suicide",
         "auction_trump",
+        "deuces_high",
     ):
         assert getattr(msg, name) == getattr(rules, name)
     assert pb.BagRule.Name(msg.bag_rule) == "BAG_RULE_" + rules.bag_rule.name
@@ -624,6 +633,7 @@ def test_resolved_ruleset(rules: Ruleset) -> None:
         blind_nil_exchange_optional=msg.blind_nil_exchange_optional,
         suicide=msg.suicide,
         auction_trump=msg.auction_trump,
+        deuces_high=msg.deuces_high,
     )
     if msg.has_mercy_score:
         back.mercy_score = msg.mercy_score
