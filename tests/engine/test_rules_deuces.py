@@ -4,10 +4,12 @@ for every purpose; 2C and 2H leave the deck."""
 
 from __future__ import annotations
 
-import pytest
-from rules_helpers import act, bid_all, cards, deal, names, of_type, reject
+import itertools
 
-from spades_engine import Match, Play, Reason, RulesetError, preset
+import pytest
+from rules_helpers import act, autoplay_hand, bid_all, cards, deal, names, of_type, reject
+
+from spades_engine import Match, Play, Reason, Ruleset, RulesetError, preset
 from spades_engine.cards import CLUBS, DIAMONDS, SPADES, card_name, hand_str, parse_card, parse_hand
 from spades_engine.trick import deuces_legal_play_mask, deuces_trick_winner_index
 
@@ -90,12 +92,25 @@ def test_the_2_of_diamonds_must_follow_a_spade_lead_in_a_match() -> None:
 
 
 def test_a_trick_led_with_the_2_of_diamonds_is_a_spade_trick() -> None:
-    m = Match(DEUCES, deals=[BY_SUIT], dealer=0)
+    hands = deal(
+        "2D 3D 4D 5D 6D 7D 8D 9D TD JD QD KD AS",
+        "3C 4C 5C 6C 7C 8C 9C TC JC QC KC AC BJ",
+        "3H 4H 5H 6H 7H 8H 9H TH JH QH KH AH LJ",
+        "AD 2S 3S 4S 5S 6S 7S 8S 9S TS JS QS KS",
+    )
+    m = Match(DEUCES, deals=[hands], dealer=0)
     bid_all(m, [3, 3, 3, 3])
-    act(m, "play 3C", "play 3H", "play 2S", "play 2D")  # 2D over 2S: seat 0 wins, leads
+    act(m, "play 3C", "play 3H", "play 3S", "play AS")  # spades broken; seat 0 wins
     assert m.to_act == 0
-    act(m, "play 3D")
-    assert m.view(1).led_suit == DIAMONDS  # 3D is a diamond
+    act(m, "play 2D")
+    assert m.view(1).led_suit == SPADES
+    assert m.view(1).legal_actions == (Play(parse_card("BJ")),)
+    act(m, "play BJ", "play LJ")
+    assert names(a.card for a in m.view(3).legal_actions) == names(
+        cards("2S 4S 5S 6S 7S 8S 9S TS JS QS KS")
+    )  # not the ace of diamonds
+    (won,) = of_type(act(m, "play KS"), "TrickWon")
+    assert won.winner == 1
     m = Match(DEUCES, deals=[BY_SUIT], dealer=3)  # seat 0 leads: not 2D, spades unbroken
     bid_all(m, [3, 3, 3, 3])
     assert Play(parse_card("2D")) not in m.view(0).legal_actions
@@ -176,3 +191,30 @@ def test_a_deuces_match_snapshot_round_trips() -> None:
     assert again.rules == DEUCES
     act(again, "play 2S", "play 2D")
     assert again.state.hand.tricks_won[0] == 1
+
+
+DEUCES_GRID: dict[str, tuple[object, ...]] = {
+    "players": (3, 4, 5),
+    "partnerships": (True, False),
+    "jokers": (True, False),
+    "auction_trump": (True, False),
+    "spades_broken": ("any_spade", "trumping"),
+    "first_lead": ("left_of_dealer", "two_of_clubs"),
+}
+
+
+def test_every_deuces_high_combination_is_playable_or_refused_with_named_options() -> None:
+    playable = 0
+    for values in itertools.product(*DEUCES_GRID.values()):
+        options = dict(zip(DEUCES_GRID, values, strict=True))
+        try:
+            rules = Ruleset.from_dict({**options, "deuces_high": True})
+        except RulesetError as e:
+            assert e.options and all(name in str(e) for name in e.options)
+            continue
+        playable += 1
+        assert rules.players == 4 and rules.jokers and not rules.auction_trump
+        assert rules.first_lead != "two_of_clubs"
+        (hs,) = of_type(autoplay_hand(Match(rules, seed=playable, dealer=0)), "HandScored")
+        assert sum(hs.tricks) == 13
+    assert playable == 4  # partnerships or not, either spades_broken
