@@ -347,10 +347,8 @@ def _check(values: dict[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
     return out, problems
 
 
-PLAYABLE_PLAYERS: tuple[int, ...] = (3, 4, 5)
-"""Table sizes a ruleset accepts.  The two-player draw (RULES.md 3.1) is built in
-the engine but not yet offered: its bots, API and documents are not done, so 2
-stays refused here until they are."""
+PLAYABLE_PLAYERS: tuple[int, ...] = (2, 3, 4, 5)
+"""Table sizes a ruleset accepts (2: the draw of RULES.md 3.1, ``draw.py``)."""
 
 
 def _two_player_problems(v: dict[str, Any], bad: set[str]) -> list[Problem]:

@@ -609,16 +609,11 @@ def test_under_suicide_every_level_plays_whole_legal_matches(level: str) -> None
                 assert sorted(hand[s] for s in (side, side + 2))[1] >= 4
 
 
-# -- two players (the draw; players=2 is not offered yet) -------------------------------
+# -- two players (the draw) -------------------------------
 
 
 @pytest.mark.parametrize("level", ALL_LEVELS)
-def test_every_level_plays_whole_legal_matches_with_two_players(
-    level: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from spades_engine import ruleset as ruleset_module
-
-    monkeypatch.setattr(ruleset_module, "PLAYABLE_PLAYERS", (2, 3, 4, 5))
+def test_every_level_plays_whole_legal_matches_with_two_players(level: str) -> None:
     rules = preset("german", players=2, target_score=200)
     budget = 2 if level == "expert" else 0
     for seed in range(2):

@@ -39,25 +39,13 @@ from spades_engine import (
     event_to_dict,
     preset,
 )
-from spades_engine import ruleset as ruleset_module
 from spades_engine.cards import card_name, parse_card
 from spades_engine.events import Event
 from spades_engine.view import SeatView
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _two_players_open() -> Iterator[None]:
-    """players=2 is built but not offered yet: these tests open it (module-wide,
-    as hypothesis refuses function-scoped fixtures)."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(ruleset_module, "PLAYABLE_PLAYERS", (2, 3, 4, 5))
-        yield
-
-
 def _two_players(**options: Any) -> Ruleset:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(ruleset_module, "PLAYABLE_PLAYERS", (2, 3, 4, 5))
-        return preset("german", players=2, **options)
+    return preset("german", players=2, **options)
 
 
 CONFIGS: dict[str, Ruleset] = {

@@ -1,8 +1,4 @@
-"""Two players' draw (RULES.md 3.1): built in the engine, not yet offered.
-
-``players=2`` is still refused by the ruleset (bots, API and documents are not
-done), so these tests open it for themselves through ``PLAYABLE_PLAYERS``.
-"""
+"""Two players' draw (RULES.md 3.1): the stock drawn in turns before bidding."""
 
 from __future__ import annotations
 
@@ -10,14 +6,13 @@ import random
 
 import pytest
 
-from spades_engine import ruleset as ruleset_module
 from spades_engine.actions import DRAW_DISCARD, DRAW_KEEP, Draw, parse_action
 from spades_engine.cards import cards_of
 from spades_engine.deck import DealError
 from spades_engine.errors import IllegalAction, Reason
 from spades_engine.events import CardsDrawn, DrawTaken, HandShown, event_to_dict
 from spades_engine.match import Match
-from spades_engine.ruleset import Ruleset, RulesetError
+from spades_engine.ruleset import Ruleset, RulesetError, preset
 from spades_engine.snapshot import snapshot_document
 from spades_engine.state import Phase
 
@@ -25,15 +20,14 @@ TWO = {"players": 2, "partnerships": False, "jokers": True}
 
 
 @pytest.fixture
-def two(monkeypatch: pytest.MonkeyPatch) -> Ruleset:
-    monkeypatch.setattr(ruleset_module, "PLAYABLE_PLAYERS", (2, 3, 4, 5))
+def two() -> Ruleset:
     return Ruleset(**TWO)
 
 
-def test_players_2_is_not_offered_yet() -> None:
-    with pytest.raises(RulesetError) as e:
-        Ruleset(**TWO)
-    assert "players" in e.value.options
+def test_players_2_is_offered_with_the_german_preset() -> None:
+    assert preset("german", players=2) == Ruleset(**TWO).replace(
+        nil_allowed=False, set_penalty="zero", mercy_score=None
+    )
 
 
 def test_the_two_player_ruleset(two: Ruleset) -> None:
@@ -205,3 +199,16 @@ def test_replay_and_snapshot_mid_draw(two: Ruleset) -> None:
 def test_same_seed_same_stock(two: Ruleset) -> None:
     assert Match(two, seed=4).state.hand.stock == Match(two, seed=4).state.hand.stock
     assert Match(two, seed=4).state.hand.stock != Match(two, seed=5).state.hand.stock
+
+
+def test_a_game_record_replays_a_two_player_match(two: Ruleset) -> None:
+    from spades_engine.record import dumps_record, loads_record, record_of, replay
+
+    m = Match(two, seed=21)
+    rng = random.Random(5)
+    for _ in range(40):  # through the draw, into the bidding
+        m.apply(m.to_act, rng.choice(m.legal_actions(m.to_act)))
+    rec = record_of(m)
+    assert "deals" not in rec
+    assert {text for _, text in rec["actions"][:26]} == {"draw keep", "draw discard"}
+    assert replay(loads_record(dumps_record(rec))).to_snapshot() == m.to_snapshot()

@@ -56,7 +56,6 @@ from spades_engine import (
     SeatView,
     preset,
 )
-from spades_engine import ruleset as ruleset_module
 from spades_engine.actions import DRAW_DISCARD, DRAW_KEEP, Draw
 from spades_engine.cards import BIG_JOKER, LITTLE_JOKER, Card, cards_of, mask_of
 from spades_engine.events import (
@@ -133,9 +132,7 @@ class GameLog:
 @pytest.fixture(scope="module")
 def games() -> list[GameLog]:
     logs = []
-    with pytest.MonkeyPatch.context() as mp:  # players=2 is not offered yet
-        mp.setattr(ruleset_module, "PLAYABLE_PLAYERS", (2, 3, 4, 5))
-        return _games(logs, [*CONFIGS, *TWO_PLAYER_CONFIGS])
+    return _games(logs, [*CONFIGS, *TWO_PLAYER_CONFIGS])
 
 
 TWO_PLAYER_CONFIGS: list[tuple[str, dict[str, Any]]] = [("german", {"players": 2})]
@@ -744,8 +741,7 @@ def test_views_of_every_seat(name: str, overrides: dict[str, Any]) -> None:
     _views_of_every_seat(name, overrides)
 
 
-def test_views_of_every_seat_with_two_players(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ruleset_module, "PLAYABLE_PLAYERS", (2, 3, 4, 5))
+def test_views_of_every_seat_with_two_players() -> None:
     _views_of_every_seat("german", {"players": 2})
 
 

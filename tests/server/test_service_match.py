@@ -468,3 +468,33 @@ def test_bots_and_a_human_name_trump_through_a_whole_match(shared_server: Server
     public = read_until(spectate(stub, table.match_id), get_match(stub, table.match_id).last_seq)
     namers = [e.trump_named.seat for e in public if e.HasField("trump_named")]
     assert len(namers) == len(final.results)  # one naming a hand
+
+
+def test_two_players_draw_over_the_api_with_a_bot(shared_server: Server) -> None:
+    """players=2: the draw (PHASE_DRAW) between a human and a bot, to the end of
+    the match; the drawn cards reach the drawing seat only, never the other
+    seat's stream nor a spectator's."""
+    stub = shared_server.stub
+    table = create_match(
+        stub, bots=(1,), players=2, seed=8, target_score=60, partnerships=False, jokers=True
+    )
+    view = get_view(stub, table, 0)
+    assert view.phase == pb.PHASE_DRAW and view.stock_size == 52
+    if view.to_act == 0:
+        assert view.HasField("stock_top")
+        assert [a.WhichOneof("kind") for a in view.legal_actions] == ["draw", "draw"]
+    else:
+        assert not view.HasField("stock_top") and not view.legal_actions
+    keep = pb.Action(draw=pb.DrawAction(keep=True))
+    final = play_one_seat(stub, table, 0, timeout=60)
+    assert final.phase == pb.PHASE_MATCH_OVER
+    last = get_match(stub, table.match_id).last_seq
+    public = read_until(spectate(stub, table.match_id), last)
+    assert any(e.HasField("draw_taken") for e in public)
+    assert not any(e.HasField("cards_drawn") for e in public)
+    mine = read_until(stream_events(stub, table, 0), last)
+    drawn = [e.cards_drawn for e in mine if e.HasField("cards_drawn")]
+    assert drawn and {d.seat for d in drawn} == {0}
+    assert len(drawn) == 13 * len(final.results)
+    refused = expect_failure(grpc.StatusCode.FAILED_PRECONDITION, submit, stub, table, 0, keep)
+    assert refused.reason == "MATCH_OVER"
