@@ -496,6 +496,7 @@ def test_empty_ruleset_is_classic() -> None:
         (pb.Ruleset(jokers=True), preset("classic", jokers=True)),
         (pb.Ruleset(preset="german", players=3), preset("german", players=3)),
         (pb.Ruleset(preset="german", players=5), preset("german", players=5)),
+        (pb.Ruleset(preset="german", players=2), preset("german", players=2)),
         (
             pb.Ruleset(preset="bulgarian", thirteen_bid=False),
             preset("bulgarian", thirteen_bid=False),
