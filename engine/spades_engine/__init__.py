@@ -10,12 +10,15 @@ Every exception the engine raises for input it refuses is a ``SpadesError``.
 
 from .actions import (
     BLIND_NIL,
+    DRAW_DISCARD,
+    DRAW_KEEP,
     EXCHANGE,
     LOOK,
     NO_EXCHANGE,
     Action,
     Bid,
     BlindNil,
+    Draw,
     ExchangeDecision,
     Look,
     NameTrump,
@@ -45,6 +48,8 @@ from .view import SeatView
 
 __all__ = [
     "BLIND_NIL",
+    "DRAW_DISCARD",
+    "DRAW_KEEP",
     "EXCHANGE",
     "LOOK",
     "NO_EXCHANGE",
@@ -58,6 +63,7 @@ __all__ = [
     "Card",
     "CardError",
     "DealError",
+    "Draw",
     "Event",
     "ExchangeDecision",
     "FirstLead",

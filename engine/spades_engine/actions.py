@@ -67,6 +67,17 @@ class NameTrump:
 
 
 @dataclass(frozen=True, slots=True)
+class Draw:
+    """Two players' draw: keep the stock's top card and discard the next
+    (``keep``), or discard the top card and keep the next."""
+
+    keep: bool
+
+    def __str__(self) -> str:
+        return "draw keep" if self.keep else "draw discard"
+
+
+@dataclass(frozen=True, slots=True)
 class Play:
     card: Card
 
@@ -74,7 +85,7 @@ class Play:
         return f"play {card_name(self.card)}"
 
 
-Action = Bid | BlindNil | Look | PassCards | ExchangeDecision | NameTrump | Play
+Action = Bid | BlindNil | Look | PassCards | ExchangeDecision | NameTrump | Draw | Play
 
 # Shared instances keep legal-move generation free of allocation.
 PLAYS: tuple[Play, ...] = tuple(Play(Card(i)) for i in range(64))
@@ -83,6 +94,8 @@ BLIND_NIL = BlindNil()
 LOOK = Look()
 EXCHANGE = ExchangeDecision(True)
 NO_EXCHANGE = ExchangeDecision(False)
+DRAW_KEEP = Draw(True)
+DRAW_DISCARD = Draw(False)
 NAME_TRUMPS: tuple[NameTrump, ...] = tuple(NameTrump(s) for s in range(4))
 
 
@@ -96,7 +109,8 @@ def bid(n: int) -> Bid:
 
 def parse_action(text: str) -> Action:
     """Parse the text form used in game records: ``bid 3``, ``blind_nil``, ``look``,
-    ``exchange``, ``no_exchange``, ``trump H``, ``pass AS KH``, ``play QS``.  Raises
+    ``exchange``, ``no_exchange``, ``trump H``, ``draw keep``, ``draw discard``,
+    ``pass AS KH``, ``play QS``.  Raises
     ``ActionParseError`` (a ``ValueError``) for anything else."""
     if type(text) is not str:
         raise ActionParseError(f"an action is a str such as 'bid 3', not {type(text).__name__}")
@@ -120,6 +134,8 @@ def parse_action(text: str) -> Action:
             return EXCHANGE
         if verb == "no_exchange" and not args:
             return NO_EXCHANGE
+        if verb == "draw" and len(args) == 1 and args[0].lower() in ("keep", "discard"):
+            return DRAW_KEEP if args[0].lower() == "keep" else DRAW_DISCARD
         if verb == "trump" and len(args) == 1 and len(args[0]) == 1:
             letter = args[0].upper()
             if letter in SUIT_LETTERS:
@@ -132,5 +148,6 @@ def parse_action(text: str) -> Action:
         raise ActionParseError(f"bad action {show(text)}: {e}") from None
     raise ActionParseError(
         f"bad action {show(text)}: expected 'bid N', 'blind_nil', 'look', "
-        "'exchange', 'no_exchange', 'trump S', 'pass C C' or 'play C'"
+        "'exchange', 'no_exchange', 'trump S', 'draw keep', 'draw discard', "
+        "'pass C C' or 'play C'"
     )

@@ -119,6 +119,11 @@ def check_dealer(ruleset: Ruleset, dealer: object) -> int:
 def deal_masks(ruleset: Ruleset, deals: object) -> tuple[tuple[int, ...], ...]:
     """Explicit deals given as card indices by seat, checked, as hand masks."""
     out: list[tuple[int, ...]] = []
+    if ruleset.players == 2 and _items(deals, "deals", "a list of deals"):
+        raise DealError(
+            "players=2 has no deal (each hand is drawn from the seed's stock): "
+            "explicit deals are refused"
+        )
     for i, d in enumerate(_items(deals, "deals", "a list of deals")):
         masks: list[int] = []
         for seat, cards in enumerate(_items(d, f"deals[{i}]", "a list of hands, one per seat")):

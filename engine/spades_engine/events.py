@@ -136,6 +136,25 @@ class CardsPassed:
 
 
 @dataclass(slots=True)
+class CardsDrawn:
+    """Two players' draw, to the drawing seat only: the card it kept and the one
+    it saw and discarded."""
+
+    audience: Audience
+    seat: int
+    kept: Card
+    discarded: Card
+
+
+@dataclass(slots=True)
+class DrawTaken:
+    """Two players' draw, public: a seat took its turn (no card is named)."""
+
+    audience: Audience
+    seat: int
+
+
+@dataclass(slots=True)
 class CardPlayed:
     audience: Audience
     seat: int
@@ -194,6 +213,8 @@ Event = (
     | ExchangeStarted
     | CardsChosen
     | CardsPassed
+    | CardsDrawn
+    | DrawTaken
     | CardPlayed
     | TrickWon
     | HandScored
@@ -215,7 +236,7 @@ def event_to_dict(event: Event) -> dict[str, Any]:
 
 
 def _plain(name: str, value: Any) -> Any:
-    if name in ("card",):
+    if name in ("card", "kept", "discarded"):
         return card_name(value)
     if name == "cards":
         return [card_name(c) for c in value]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .cards import cards_of
 from .deck import deal, hand_seed
+from .draw import stock_order
 from .events import EVERYONE, Event, HandScored, HandShown, HandStarted, MatchEnded, to_seat
 from .scoring import blind_nil_eligible, match_winner, score_hand
 from .state import HandState, MatchState, Phase
@@ -13,6 +14,8 @@ def deal_hand(st: MatchState, number: int, dealer: int) -> list[Event]:
     """Deal hand ``number`` and open its bidding; the explicit deals come first."""
     r = st.rules
     n = r.players
+    if n == 2:
+        return _open_draw(st, number, dealer)
     hands = (
         st.deals[number] if number < len(st.deals) else deal(r, hand_seed(st.seed, number), dealer)
     )
@@ -38,6 +41,26 @@ def deal_hand(st: MatchState, number: int, dealer: int) -> list[Event]:
         if not face_down[seat]:
             events.append(HandShown(to_seat(seat), seat, tuple(cards_of(hands[seat]))))
     return events
+
+
+def _open_draw(st: MatchState, number: int, dealer: int) -> list[Event]:
+    """Two players: no deal, the stock is drawn first (explicit deals are refused)."""
+    r = st.rules
+    st.hand = HandState(
+        number=number,
+        dealer=dealer,
+        dealt=(0, 0),
+        hands=[0, 0],
+        face_down=[False, False],
+        bids=[None, None],
+        blind=[False, False],
+        tricks_won=[0, 0],
+        to_act=(dealer + 1) % 2,
+        stock=stock_order(r.deck_mask, hand_seed(st.seed, number)),
+        discarded=[0, 0],
+    )
+    st.phase = Phase.DRAW
+    return [HandStarted(EVERYONE, number, dealer, r.hand_size, ())]
 
 
 def finish_hand(st: MatchState) -> list[Event]:

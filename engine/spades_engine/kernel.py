@@ -402,7 +402,7 @@ def _playout(  # noqa: PLR0915 - one inlined loop, on purpose
         won[leader] += 1
 
 
-_DECKS: dict[int, tuple[tuple[int, ...], tuple[slice, ...]]] = {}
+_DECKS: dict[tuple[int, int], tuple[tuple[int, ...], tuple[slice, ...]]] = {}
 
 
 def deal_random(rules: Ruleset, rng: random.Random) -> list[int]:
@@ -411,13 +411,17 @@ def deal_random(rules: Ruleset, rng: random.Random) -> list[int]:
     The cards are sorted on random float keys and dealt in runs (the chance of
     two equal keys, which would keep those two cards in deck order, is about
     1e-13 per deal).  Not the engine's seeded deal: see ``deck.deal`` for that.
+    With two players it is what a draw could leave: 13 cards each, the other
+    26 out of play.
     """
-    deck = _DECKS.get(rules.deck_mask)
+    table = (rules.deck_mask, rules.players)  # two and four players share a deck
+    deck = _DECKS.get(table)
     if deck is None:
         mask, size = rules.deck_mask, rules.hand_size
         bits = tuple(1 << c for c in range(64) if mask >> c & 1)
-        runs = tuple(slice(i, i + size) for i in range(0, len(bits), size))
-        deck = _DECKS[mask] = (bits, runs)
+        # one run a seat; with two players the cards past their 26 are the draw's discards
+        runs = tuple(slice(i, i + size) for i in range(0, rules.players * size, size))
+        deck = _DECKS[table] = (bits, runs)
     rnd = rng.random
     cards = sorted(deck[0], key=lambda _: rnd())
     return [sum(cards[run]) for run in deck[1]]

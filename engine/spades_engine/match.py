@@ -9,9 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .actions import Action, Bid, BlindNil, ExchangeDecision, Look, NameTrump, PassCards, Play
+from .actions import (
+    Action,
+    Bid,
+    BlindNil,
+    Draw,
+    ExchangeDecision,
+    Look,
+    NameTrump,
+    PassCards,
+    Play,
+)
 from .bidding import apply_bid, apply_blind_nil, apply_look, legal_bidding_actions
 from .deck import check_dealer, check_seed, deal_masks, first_dealer
+from .draw import apply_draw, legal_draw_actions
 from .errors import IllegalAction, Reason, show
 from .events import Event
 from .exchange import (
@@ -46,6 +57,7 @@ _PHASE_NAMES = {
     ExchangeDecision: (Phase.EXCHANGE,),
     # refused with TRUMP_ALREADY_NAMED rather than WRONG_PHASE once named
     NameTrump: (Phase.BIDDING, Phase.EXCHANGE, Phase.PLAYING),
+    Draw: (Phase.DRAW,),
     Play: (Phase.PLAYING,),
 }
 
@@ -74,7 +86,9 @@ class Match:
         deals).  ``dealer`` is the first dealer, drawn from the seed when not given.
 
         Raises ``RulesetError`` when ``rules`` is not a ``Ruleset``, and
-        ``DealError`` for a bad seed, deal or dealer.
+        ``DealError`` for a bad seed, deal or dealer.  A two-player match has no
+        deal (its hands come from drawing the seed's stock), so ``deals`` must be
+        empty for it.
         """
         if rules is None:
             r = Ruleset()
@@ -166,6 +180,8 @@ class Match:
             return legal_bidding_actions(st, seat)
         if phase is _EXCHANGE:
             return legal_exchange_actions(st, seat)
+        if phase is Phase.DRAW:
+            return legal_draw_actions(st, seat)
         return []
 
     def view(self, seat: int | None) -> SeatView:
@@ -224,6 +240,8 @@ class Match:
             if exchange_done(st):
                 begin_play(st)
             return events
+        elif isinstance(action, Draw):
+            return apply_draw(st, seat, action)
         elif isinstance(action, NameTrump):
             events = apply_name_trump(st, seat, action)
             events.extend(_after_bidding(st))

@@ -103,7 +103,9 @@ class Ruleset:
         if self.deuces_high:  # the 2 of diamonds stays (a spade), the 2 of hearts leaves
             deck = deck & ~(1 << card(HEARTS, TWO)) | 1 << card(DIAMONDS, TWO)
         object.__setattr__(self, "deck_mask", deck)
-        object.__setattr__(self, "hand_size", deck.bit_count() // self.players)
+        # two players draw the whole deck and keep half of it
+        held_by = 2 * self.players if self.players == 2 else self.players
+        object.__setattr__(self, "hand_size", deck.bit_count() // held_by)
 
     # -- derived facts -------------------------------------------------------
     @property
@@ -278,8 +280,9 @@ def _check(values: dict[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
             f"mercy_score={show(mercy)} must be negative (at least {-_MAX_POINTS}), or none",
         )
     players = v["players"]
-    if fine("players") and players not in (3, 4, 5):
-        invalid("players", f"players={show(players)}: a table has 3, 4 or 5 players")
+    if fine("players") and players not in PLAYABLE_PLAYERS:
+        counts = ", ".join(map(str, PLAYABLE_PLAYERS[:-1])) + f" or {PLAYABLE_PLAYERS[-1]}"
+        invalid("players", f"players={show(players)}: a table has {counts} players")
     if fine("blind_nil_deficit") and not 0 <= v["blind_nil_deficit"] <= _MAX_POINTS:
         invalid(
             "blind_nil_deficit",
@@ -344,7 +347,40 @@ def _check(values: dict[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
     problems += _scoring_problems(v, bad)
     problems += _suicide_problems(v, bad)
     problems += _deuces_problems(v, bad)
+    problems += _two_player_problems(v, bad)
     return out, problems
+
+
+PLAYABLE_PLAYERS: tuple[int, ...] = (2, 3, 4, 5)
+"""Table sizes a ruleset accepts (2: the draw of RULES.md 3.1, ``draw.py``)."""
+
+
+def _two_player_problems(v: dict[str, Any], bad: set[str]) -> list[Problem]:
+    """Two players draw their hands, so nobody bids blind, and the non-dealer leads."""
+    if "players" in bad or v["players"] != 2:
+        return []
+    problems: list[Problem] = []
+    if "blind_nil" not in bad and v["blind_nil"]:
+        problems.append(
+            (
+                "blind_nil=true cannot be played with players=2: each player sees every "
+                "card it draws before bidding",
+                ("blind_nil", "players"),
+            )
+        )
+    lead = v["first_lead"]
+    if "first_lead" not in bad and (
+        lead is FirstLead.DEALER or (lead is FirstLead.TWO_OF_CLUBS and not v["jokers"])
+    ):
+        # with jokers, two_of_clubs is already refused: the 2 of clubs is not in the deck
+        problems.append(
+            (
+                f"first_lead={v['first_lead']} cannot be played with players=2: the "
+                "non-dealer leads (first_lead=left_of_dealer)",
+                ("first_lead", "players"),
+            )
+        )
+    return problems
 
 
 def _deuces_problems(v: dict[str, Any], bad: set[str]) -> list[Problem]:

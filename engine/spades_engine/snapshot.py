@@ -88,6 +88,9 @@ LATER_HAND_KEYS: dict[str, Any] = {
     "trump_namer": -1,
     "trump_named": False,
     "trump": 3,  # spades
+    "stock": [],
+    "drawn": 0,
+    "discarded": [],
 }
 """Keys of ``hand`` added after version 1, with the value they always had in an
 older snapshot (which lacks them)."""
@@ -132,6 +135,9 @@ def snapshot_document(st: MatchState, actions: list[tuple[int, Action]]) -> dict
         "led_suit": h.led_suit,
         "spades_broken": h.spades_broken,
         "completed": [[lead, list(cards), win] for lead, cards, win in h.completed],
+        "stock": list(h.stock),
+        "drawn": h.drawn,
+        "discarded": list(h.discarded),
     }
     return {
         "rules": st.rules.to_dict(),
@@ -352,7 +358,7 @@ def _compare(doc: Any, replayed: dict[str, Any]) -> None:
 
 # Fields holding sets of cards as masks: a difference is shown as cards.
 _MASK_PATH = re.compile(
-    r"deals\[\d+\]\[\d+\]|hand\.(dealt|hands)\[\d+\]|hand\.exchange_chosen\[\d+\]\[1\]"
+    r"deals\[\d+\]\[\d+\]|hand\.(dealt|hands|discarded)\[\d+\]|hand\.exchange_chosen\[\d+\]\[1\]"
 )
 
 

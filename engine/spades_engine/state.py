@@ -16,6 +16,7 @@ from .ruleset import Ruleset
 
 
 class Phase(StrEnum):
+    DRAW = "draw"  # two players: the stock is drawn before bidding (RULES.md 3.1)
     BIDDING = "bidding"
     EXCHANGE = "exchange"
     PLAYING = "playing"
@@ -46,6 +47,11 @@ class HandState:
     exchange_seats: tuple[int, ...] = ()
     exchange_chosen: dict[int, int] = field(default_factory=dict)
     received: dict[int, tuple[Card, ...]] = field(default_factory=dict)
+    # two players' draw: the stock's order (every card of the deck), how many
+    # of its cards the turns so far took, and each seat's discards (masks)
+    stock: tuple[Card, ...] = ()
+    drawn: int = 0
+    discarded: list[int] = field(default_factory=list)
     # play
     leader: int = -1
     trick: list[Card] = field(default_factory=list)  # cards of the trick in progress

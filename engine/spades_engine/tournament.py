@@ -79,6 +79,10 @@ def check_config(cfg: Config) -> None:
         raise TournamentError("max_hands must be at least 1")
     if cfg.budget_ms < 0:
         raise TournamentError("budget_ms must be 0 or more")
+    if cfg.mode == "deals" and cfg.rules.players == 2:
+        raise TournamentError(
+            "players=2 has no deal to repeat (each hand is drawn from the stock): use games mode"
+        )
     most = max(sum(1 for x in o if x == label) for o in orientations(cfg.rules) for label in LABELS)
     for label in LABELS:
         names = cfg.lineup(label)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from .actions import Action
 from .cards import SPADES, Card, cards_of
+from .draw import stock_top
 from .events import SideScore
 from .ruleset import Ruleset
 from .state import MatchState, Phase
@@ -58,6 +59,12 @@ class SeatView:
     trump: int = SPADES
     trump_namer: int = -1
     trump_named: bool = False
+    # two players' draw: the stock's top card, for the seat to draw only (None
+    # for everyone else and outside the draw), the viewer's own discards, and
+    # the cards left in the stock (public)
+    stock_top: Card | None = None
+    discards: tuple[Card, ...] = ()
+    stock_size: int = 0
 
     def played_cards(self) -> int:
         """Mask of every card played this hand, the trick in progress included."""
@@ -76,6 +83,12 @@ def make_view(st: MatchState, seat: int | None, legal: list[Action]) -> SeatView
     hand = tuple(cards_of(h.hands[seat])) if mine and seat is not None else None
     passed: tuple[Card, ...] = ()
     received: tuple[Card, ...] = ()
+    discards: tuple[Card, ...] = ()
+    top = None
+    if seat is not None and h.discarded:
+        discards = tuple(cards_of(h.discarded[seat]))
+        if seat == h.to_act:
+            top = stock_top(st)
     if seat is not None:
         passed = tuple(cards_of(h.exchange_chosen.get(seat, 0)))
         received = h.received.get(seat, ())
@@ -111,4 +124,7 @@ def make_view(st: MatchState, seat: int | None, legal: list[Action]) -> SeatView
         trump=h.trump,
         trump_namer=h.trump_namer,
         trump_named=h.trump_named,
+        stock_top=top,
+        discards=discards,
+        stock_size=len(h.stock) - h.drawn,
     )

@@ -24,12 +24,15 @@ from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 from spades_engine import events as ev
 from spades_engine.actions import (
     BLIND_NIL,
+    DRAW_DISCARD,
+    DRAW_KEEP,
     EXCHANGE,
     LOOK,
     NO_EXCHANGE,
     Action,
     Bid,
     BlindNil,
+    Draw,
     ExchangeDecision,
     Look,
     NameTrump,
@@ -296,7 +299,7 @@ def resolved_ruleset_pb(rules: Ruleset) -> pb.ResolvedRuleset:
 
 # -- actions -------------------------------------------------------------------
 
-_ACTION_KINDS = "bid, blind_nil, look, pass_cards, play_card, exchange_decision or name_trump"
+_ACTION_KINDS = "bid, blind_nil, look, pass_cards, play_card, exchange_decision, name_trump or draw"
 
 
 def action_from_pb(msg: pb.Action, path: str = "action") -> Action:
@@ -316,6 +319,8 @@ def action_from_pb(msg: pb.Action, path: str = "action") -> Action:
         return EXCHANGE if msg.exchange_decision.exchange else NO_EXCHANGE
     if kind == "name_trump":
         return NameTrump(suit_from_pb(msg.name_trump.suit, f"{path}.name_trump.suit"))
+    if kind == "draw":
+        return DRAW_KEEP if msg.draw.keep else DRAW_DISCARD
     raise ConversionError(path, f"no action set: set one of {_ACTION_KINDS}")
 
 
@@ -344,6 +349,9 @@ def _fill_action(out: pb.Action, action: Action) -> None:
     elif isinstance(action, NameTrump):
         out.name_trump.SetInParent()
         out.name_trump.suit = suit_to_pb(action.suit)
+    elif isinstance(action, Draw):
+        out.draw.keep = action.keep
+        out.draw.SetInParent()
     else:
         raise TypeError(f"{action!r} is not an engine action")
 
@@ -389,6 +397,17 @@ def _exchange_decided(e: ev.ExchangeDecided, out: pb.MatchEvent) -> None:
 def _trump_named(e: ev.TrumpNamed, out: pb.MatchEvent) -> None:
     out.trump_named.SetInParent()
     out.trump_named.seat, out.trump_named.suit = e.seat, suit_to_pb(e.suit)
+
+
+def _cards_drawn(e: ev.CardsDrawn, out: pb.MatchEvent) -> None:
+    out.cards_drawn.seat = e.seat
+    _set_card(out.cards_drawn.kept, e.kept)
+    _set_card(out.cards_drawn.discarded, e.discarded)
+
+
+def _draw_taken(e: ev.DrawTaken, out: pb.MatchEvent) -> None:
+    out.draw_taken.SetInParent()
+    out.draw_taken.seat = e.seat
 
 
 def _exchange_started(e: ev.ExchangeStarted, out: pb.MatchEvent) -> None:
@@ -469,6 +488,8 @@ _EVENT_FILLERS: dict[type[Any], Callable[[Any, pb.MatchEvent], None]] = {
     ev.ExchangeStarted: _exchange_started,
     ev.CardsChosen: _cards_chosen,
     ev.CardsPassed: _cards_passed,
+    ev.CardsDrawn: _cards_drawn,
+    ev.DrawTaken: _draw_taken,
     ev.CardPlayed: _card_played,
     ev.TrickWon: _trick_won,
     ev.HandScored: _hand_scored,
@@ -553,6 +574,7 @@ _PHASES: dict[Phase, pb.Phase.ValueType] = {
     Phase.EXCHANGE: pb.PHASE_EXCHANGE,
     Phase.PLAYING: pb.PHASE_PLAYING,
     Phase.MATCH_OVER: pb.PHASE_MATCH_OVER,
+    Phase.DRAW: pb.PHASE_DRAW,
 }
 
 
@@ -583,6 +605,7 @@ def view_to_pb(view: SeatView, *, as_of_seq: int, seats: Sequence[pb.SeatInfo]) 
         trump=suit_to_pb(view.trump),
         trump_namer=view.trump_namer,
         trump_named=view.trump_named,
+        stock_size=view.stock_size,
         winner=-1 if view.winner is None else view.winner,
         as_of_seq=as_of_seq,
         seats=seats,
@@ -596,6 +619,9 @@ def view_to_pb(view: SeatView, *, as_of_seq: int, seats: Sequence[pb.SeatInfo]) 
         _add_cards(done.cards, t.cards)
     _add_cards(out.passed, view.passed)
     _add_cards(out.received, view.received)
+    if view.stock_top is not None:
+        _set_card(out.stock_top, view.stock_top)
+    _add_cards(out.discards, view.discards)
     for seat, exchange in view.exchange_decisions:
         out.exchange_decisions.add(seat=seat, exchange=exchange)
     for a in view.legal_actions:

@@ -20,6 +20,7 @@ from spades_engine import (
     Bid,
     Match,
     PassCards,
+    Phase,
     Play,
     Ruleset,
     SeatView,
@@ -28,7 +29,7 @@ from spades_engine import (
     parse_card,
     preset,
 )
-from spades_engine.actions import Action
+from spades_engine.actions import Action, Draw
 from spades_engine.bots import BOTS, Bot
 from spades_engine.bots.hand_eval import TABLE_SCALE, table_scale
 from spades_engine.cards import SPADES, Card, cards_of, parse_hand
@@ -625,3 +626,26 @@ def test_under_suicide_every_level_plays_whole_legal_matches(level: str) -> None
             for side in (0, 1):
                 assert sorted(hand[s] for s in (side, side + 2))[0] == 0
                 assert sorted(hand[s] for s in (side, side + 2))[1] >= 4
+
+
+# -- two players (the draw) -------------------------------
+
+
+@pytest.mark.parametrize("level", ALL_LEVELS)
+def test_every_level_plays_whole_legal_matches_with_two_players(level: str) -> None:
+    rules = preset("german", players=2, target_score=200)
+    budget = 2 if level == "expert" else 0
+    for seed in range(2):
+        m = Match(rules, seed=seed)
+        rng = random.Random(seed)
+        while not m.is_over:
+            seat = m.to_act
+            view = m.view(seat)
+            action = BOTS[level](view, rng.getrandbits(32), budget)
+            assert action in view.legal_actions, (level, seat, action, view)
+            if m.phase is Phase.DRAW:
+                top = view.stock_top
+                assert top is not None and isinstance(action, Draw)
+                assert action.keep == (top >> 4 == 3 or top & 15 >= 9), (top, action)
+            m.apply(seat, action)
+        assert m.state.hand_tricks and all(sum(t) == 13 for t in m.state.hand_tricks)

@@ -65,6 +65,7 @@ TABLES: dict[str, Ruleset] = {
     "bulgarian": preset("bulgarian"),
     "cutthroat-3": preset("german", players=3),
     "cutthroat-5": preset("german", players=5),
+    "two-players": preset("german", players=2),  # the draw before bidding
     "short": preset("classic", target_score=60, mercy_score=-60),  # reaches the match end
 }
 

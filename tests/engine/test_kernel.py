@@ -342,6 +342,17 @@ def test_random_hands_look_random() -> None:
     assert sum(won) == 1300 and min(won) > 200
 
 
+def test_a_random_two_player_deal_is_what_a_draw_leaves() -> None:
+    rules = preset("german", players=2)
+    rng = random.Random(4)
+    for _ in range(20):
+        hands = deal_random(rules, rng)
+        assert len(hands) == 2 and [h.bit_count() for h in hands] == [13, 13]
+        assert hands[0] & hands[1] == 0 and (hands[0] | hands[1]) & ~rules.deck_mask == 0
+        won = playout_random(SimState(hands, 0), rng.random)
+        assert sum(won) == 13
+
+
 def test_leading_spades_and_jokers() -> None:
     only_spades = parse_hand("2S 9S")
     mixed = parse_hand("3C 4S")

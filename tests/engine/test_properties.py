@@ -22,11 +22,14 @@ from hypothesis import strategies as st
 
 from spades_engine import (
     BLIND_NIL,
+    DRAW_DISCARD,
+    DRAW_KEEP,
     EXCHANGE,
     LOOK,
     NO_EXCHANGE,
     Action,
     Bid,
+    Draw,
     IllegalAction,
     Match,
     NameTrump,
@@ -39,6 +42,11 @@ from spades_engine import (
 from spades_engine.cards import card_name, parse_card
 from spades_engine.events import Event
 from spades_engine.view import SeatView
+
+
+def _two_players(**options: Any) -> Ruleset:
+    return preset("german", players=2, **options)
+
 
 CONFIGS: dict[str, Ruleset] = {
     "classic": preset("classic"),
@@ -67,6 +75,9 @@ CONFIGS: dict[str, Ruleset] = {
     "deuces": preset("classic", jokers=True, deuces_high=True),
     # ... with spades broken by trumping only, and the optional exchange
     "deuces_polish": preset("polish", blind_nil_deficit=0, jokers=True, deuces_high=True),
+    # two players (RULES.md 3.1): the draw from the stock, then cutthroat
+    "german_2": _two_players(),
+    "two_classic": _two_players(nil_allowed=True, set_penalty="ten_per_bid", target_score=150),
 }
 MAX_HANDS = 3
 SETTINGS = settings(
@@ -87,6 +98,8 @@ def expected_deck(rules: Ruleset) -> set[str]:
         deck |= {"LJ", "BJ"}
         if rules.players == 4:  # deuces high keeps the 2 of diamonds, a spade
             deck -= {"2C", "2H"} if rules.deuces_high else {"2C", "2D"}
+        elif rules.players == 2:
+            deck -= {"2C", "2D"}
         if rules.players == 5:
             deck -= {"2C", "2D", "2H", "2S"}
     return deck
@@ -118,6 +131,8 @@ def score_hand_again(
 ) -> tuple[list[int], list[int]]:
     """New (scores, bags) by side, from RULES.md §1 and §3."""
     all_tricks = len(expected_deck(rules)) // rules.players
+    if rules.players == 2:  # half the stock is discarded
+        all_tricks //= 2
     sides = 2 if rules.partnerships else rules.players
     limit, penalty = {"10_for_100": (10, 100), "5_for_50": (5, 50), "off": (None, 0)}[
         str(rules.bag_rule)
@@ -170,14 +185,16 @@ def expected_winner(rules: Ruleset, scores: list[int]) -> int | None:
 
 def named_cards(event: Event) -> set[str]:
     out: set[str] = set()
-    if hasattr(event, "card"):
-        out.add(card_name(event.card))
+    for name in ("card", "kept", "discarded"):
+        if hasattr(event, name):
+            out.add(card_name(getattr(event, name)))
     out |= {card_name(c) for c in getattr(event, "cards", ())}
     return out
 
 
 def view_cards(v: SeatView) -> set[str]:
     cs = list(v.hand or ()) + list(v.trick) + list(v.passed) + list(v.received)
+    cs += list(v.discards) + ([] if v.stock_top is None else [v.stock_top])
     for t in v.tricks:
         cs += t.cards
     for a in v.legal_actions:
@@ -245,6 +262,10 @@ class Referee:
     blind: list[bool] = field(default_factory=list)
     tricks: list[int] = field(default_factory=list)
     hands_scored: int = 0
+    # two players' draw: the stock (top first), cards drawn from it, discards seen
+    stock: list[str] = field(default_factory=list)
+    drawn: int = 0
+    discards: list[set[str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         sides = 2 if self.rules.partnerships else self.rules.players
@@ -258,7 +279,17 @@ class Referee:
         known = set(self.played)
         if viewer is not None and self.sees[viewer]:
             known |= self.dealt[viewer] | self.received[viewer]
+        if viewer is not None and self.discards:
+            known |= self.discards[viewer]
+            if viewer == self.drawer():
+                known.add(self.stock[self.drawn])  # the top card it looks at
         return known
+
+    def drawer(self) -> int | None:
+        """Two players: the seat to draw, the non-dealer first; None once drawn."""
+        if self.rules.players != 2 or self.drawn >= len(self.stock):
+            return None
+        return (self.dealer + 1 + self.drawn // 2) % 2
 
     def follow(self, events: list[Event], action: tuple[int, Action] | None = None) -> None:
         r, n = self.rules, self.rules.players
@@ -280,6 +311,26 @@ class Referee:
                 self.broken = False
                 self.trump, self.namer = "S", None
                 self.bids, self.blind, self.tricks = [None] * n, [False] * n, [0] * n
+                if n == 2:  # no deal: the stock is drawn
+                    assert self.dealt == [set(), set()]
+                    self.stock = [card_name(c) for c in self.m.state.hand.stock]
+                    assert sorted(self.stock) == sorted(expected_deck(r))
+                    self.drawn, self.discards = 0, [set(), set()]
+            elif kind == "CardsDrawn":
+                assert e.seat == self.drawer() and str(e.audience) == f"seat:{e.seat}"
+                top, following = self.stock[self.drawn], self.stock[self.drawn + 1]
+                keep = card_name(e.kept) == top
+                assert action == (e.seat, Draw(keep))
+                assert (card_name(e.kept), card_name(e.discarded)) == (
+                    (top, following) if keep else (following, top)
+                )
+                self.dealt[e.seat].add(card_name(e.kept))
+                self.holding[e.seat].add(card_name(e.kept))
+                self.discards[e.seat].add(card_name(e.discarded))
+                self.drawn += 2
+            elif kind == "DrawTaken":
+                assert str(e.audience) == "everyone" and action is not None
+                assert e.seat == action[0]
             elif kind == "LookedAtCards":
                 assert not self.sees[e.seat]
                 self.sees[e.seat] = True
@@ -346,7 +397,8 @@ class Referee:
 
     def check_score(self, e: Any) -> None:
         bids = [b if b is not None else -1 for b in self.bids]
-        assert min(bids) >= 0 and len(self.played) == len(expected_deck(self.rules))
+        in_play = len(expected_deck(self.rules)) // (2 if self.rules.players == 2 else 1)
+        assert min(bids) >= 0 and len(self.played) == in_play
         assert list(e.bids) == bids and list(e.blind) == self.blind
         assert list(e.tricks) == self.tricks
         self.scores, self.bags = score_hand_again(
@@ -394,6 +446,8 @@ class Referee:
         r, n = self.rules, self.rules.players
         if self.m.is_over:
             return set()
+        if self.drawer() is not None:  # two players' draw
+            return {DRAW_KEEP, DRAW_DISCARD} if seat == self.drawer() else set()
         if any(b is None for b in self.bids):  # bidding
             to_act = (self.dealer + 1 + sum(b is not None for b in self.bids)) % n
             numbers = set(range(0 if r.nil_allowed else 1, len(self.dealt[0]) + 1))
@@ -518,6 +572,9 @@ def test_no_seat_or_spectator_sees_a_card_it_may_not_see(
 def check_conservation(m: Match, ref: Referee) -> None:
     rules, h = m.rules, m.state.hand
     deck = expected_deck(rules)
+    if rules.players == 2:
+        check_two_player_conservation(m, ref, deck)
+        return
     size = len(deck) // rules.players
     dealt = [{card_name(c) for c in _cards(mask)} for mask in h.dealt]
     assert [len(d) for d in dealt] == [size] * rules.players
@@ -531,6 +588,25 @@ def check_conservation(m: Match, ref: Referee) -> None:
     # the cards each seat holds are those dealt, passed and played, event by event
     assert held == ref.holding
     assert played == ref.played
+
+
+def check_two_player_conservation(m: Match, ref: Referee, deck: set[str]) -> None:
+    """Kept + discarded + the stock left = the stock = the deck, each card once."""
+    h = m.state.hand
+    names = [card_name(c) for c in h.stock]
+    assert len(names) == 52 and set(names) == deck
+    held = [{card_name(c) for c in _cards(mask)} for mask in h.hands]
+    gone = [{card_name(c) for c in _cards(mask)} for mask in h.discarded]
+    played = [card_name(c) for _, cards, _ in h.completed for c in cards]
+    played += [card_name(c) for c in h.trick]
+    everything = [c for x in (*held, *gone) for c in x] + played + names[h.drawn :]
+    assert len(everything) == len(set(everything)) == 52 and set(everything) == deck
+    assert gone == ref.discards and held == ref.holding and played == ref.played
+    dealt = [{card_name(c) for c in _cards(mask)} for mask in h.dealt]
+    if m.phase.value == "draw":
+        assert dealt == [set(), set()]
+    else:
+        assert [len(d) for d in dealt] == [13, 13] and dealt == ref.dealt
 
 
 @pytest.mark.parametrize("config", CONFIGS)
@@ -554,6 +630,7 @@ def universe(m: Match, seat: int, rnd: random.Random) -> list[Any]:
     out += [Bid(n) for n in range(-1, rules.tricks_per_hand + 2)]
     out += [BLIND_NIL, LOOK, EXCHANGE, NO_EXCHANGE]
     out += [NameTrump(s) for s in range(-1, 5)]
+    out += [DRAW_KEEP, DRAW_DISCARD]
     k = rules.blind_nil_exchange or 2
     mine = list(_cards(m.state.hand.hands[seat]))
     for pool in (mine, deck):

@@ -284,7 +284,7 @@ def test_every_conflict_of_a_table_is_named_at_once() -> None:
 
 def test_a_conflict_with_a_bad_value_is_not_reported_twice() -> None:
     with pytest.raises(RulesetError) as info:
-        Ruleset(players=2)
+        Ruleset(players=6)
     assert info.value.options == ("players",)  # not also partnerships and jokers
     with pytest.raises(RulesetError) as info:
         Ruleset(players="3")  # type: ignore[arg-type]

@@ -267,6 +267,30 @@ def test_an_older_snapshot_without_the_optional_exchange_keys_loads(config: str)
     assert not loaded.rules.blind_nil_exchange_optional  # what the older engine played
 
 
+def test_an_older_snapshot_without_the_draw_keys_loads() -> None:
+    m = Match(CONFIGS["classic"], seed=31)
+    play(m, random.Random(31), 1)
+    old = json.loads(json.dumps(snapshot_document(m.state, m.actions)))
+    for k in ("stock", "drawn", "discarded"):
+        del old["hand"][k]
+    loaded = Match.from_snapshot(encode(old))
+    assert_same(m, loaded)
+    assert loaded.to_snapshot() == m.to_snapshot()
+
+
+def test_a_two_player_snapshot_mid_draw_round_trips() -> None:
+    m = Match(preset("german", players=2), seed=32)
+    rng = random.Random(32)
+    for _ in range(9):
+        m.apply(m.to_act, rng.choice(m.legal_actions(m.to_act)))
+    loaded = Match.from_snapshot(m.to_snapshot())
+    assert_same(m, loaded)
+    doc = snapshot_document(m.state, m.actions)
+    doc["hand"]["drawn"] += 2  # a state its actions do not give
+    with pytest.raises(SnapshotError):
+        Match.from_snapshot(encode(doc))
+
+
 def test_an_older_snapshot_cannot_hide_a_decision() -> None:
     m = Match(preset("polish", blind_nil_deficit=0), seed=22)
     drive_to_exchange(m)

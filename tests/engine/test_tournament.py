@@ -164,6 +164,10 @@ def test_per_seat_lineups_and_unknown_bots() -> None:
         check_config(Config(CLASSIC, ("nobody",), ("random",)))
     with pytest.raises(TournamentError, match="at most 2"):
         check_config(Config(CLASSIC, ("random",) * 3, ("random",)))
+    two = preset("german", players=2)
+    with pytest.raises(TournamentError, match="players=2 has no deal"):
+        check_config(Config(two, ("random",), ("random",)))
+    check_config(Config(two, ("random",), ("random",), mode="games"))
 
 
 def test_parallel_run_matches_serial() -> None:

@@ -56,6 +56,7 @@ from spades_engine import (
     SeatView,
     preset,
 )
+from spades_engine.actions import DRAW_DISCARD, DRAW_KEEP, Draw
 from spades_engine.cards import BIG_JOKER, LITTLE_JOKER, Card, cards_of, mask_of
 from spades_engine.events import (
     EVERYONE,
@@ -132,7 +133,14 @@ class GameLog:
 @pytest.fixture(scope="module")
 def games() -> list[GameLog]:
     logs = []
-    for name, overrides in CONFIGS:
+    return _games(logs, [*CONFIGS, *TWO_PLAYER_CONFIGS])
+
+
+TWO_PLAYER_CONFIGS: list[tuple[str, dict[str, Any]]] = [("german", {"players": 2})]
+
+
+def _games(logs: list[GameLog], configs: list[tuple[str, dict[str, Any]]]) -> list[GameLog]:
+    for name, overrides in configs:
         for seed in SEEDS:
             log: GameLog | None = None
             seq = 0
@@ -163,7 +171,7 @@ def _check_payload(event: Event, payload: Any) -> None:
     assert {f.name for f in payload.DESCRIPTOR.fields} == names
     for name in names:
         want, got = getattr(event, name), getattr(payload, name)
-        if name == "card":
+        if name in ("card", "kept", "discarded"):
             assert card_from_pb(got) == want
         elif name == "cards":
             assert [card_from_pb(c) for c in got] == list(want)
@@ -346,8 +354,9 @@ def test_action_round_trip_for_every_legal_action_seen(games: list[GameLog]) -> 
         NameTrump,
         PassCards,
         Play,
+        Draw,
     }
-    assert Bid(0) in legal
+    assert Bid(0) in legal and DRAW_KEEP in legal and DRAW_DISCARD in legal
     for action in legal:
         assert _round_trip(action) == action
 
@@ -364,6 +373,8 @@ def test_action_round_trip_for_every_legal_action_seen(games: list[GameLog]) -> 
         (NO_EXCHANGE, "exchange_decision"),
         (NameTrump(0), "name_trump"),
         (NameTrump(3), "name_trump"),
+        (DRAW_KEEP, "draw"),
+        (DRAW_DISCARD, "draw"),
         (Play(Card(0)), "play_card"),
         (Play(LITTLE_JOKER), "play_card"),
     ],
@@ -486,6 +497,7 @@ def test_empty_ruleset_is_classic() -> None:
         (pb.Ruleset(jokers=True), preset("classic", jokers=True)),
         (pb.Ruleset(preset="german", players=3), preset("german", players=3)),
         (pb.Ruleset(preset="german", players=5), preset("german", players=5)),
+        (pb.Ruleset(preset="german", players=2), preset("german", players=2)),
         (
             pb.Ruleset(preset="bulgarian", thirteen_bid=False),
             preset("bulgarian", thirteen_bid=False),
@@ -706,6 +718,10 @@ def _check_view(m: Match, view: SeatView, msg: pb.SeatView, as_of_seq: int) -> N
     assert [[_side_dict(s) for s in r.sides] for r in msg.results] == [
         [_side_dict(s) for s in r] for r in view.results
     ]
+    assert [card_from_pb(c) for c in msg.discards] == list(view.discards)
+    assert msg.stock_size == view.stock_size
+    top = card_from_pb(msg.stock_top) if msg.HasField("stock_top") else None
+    assert top == view.stock_top
     private = _private_cards(msg)
     if seat is None or h.face_down[seat]:
         # A spectator or a seat that has not looked: no cards but the played ones.
@@ -719,10 +735,13 @@ def _check_view(m: Match, view: SeatView, msg: pb.SeatView, as_of_seq: int) -> N
     assert [card_from_pb(c) for c in msg.received] == list(view.received)
     gave = h.exchange_chosen.get(seat, 0)
     own = held | gave | mask_of(h.received.get(seat, ()))
+    if h.discarded:  # two players' draw: its discards, and the top card it looks at
+        own |= h.discarded[seat] | (0 if top is None else 1 << top)
+        assert top is None or seat == m.to_act
     others = 0
     for other in range(rules.players):
         if other != seat:
-            others |= h.hands[other]
+            others |= h.hands[other] | (h.discarded[other] if h.discarded else 0)
     private_mask = mask_of(private)
     assert private_mask & ~own == 0, "a card the seat never held"
     assert private_mask & others & ~gave == 0, "another seat's card"
@@ -730,6 +749,14 @@ def _check_view(m: Match, view: SeatView, msg: pb.SeatView, as_of_seq: int) -> N
 
 @pytest.mark.parametrize(("name", "overrides"), CONFIGS, ids=CONFIG_IDS)
 def test_views_of_every_seat(name: str, overrides: dict[str, Any]) -> None:
+    _views_of_every_seat(name, overrides)
+
+
+def test_views_of_every_seat_with_two_players() -> None:
+    _views_of_every_seat("german", {"players": 2})
+
+
+def _views_of_every_seat(name: str, overrides: dict[str, Any]) -> None:
     seq = 0
     face_down_views = exchange_views = 0
     for m, events in _play(name, overrides, seed=1):

@@ -468,3 +468,69 @@ def test_bots_and_a_human_name_trump_through_a_whole_match(shared_server: Server
     public = read_until(spectate(stub, table.match_id), get_match(stub, table.match_id).last_seq)
     namers = [e.trump_named.seat for e in public if e.HasField("trump_named")]
     assert len(namers) == len(final.results)  # one naming a hand
+
+
+def test_two_players_draw_over_the_api_with_a_bot(shared_server: Server) -> None:
+    """players=2: the draw (PHASE_DRAW) between a human and a bot, to the end of
+    the match; the drawn cards reach the drawing seat only, never the other
+    seat's stream nor a spectator's."""
+    stub = shared_server.stub
+    table = create_match(
+        stub, bots=(1,), players=2, seed=8, target_score=60, partnerships=False, jokers=True
+    )
+    view = get_view(stub, table, 0)
+    assert view.phase == pb.PHASE_DRAW and view.stock_size == 52
+    if view.to_act == 0:
+        assert view.HasField("stock_top")
+        assert [a.WhichOneof("kind") for a in view.legal_actions] == ["draw", "draw"]
+    else:
+        assert not view.HasField("stock_top") and not view.legal_actions
+    keep = pb.Action(draw=pb.DrawAction(keep=True))
+    final = play_one_seat(stub, table, 0, timeout=60)
+    assert final.phase == pb.PHASE_MATCH_OVER
+    last = get_match(stub, table.match_id).last_seq
+    public = read_until(spectate(stub, table.match_id), last)
+    assert any(e.HasField("draw_taken") for e in public)
+    assert not any(e.HasField("cards_drawn") for e in public)
+    mine = read_until(stream_events(stub, table, 0), last)
+    drawn = [e.cards_drawn for e in mine if e.HasField("cards_drawn")]
+    assert drawn and {d.seat for d in drawn} == {0}
+    assert len(drawn) == 13 * len(final.results)
+    refused = expect_failure(grpc.StatusCode.FAILED_PRECONDITION, submit, stub, table, 0, keep)
+    assert refused.reason == "MATCH_OVER"
+
+
+def test_two_humans_draw_and_a_draw_out_of_place_is_refused(shared_server: Server) -> None:
+    """players=2 between two humans: only the seat to draw sees the top card;
+    a draw out of turn, a bid during the draw and a draw after it are refused."""
+    stub = shared_server.stub
+    table = create_match(stub, players=2, seed=9, partnerships=False, jokers=True)
+    drawer = get_view(stub, table, 0).to_act
+    other = 1 - drawer
+    keep = pb.Action(draw=pb.DrawAction(keep=True))
+    discard = pb.Action(draw=pb.DrawAction())
+    waiting = get_view(stub, table, other)
+    assert not waiting.HasField("stock_top") and not waiting.legal_actions
+    refused = expect_failure(grpc.StatusCode.FAILED_PRECONDITION, submit, stub, table, other, keep)
+    assert refused.reason == "NOT_YOUR_TURN"
+    bid = pb.Action(bid=pb.BidAction(tricks=3))
+    refused = expect_failure(grpc.StatusCode.FAILED_PRECONDITION, submit, stub, table, drawer, bid)
+    assert refused.reason == "WRONG_PHASE"
+    top = get_view(stub, table, drawer).stock_top
+    resp = submit(stub, table, drawer, discard)
+    (drawn,) = [e.cards_drawn for e in resp.events if e.HasField("cards_drawn")]
+    assert drawn.seat == drawer and drawn.discarded == top
+    for turn in range(25):
+        seat = get_view(stub, table, 0).to_act
+        assert seat == (other if turn % 2 == 0 else drawer)
+        resp = submit(stub, table, seat, keep if turn % 3 else discard)
+    for seat in (0, 1):
+        v = get_view(stub, table, seat)
+        assert v.phase == pb.PHASE_BIDDING and v.stock_size == 0
+        assert (len(v.hand), len(v.discards)) == (13, 13)
+    refused = expect_failure(grpc.StatusCode.FAILED_PRECONDITION, submit, stub, table, other, keep)
+    assert refused.reason == "WRONG_PHASE"
+    (last_public,) = [e.seq for e in resp.events if e.HasField("draw_taken")]
+    spectator_events = read_until(spectate(stub, table.match_id), last_public)
+    assert not any(e.HasField("cards_drawn") for e in spectator_events)
+    assert sum(e.HasField("draw_taken") for e in spectator_events) == 26

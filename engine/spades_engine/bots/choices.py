@@ -10,11 +10,40 @@ passes.
 
 from __future__ import annotations
 
-from ..actions import Action, Bid, BlindNil, ExchangeDecision, Look, PassCards, Play
+from ..actions import (
+    DRAW_DISCARD,
+    DRAW_KEEP,
+    Action,
+    Bid,
+    BlindNil,
+    Draw,
+    ExchangeDecision,
+    Look,
+    PassCards,
+    Play,
+)
 from ..cards import SPADES, SUIT_MASKS
 from ..view import SeatView
 from .cardsets import count
 from .hand_eval import nil_risk
+
+DRAW_HONOUR_RANK = 9
+"""Two players' draw: the least rank (the jack) the simple rule keeps in a side suit."""
+
+
+def draws(view: SeatView) -> bool:
+    """Whether the view's decision is a turn of the two players' draw."""
+    return bool(view.legal_actions) and isinstance(view.legal_actions[0], Draw)
+
+
+def simple_draw(view: SeatView) -> Action:
+    """Two players' draw, every level's rule: keep the top card when it is a
+    spade (a joker included) or an honour (jack or higher), else take the next."""
+    top = view.stock_top
+    keep = top is not None and (top >> 4 == SPADES or top & 15 >= DRAW_HONOUR_RANK)
+    want = DRAW_KEEP if keep else DRAW_DISCARD
+    return want if want in view.legal_actions else view.legal_actions[0]
+
 
 SAFE_NIL_RISK = 0.5
 """A blind nil hand whose ``nil_risk`` is below this declines an optional

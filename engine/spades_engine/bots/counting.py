@@ -56,7 +56,10 @@ class CardCount:
         else:
             played = trick
         self.played = played
-        self.out = rules.deck_mask & ~hand & ~played
+        discards = 0  # two players' draw: the viewer's discards are out of play
+        for c in view.discards:
+            discards |= 1 << c
+        self.out = rules.deck_mask & ~hand & ~played & ~discards
         """Cards some other seat may hold."""
         self.opp_out = self.out & ~self.known_partner
         """Cards an opponent may hold (the out cards not known to be the partner's)."""

@@ -19,13 +19,15 @@ from __future__ import annotations
 from ..actions import Action
 from ..view import SeatView
 from .cardsets import lowest_by_rank
-from .choices import Decision, decide_exchange, exchange_pass
+from .choices import Decision, decide_exchange, draws, exchange_pass, simple_draw
 from .hand_eval import count_aces_kings
 from .trump import names_trump, simple_trump, trump_aware
 
 
 @trump_aware
 def easy_bot(view: SeatView, seed: int, budget_ms: int = 0) -> Action:
+    if draws(view):  # two players
+        return simple_draw(view)
     if names_trump(view):  # auction trump
         return simple_trump(view)
     d = Decision(view)

@@ -1,5 +1,12 @@
 """The Expert bot: determinized Monte-Carlo search over the simulation kernel.
 
+Two players (the draw of RULES.md 3.1): Expert draws by the simple rule every
+level shares (``choices.simple_draw``) and then bids and plays as Hard.  Its
+search deals every unseen card to the other seats, and under the draw half of
+the unseen cards are discards out of play (13 the viewer never saw): sampling
+that needs the determinization to deal a pool larger than the hands, which is
+not built yet.
+
 ``expert(view, seed, budget_ms)`` decides from the seat's view alone.
 
 Play.  Deal the unseen cards at random to the other seats, consistent with all
@@ -67,7 +74,7 @@ from ..kernel import play as kernel_play
 from ..ruleset import BagRule, Ruleset, Scoring, SpadesBroken
 from ..scoring import match_winner, score_hand
 from ..view import SeatView
-from .choices import Decision, wants_exchange
+from .choices import Decision, draws, simple_draw, wants_exchange
 from .determinize import bid_weight, knowledge_from_view, sample_deal
 from .hand_eval import expected_tricks
 from .hard import hard_bid, hard_bot
@@ -120,6 +127,10 @@ def expert(view: SeatView, seed: int, budget_ms: int = 200) -> Action:
         raise ValueError(f"seat {view.seat} has no legal action now")
     if len(legal) == 1:
         return legal[0]
+    if draws(view):  # two players' draw: the simple rule (see the module notes)
+        return simple_draw(view)
+    if view.rules.players == 2:  # no determinization of the draw's discards yet
+        return hard_bot(view, seed, budget_ms)
     rng = random.Random(seed)
     budget = _Budget(budget_ms, start)
     first = legal[0]

@@ -27,7 +27,7 @@ from __future__ import annotations
 from ..actions import Action
 from ..ruleset import BagRule, Scoring
 from ..view import SeatView
-from .choices import Decision, decide_exchange, exchange_pass, wants_exchange
+from .choices import Decision, decide_exchange, draws, exchange_pass, simple_draw, wants_exchange
 from .counting import CardCount
 from .hand_eval import expected_tricks
 from .normal import bid_rounding, wants_nil
@@ -73,6 +73,8 @@ def hard_bid(view: SeatView, d: Decision, hand: int) -> int:
 
 @trump_aware
 def hard_bot(view: SeatView, seed: int, budget_ms: int = 0) -> Action:
+    if draws(view):  # two players
+        return simple_draw(view)
     if names_trump(view):  # auction trump
         return simple_trump(view)
     d = Decision(view)

@@ -32,7 +32,7 @@ from __future__ import annotations
 from ..actions import Action
 from ..ruleset import Ruleset, Scoring
 from ..view import SeatView
-from .choices import Decision, decide_exchange, exchange_pass, wants_exchange
+from .choices import Decision, decide_exchange, draws, exchange_pass, simple_draw, wants_exchange
 from .counting import CardCount
 from .hand_eval import expected_tricks, nil_risk
 from .tactics import Tactics
@@ -85,6 +85,8 @@ def normal_bid(view: SeatView, d: Decision, hand: int) -> int:
 
 @trump_aware
 def normal_bot(view: SeatView, seed: int, budget_ms: int = 0) -> Action:
+    if draws(view):  # two players
+        return simple_draw(view)
     if names_trump(view):  # auction trump
         return simple_trump(view)
     d = Decision(view)
