@@ -76,19 +76,11 @@ def apply_play(st: MatchState, seat: int, action: Play) -> tuple[list[Event], bo
     if len(trick) < n:
         h.to_act = (seat + 1) % n
         return events, False
-    winner = (h.leader + trick_winner_index(trick, trump)) % n
-    cards = tuple(trick)
-    h.tricks_won[winner] += 1
-    h.completed.append((h.leader, cards, winner))
-    events.append(TrickWon(EVERYONE, len(h.completed), winner, cards, h.leader))
-    h.trick = []
-    h.led_suit = -1
-    h.leader = h.to_act = winner
-    return events, len(h.completed) == st.rules.tricks_per_hand
+    return _end_trick(st, events, (h.leader + trick_winner_index(trick, trump)) % n)
 
 
 def _end_trick(st: MatchState, events: list[Event], winner: int) -> tuple[list[Event], bool]:
-    """The trick in progress is complete and ``winner`` takes it (deuces high)."""
+    """The trick in progress is complete and ``winner`` takes it."""
     h = st.hand
     cards = tuple(h.trick)
     h.tricks_won[winner] += 1
