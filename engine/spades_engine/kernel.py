@@ -76,7 +76,10 @@ NON_SPADES = (1 << 48) - 1
 _SUIT_MASKS = (0xFFFF, 0xFFFF << 16, 0xFFFF << 32, 0xFFFF << 48)
 _SPADE_LOW = 48  # the lowest spade card index: c >= 48 means c is a spade
 _NON_TRUMP = tuple(~m for m in _SUIT_MASKS)
-_CARD_BITS = 0x7FFF_7FFF_7FFF_7FFF  # every bit that can be a card (ranks 0..14)
+# Every bit that can be a card: ranks 0..14, and spade rank 15, the top spade
+# of the bots' deuces-high deck (bots/deuces.py).
+_CARD_BITS = 0xFFFF_7FFF_7FFF_7FFF
+_TOP_SPADE = 63
 
 
 RANKS = SUIT_RANKS
@@ -268,7 +271,9 @@ def playout_random(state: SimState, rnd: Rnd) -> list[int]:
     picked); pass ``random.Random(seed).random`` for reproducible playouts.
     """
     st = state
-    if st.trump != 3:  # auction trump named another suit: card by card (not the fast loop)
+    if st.trump != 3 or any(h >> _TOP_SPADE for h in st.hands):
+        # auction trump named another suit, or a spade of rank 15 (the bots'
+        # deuces-high deck): card by card, not the fast loop's 15-rank tables
         st = st.copy()
         while not st.is_over:
             m = legal_mask(st)
@@ -300,6 +305,8 @@ def _kth_card(mask: int, k: int) -> int:
         t = RANKS[mask >> base & 0x7FFF]
         if k < len(t):
             return base + t[k]
+        if base == 48:  # past spade ranks 0..14: the deuces-high deck's top spade
+            return _TOP_SPADE
         k -= len(t)
         base += 16
 

@@ -122,12 +122,12 @@ def _deal(k: Knowledge, rng: random.Random, checked: bool) -> list[int] | None:
     holders = [
         [s for s in range(n) if s != k.seat and not k.voids[s] >> suit & 1] for suit in range(4)
     ]
-    left = [(free >> 16 * suit & 0x7FFF).bit_count() for suit in range(4)]
+    left = [(free >> 16 * suit & 0xFFFF).bit_count() for suit in range(4)]
     order = sorted((suit for suit in range(4) if left[suit]), key=lambda su: len(holders[su]))
     rnd = rng.random
     for suit in order:
-        chunk = free >> 16 * suit & 0x7FFF
-        ranks = [r for r in range(15) if chunk >> r & 1]
+        chunk = free >> 16 * suit & 0xFFFF
+        ranks = [r for r in range(16) if chunk >> r & 1]
         rng.shuffle(ranks)
         seats = holders[suit]
         for r in ranks:

@@ -20,10 +20,12 @@ from ..actions import Action
 from ..view import SeatView
 from .cardsets import lowest_by_rank
 from .choices import Decision, decide_exchange, draws, exchange_pass, simple_draw
+from .deuces import deuces_aware
 from .hand_eval import count_aces_kings
 from .trump import names_trump, simple_trump, trump_aware
 
 
+@deuces_aware
 @trump_aware
 def easy_bot(view: SeatView, seed: int, budget_ms: int = 0) -> Action:
     if draws(view):  # two players

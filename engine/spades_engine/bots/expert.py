@@ -76,6 +76,7 @@ from ..scoring import match_winner, score_hand
 from ..view import SeatView
 from .choices import Decision, draws, simple_draw, wants_exchange
 from .determinize import bid_weight, knowledge_from_view, sample_deal
+from .deuces import deuces_aware
 from .hand_eval import expected_tricks
 from .hard import hard_bid, hard_bot
 from .rollout import Table, playout
@@ -118,6 +119,7 @@ NOISE = 0.0
 """Share of rollout cards played at random instead of by the policy."""
 
 
+@deuces_aware
 @trump_aware
 def expert(view: SeatView, seed: int, budget_ms: int = 200) -> Action:
     """The Expert's action for ``view``; ``budget_ms`` bounds the thinking time."""
@@ -135,8 +137,6 @@ def expert(view: SeatView, seed: int, budget_ms: int = 200) -> Action:
     budget = _Budget(budget_ms, start)
     first = legal[0]
     if isinstance(first, Play):
-        if view.rules.deuces_high:  # the search's kernel and card counting see 2D as a diamond
-            return hard_bot(view, seed, budget_ms)
         return _choose_card(view, rng, budget)
     if isinstance(first, PassCards):
         return _choose_pass(view)

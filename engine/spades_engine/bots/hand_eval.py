@@ -28,12 +28,14 @@ _LONG_TRUMP_MARGIN = 0.7
 
 
 def count_aces_kings(hand: int) -> int:
-    """Aces and kings of every suit, jokers counted with them (Easy's bid)."""
+    """Aces and kings of every suit, jokers counted with them (Easy's bid);
+    in the deuces-high virtual deck (bots/deuces.py) the spade "ace and king"
+    are the 2S and the AS, and the 2D rides with the jokers (ranks 13 to 15)."""
     n = 0
     for s in range(4):
         chunk = hand >> (16 * s) & 0x7FFF
         n += (chunk >> ACE & 1) + (chunk >> (ACE - 1) & 1)
-    return n + (hand >> (16 * SPADES + 13) & 0b11).bit_count()
+    return n + (hand >> (16 * SPADES + 13) & 0b111).bit_count()
 
 
 @lru_cache(maxsize=4096)

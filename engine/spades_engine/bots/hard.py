@@ -29,6 +29,7 @@ from ..ruleset import BagRule, Scoring
 from ..view import SeatView
 from .choices import Decision, decide_exchange, draws, exchange_pass, simple_draw, wants_exchange
 from .counting import CardCount
+from .deuces import deuces_aware
 from .hand_eval import expected_tricks
 from .normal import bid_rounding, wants_nil
 from .tactics import Tactics
@@ -71,6 +72,7 @@ def hard_bid(view: SeatView, d: Decision, hand: int) -> int:
     return max(1, int(estimate + bid_rounding(r)))
 
 
+@deuces_aware
 @trump_aware
 def hard_bot(view: SeatView, seed: int, budget_ms: int = 0) -> Action:
     if draws(view):  # two players

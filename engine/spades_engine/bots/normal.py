@@ -34,6 +34,7 @@ from ..ruleset import Ruleset, Scoring
 from ..view import SeatView
 from .choices import Decision, decide_exchange, draws, exchange_pass, simple_draw, wants_exchange
 from .counting import CardCount
+from .deuces import deuces_aware
 from .hand_eval import expected_tricks, nil_risk
 from .tactics import Tactics
 from .trump import names_trump, simple_trump, trump_aware
@@ -83,6 +84,7 @@ def normal_bid(view: SeatView, d: Decision, hand: int) -> int:
     return max(1, int(estimate + bid_rounding(view.rules)))
 
 
+@deuces_aware
 @trump_aware
 def normal_bot(view: SeatView, seed: int, budget_ms: int = 0) -> Action:
     if draws(view):  # two players
