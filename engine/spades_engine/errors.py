@@ -45,6 +45,43 @@ class Reason(StrEnum):
     BIDDING_CLOSED = "BIDDING_CLOSED"
 
 
+RULES: dict[Reason, str] = {
+    Reason.INVALID_SEAT: "a seat is a number from 0 to players - 1",
+    Reason.MATCH_OVER: "no action is taken once the match is over",
+    Reason.WRONG_PHASE: "each action belongs to one phase of the hand",
+    Reason.NOT_YOUR_TURN: "players act in turn, clockwise",
+    Reason.UNKNOWN_ACTION: "an action is one the rules define, with valid values",
+    Reason.BID_OUT_OF_RANGE: "a bid is a number of tricks from the minimum bid to the hand size",
+    Reason.NIL_NOT_ALLOWED: "nil may be bid only where the table allows it",
+    Reason.BLIND_NIL_NOT_ALLOWED: (
+        "blind nil is bid before looking, where allowed, by a side trailing enough"
+    ),
+    Reason.LOOK_AT_CARDS_FIRST: "a player who may bid blind nil looks at the cards before bidding",
+    Reason.ALREADY_LOOKED: "a player looks at the cards once",
+    Reason.NOT_IN_EXCHANGE: "only the blind nil bidder and its partner exchange cards",
+    Reason.ALREADY_PASSED: "each exchanging player passes once",
+    Reason.WRONG_PASS_COUNT: "each exchanging player passes the table's number of its own cards",
+    Reason.CARD_NOT_IN_HAND: "a player plays a card from its own hand",
+    Reason.MUST_FOLLOW_SUIT: "a player who holds the suit led must follow it",
+    Reason.SPADES_NOT_BROKEN: (
+        "trump may not be led until broken, unless the hand holds nothing else"
+    ),
+    Reason.EXCHANGE_NOT_OPTIONAL: "the exchange is decided only where it is optional",
+    Reason.NOT_EXCHANGE_DECIDER: "only a blind nil bidder decides an optional exchange",
+    Reason.ALREADY_DECIDED: "an optional exchange is decided once",
+    Reason.EXCHANGE_NOT_DECIDED: "an optional exchange is decided before cards are passed",
+    Reason.SUICIDE_BID: "under suicide one partner of each side bids nil and the other 4 or more",
+    Reason.AUCTION_TRUMP_OFF: "trump is named only under auction trump",
+    Reason.NOT_TRUMP_NAMER: "the highest bidder names trump",
+    Reason.TRUMP_ALREADY_NAMED: "trump is named once a hand",
+    Reason.NOT_A_SUIT: "trump is one of the four suits",
+    Reason.BIDDING_CLOSED: "each player bids once a hand",
+}
+"""The rule each reason stands for, in a sentence (stable, like the reasons):
+what a client shows beside the reason, and what the gRPC layer sends as the
+``rule`` of its ErrorInfo."""
+
+
 class IllegalAction(SpadesError):
     """An action the rules do not allow now.  The match is left exactly as it was."""
 
@@ -53,6 +90,11 @@ class IllegalAction(SpadesError):
         self.reason = reason
         self.message = message
         self.seat = seat
+
+    @property
+    def rule(self) -> str:
+        """The rule the action breaks (:data:`RULES`)."""
+        return RULES[self.reason]
 
     def __repr__(self) -> str:
         return f"IllegalAction({self.reason.value}, {self.message!r})"

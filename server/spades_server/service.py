@@ -70,7 +70,9 @@ def service_error(exc: BaseException) -> ServiceError:
             if exc.reason in _ARGUMENT_REASONS
             else grpc.StatusCode.FAILED_PRECONDITION
         )
-        return ServiceError(code, exc.reason.value, exc.message, fields=("action",))
+        return ServiceError(
+            code, exc.reason.value, exc.message, fields=("action",), metadata={"rule": exc.rule}
+        )
     if isinstance(exc, RulesetError):
         fields = tuple(f"ruleset.{o}" for o in exc.options)
         return invalid("INVALID_RULESET", str(exc), *fields)

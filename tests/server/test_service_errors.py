@@ -26,6 +26,8 @@ from server_harness import (
 )
 from spades_server.gen.spades.v1 import spades_pb2 as pb
 
+from spades_engine.errors import RULES, Reason
+
 
 def snapshot_of(stub: Any, table: Table) -> list[bytes]:
     """Everything observable about a match: its summary and every seat's view."""
@@ -159,6 +161,7 @@ def test_illegal_actions_are_refused_with_a_reason_and_change_nothing(
             pb.Action(play_card=pb.PlayCardAction(card=view.hand[0])),
         )
         assert (f.reason, f.fields) == ("NOT_YOUR_TURN", ["action"])
+        assert f.metadata == {"rule": "players act in turn, clockwise"}
 
         legal = {a.SerializeToString(deterministic=True) for a in view.legal_actions}
         for card in view.hand:
@@ -167,6 +170,7 @@ def test_illegal_actions_are_refused_with_a_reason_and_change_nothing(
                 f = refused(grpc.StatusCode.FAILED_PRECONDITION, seat, action)
                 assert f.reason in ("MUST_FOLLOW_SUIT", "SPADES_NOT_BROKEN"), f
                 assert f.fields == ["action"]
+                assert f.metadata["rule"] == RULES[Reason(f.reason)]
                 reasons.append(f.reason)
                 break
 

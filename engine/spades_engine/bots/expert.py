@@ -30,11 +30,11 @@ tricks, once as a nil bidder (when nil is allowed and the hand is weak enough
 to try).  Each bid is valued by the viewer's side's points over those deals,
 with the partner's bid when made, else the tricks the partner took in the
 rollout (a partner bids what it takes); the best expected bid is chosen.
-Under suicide (one partner of each side nil, the other 4 or more) Expert bids
-by Hard's rule instead (``hard.hard_bid``: the first of the side bids nil when
-the hand suits it, else at least 4; the second takes the role left to it):
-the search above models a partner that bids what it takes, not one whose
-role the viewer's bid decides.
+Under suicide (one partner of each side nil, the other 4 or more) the same
+search values the roles: the second of a side to bid searches the role left
+to it, and the first plays its take-tricks rollouts beside a nil partner and
+its nil rollouts beside a partner bidding what it takes, at least 4 (nil is
+always tried there, as one of the two must bid it).
 Blind nil is bid from the scores alone (a side trailing far enough that +/-200
 is worth the gamble); the exchange passes the highest cards as the blind nil
 bidder and the lowest as the partner.  An optional exchange is taken by
@@ -71,14 +71,14 @@ from ..cards import SPADE_MASK, SPADES
 from ..events import SideScore
 from ..kernel import SimState, first_leader
 from ..kernel import play as kernel_play
-from ..ruleset import BagRule, Ruleset, Scoring, SpadesBroken
+from ..ruleset import SUICIDE_MIN_BID, BagRule, Ruleset, Scoring, SpadesBroken
 from ..scoring import match_winner, score_hand
 from ..view import SeatView
-from .choices import Decision, draws, simple_draw, wants_exchange
-from .determinize import bid_weight, knowledge_from_view, sample_deal
+from .choices import draws, simple_draw, wants_exchange
+from .determinize import Knowledge, bid_weight, knowledge_from_view, sample_deal
 from .deuces import deuces_aware
 from .hand_eval import expected_tricks
-from .hard import hard_bid, hard_bot
+from .hard import hard_bot
 from .rollout import Table, playout
 from .trump import names_trump, naming, swap_mask, trump_aware
 
@@ -314,24 +314,60 @@ def _choose_bid(view: SeatView, rng: random.Random, budget: _Budget) -> Action:
     seat = view.seat
     assert seat is not None
     rules = view.rules
-    if rules.suicide:  # Hard's rule: see the module's docstring
-        d = Decision(view)
-        return d.bid(hard_bid(view, d, d.hand))
     options = [a.tricks for a in view.legal_actions if isinstance(a, Bid)]
     k = knowledge_from_view(view)
+    try_nil = 0 in options and (rules.suicide or expected_tricks(k.hand, rules) <= NIL_SCREEN)
+    take, nil = _bid_outcomes(view, k, try_nil, rng, budget)
+    floor = _sure_tricks(k.hand, rules)  # rollouts are noisy; certain tricks are not
+    # A bid further than the spread from every count seen (the side's tricks
+    # less the partner's bid) cannot be best.
+    fits = [key[1] - key[0] for key in take]
+    reach = max(shift for shift, _ in TRICK_SPREAD)
+    bids = [b for b in options if b > 0 and min(fits) - reach <= b <= max(fits) + reach]
+    if not bids:
+        bids = [min((b for b in options if b > 0), default=0)]
+    if try_nil and not floor:
+        bids.append(0)
+    memo: dict[tuple[object, ...], float] = {}
+    best_bid, best_value = bids[0], float("-inf")
+    for b in bids:
+        v = _expected_points(view, seat, b, nil if b == 0 else take, memo)
+        if v > best_value:
+            best_bid, best_value = b, v
+    if best_bid == 0:
+        return _bid_action(view, 0)
+    at_least = max(best_bid, floor)
+    return _bid_action(view, min((b for b in options if b >= at_least), default=max(options)))
+
+
+Outcomes = dict[tuple[int, ...], float]
+"""Weight of each outcome of a hand, keyed by :func:`_outcome_key`."""
+
+
+def _bid_outcomes(
+    view: SeatView, k: Knowledge, try_nil: bool, rng: random.Random, budget: _Budget
+) -> tuple[Outcomes, Outcomes]:
+    """Sampled outcomes of the hand with the viewer bidding to take tricks, and
+    (when ``try_nil``) bidding nil, each played out by the rollout policy."""
+    seat = k.seat
+    rules = view.rules
     partner = rules.partner_of(seat)
     mates = rules.seats_of(rules.side_of(seat))
-    try_nil = 0 in options and expected_tricks(k.hand, rules) <= NIL_SCREEN
-    take_table = Table(rules, view.bids)
+    # Under suicide the first of a side to bid gives its partner the other role:
+    # bidding to take tricks makes the partner a nil, bidding nil makes it bid 4+.
+    sets_role = rules.suicide and partner is not None and view.bids[partner] is None
+    take_bids = list(view.bids)
+    if sets_role and partner is not None:
+        take_bids[partner] = 0
+    take_table = Table(rules, take_bids)
     nil_bids = list(view.bids)
     nil_bids[seat] = 0
     nil_table = Table(rules, nil_bids)
     rollouts = 2 if try_nil else 1
     work = sum(view.hand_sizes) * rollouts
     rnd = rng.random
-    # Weight of each outcome (see _outcome_key), bidding to take tricks and bidding nil.
-    take: dict[tuple[int, ...], float] = {}
-    nil: dict[tuple[int, ...], float] = {}
+    take: Outcomes = {}
+    nil: Outcomes = {}
     while True:
         hands = sample_deal(k, rng)
         w = max(bid_weight(k, hands, view), 1e-9)
@@ -341,31 +377,16 @@ def _choose_bid(view: SeatView, rng: random.Random, budget: _Budget) -> Action:
             trumping=rules.spades_broken is SpadesBroken.TRUMPING,
         )
         won = playout(st.copy(), take_table, rnd, NOISE)
-        key = _outcome_key(_partner_bid(view, partner, won), won, mates)
+        pbid = 0 if sets_role else _partner_bid(view, partner, won)
+        key = _outcome_key(pbid, won, mates)
         take[key] = take.get(key, 0.0) + w
         if try_nil:
             won = playout(st, nil_table, rnd, NOISE)
-            key = _outcome_key(_partner_bid(view, partner, won), won, mates)
+            pbid = _partner_bid(view, partner, won)
+            key = _outcome_key(max(pbid, SUICIDE_MIN_BID) if sets_role else pbid, won, mates)
             nil[key] = nil.get(key, 0.0) + w
         if budget.spend(rollouts, work):
-            break
-    # A bid further than the spread from every count seen (the side's tricks
-    # less the partner's bid) cannot be best.
-    fits = [key[1] - key[0] for key in take]
-    reach = max(shift for shift, _ in TRICK_SPREAD)
-    bids = [b for b in options if b > 0 and min(fits) - reach <= b <= max(fits) + reach]
-    if not bids:
-        bids = [min(b for b in options if b > 0)]
-    if try_nil:
-        bids.append(0)
-    memo: dict[tuple[object, ...], float] = {}
-    best_bid, best_value = bids[0], float("-inf")
-    for b in bids:
-        v = _expected_points(view, seat, b, nil if b == 0 else take, memo)
-        if v > best_value:
-            best_bid, best_value = b, v
-    floor = _sure_tricks(k.hand, rules)  # rollouts are noisy; certain tricks are not
-    return _bid_action(view, min(max(best_bid, floor), max(options)))
+            return take, nil
 
 
 def _sure_tricks(hand: int, rules: Ruleset) -> int:
