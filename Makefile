@@ -12,7 +12,13 @@ PROTO := proto/spades/v1/spades.proto
 STUBS := $(GEN)/spades/v1/spades_pb2.py
 export PYTHONHASHSEED := 0
 
-.PHONY: install proto test lint buf bench run clean
+.PHONY: install proto test lint buf bench run clean test-clients lint-clients
+
+# Each client (clients/<language>/) brings its own build and tests in a
+# fragment, clients/<language>/client.mk, which appends its targets here.
+CLIENT_TESTS :=
+CLIENT_LINTS :=
+include $(wildcard clients/*/client.mk)
 
 install: $(INSTALLED) $(STUBS)
 
@@ -39,6 +45,13 @@ proto:
 
 test: install
 	$(PYTHON) -m pytest
+	$(MAKE) test-clients
+
+# Every client's suite, after the Python tests (each installs its toolchain's
+# packages from the registries first, once).
+test-clients: $(CLIENT_TESTS)
+
+lint-clients: $(CLIENT_LINTS)
 
 $(BUF):
 	npm install --silent --no-save --no-audit --no-fund --prefix build/tools @bufbuild/buf@$(BUF_VERSION)
@@ -53,6 +66,7 @@ lint: install buf
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
 	$(PYTHON) -m mypy
+	$(MAKE) lint-clients
 
 bench: install
 	$(PYTHON) bench/engine.py

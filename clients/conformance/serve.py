@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""A real spades-server for a client's tests, behind a TCP proxy that can cut
+every connection on request.
+
+Every client's test harness (Python, TypeScript, Go, Java) starts this script
+the same way and reads one JSON line from its standard output:
+
+    {"address": "127.0.0.1:P", "server": "127.0.0.1:S",
+     "control": "http://127.0.0.1:C", "operatorToken": "..."}
+
+* ``address``: where clients connect, through the proxy;
+* ``server``: the server itself, for calls the test wants to make directly;
+* ``control``: ``POST {control}/cut`` closes every proxied connection at once,
+  the way a dropped mobile connection looks to both ends (the server sees its
+  streams reset, the client its channel fail); the answer is ``cut N``, the
+  number of connections closed.  New connections are accepted right away.
+
+The server is the one ``make run`` starts (``python -m spades_server.main``,
+SQLite store) on free loopback ports, with its database in a fresh temporary
+directory, no bot delay, and an action allowance high enough for tests.  The
+script runs until its standard input closes or it gets SIGTERM/SIGINT, then
+stops the server (SIGTERM, then SIGKILL after 10 s) and exits.
+
+    python clients/conformance/serve.py [--python PYTHON] [-- extra server flags]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import re
+import secrets
+import signal
+import sys
+import tempfile
+from pathlib import Path
+
+READY = re.compile(r"spades-server listening on (?P<host>[\d.]+):(?P<port>\d+) \(gRPC\)")
+START_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 10.0
+HOST = "127.0.0.1"
+
+
+class Proxy:
+    """Forwards loopback TCP connections to the server; :meth:`cut` drops them all."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.links: set[asyncio.StreamWriter] = set()
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_connection(HOST, self.target_port)
+        except OSError:
+            writer.close()
+            return
+        self.links.update((writer, up_writer))
+        try:
+            await asyncio.gather(_pump(reader, up_writer), _pump(up_reader, writer))
+        finally:
+            for w in (writer, up_writer):
+                self.links.discard(w)
+                w.close()
+
+    def cut(self) -> int:
+        """Abort every open connection (a reset, not a polite close)."""
+        n = len(self.links) // 2
+        for w in list(self.links):
+            transport = w.transport
+            if isinstance(transport, asyncio.Transport):
+                transport.abort()
+        self.links.clear()
+        return n
+
+
+async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    with contextlib.suppress(ConnectionError, OSError):
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    with contextlib.suppress(ConnectionError, OSError, RuntimeError):
+        if writer.can_write_eof():
+            writer.write_eof()
+
+
+async def _control(
+    proxy: Proxy, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
+    """A minimal HTTP endpoint: ``POST /cut`` only."""
+    try:
+        request = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError):
+        writer.close()
+        return
+    line = request.split(b"\r\n", 1)[0].decode("latin-1")
+    if line.startswith("POST /cut "):
+        status, body = "200 OK", f"cut {proxy.cut()}\n"
+    else:
+        status, body = "404 Not Found", "POST /cut is the only call\n"
+    payload = body.encode()
+    writer.write(
+        f"HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {len(payload)}\r\n"
+        f"Connection: close\r\n\r\n".encode()
+        + payload
+    )
+    with contextlib.suppress(ConnectionError):
+        await writer.drain()
+    writer.close()
+
+
+async def _start_server(
+    python: str, workdir: Path, token: str, extra: list[str]
+) -> tuple[asyncio.subprocess.Process, int]:
+    argv = [
+        python, "-m", "spades_server.main",
+        "--host", HOST, "--port", "0", "--metrics-port", "-1",
+        "--store", "sqlite", "--db", str(workdir / "spades.db"),
+        "--operator-token", token,
+        "--actions-per-second", "10000",
+        "--bot-delay-ms", "0",
+        "--grace-seconds", "2",
+        *extra,
+    ]  # fmt: skip
+    log = open(workdir / "server.log", "w")  # noqa: SIM115 - the child keeps it
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=log,
+        env=dict(os.environ, PYTHONUNBUFFERED="1"),
+    )
+    log.close()
+    assert proc.stdout is not None
+    async with asyncio.timeout(START_TIMEOUT_S):
+        while line := (await proc.stdout.readline()).decode():
+            m = READY.search(line)
+            if m:
+                return proc, int(m["port"])
+    raise RuntimeError(f"spades-server exited before it was ready; see {workdir / 'server.log'}")
+
+
+async def _stop(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is not None:
+        return
+    proc.terminate()
+    try:
+        await asyncio.wait_for(proc.wait(), STOP_TIMEOUT_S)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+
+
+async def _stdin_closed() -> None:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    while await reader.read(4096):
+        pass
+
+
+async def main(python: str, extra: list[str]) -> None:
+    token = "op-" + secrets.token_hex(8)
+    with tempfile.TemporaryDirectory(prefix="spades-conformance-") as tmp:
+        proc, port = await _start_server(python, Path(tmp), token, extra)
+        try:
+            proxy = Proxy(port)
+            front = await asyncio.start_server(proxy.handle, HOST, 0)
+            ctl = await asyncio.start_server(lambda r, w: _control(proxy, r, w), HOST, 0)
+            front_port = front.sockets[0].getsockname()[1]
+            ctl_port = ctl.sockets[0].getsockname()[1]
+            ready = {
+                "address": f"{HOST}:{front_port}",
+                "server": f"{HOST}:{port}",
+                "control": f"http://{HOST}:{ctl_port}",
+                "operatorToken": token,
+            }
+            print(json.dumps(ready), flush=True)
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, stop.set)
+            waiters = [
+                asyncio.create_task(stop.wait()),
+                asyncio.create_task(_stdin_closed()),
+                asyncio.create_task(proc.wait()),
+            ]
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+            for t in waiters:
+                t.cancel()
+            proxy.cut()
+            front.close()
+            ctl.close()
+        finally:
+            await _stop(proc)
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--python", default=sys.executable, help="the Python that has spades_server")
+    p.add_argument("extra", nargs="*", help="more spades-server flags (after --)")
+    args = p.parse_args()
+    asyncio.run(main(args.python, args.extra))
