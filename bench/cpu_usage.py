@@ -1,27 +1,32 @@
 """CPU accounting shared by the benchmarks that run a server and its clients as
-separate processes: CPU seconds from /proc, summed per kind of phase."""
+separate processes: CPU seconds per process, per thread and for the whole
+machine (psutil, from the ``tools`` extra), summed per kind of phase."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from pathlib import Path
+
+import psutil
 
 
 def cpu_seconds(pid: int, tid: int | None = None) -> float:
-    """CPU seconds (utime + stime) of a process, or of one of its threads."""
-    path = f"/proc/{pid}/task/{tid}/stat" if tid else f"/proc/{pid}/stat"
-    # utime and stime are fields 14 and 15; the name (field 2) may hold spaces.
-    fields = Path(path).read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """CPU seconds (user + system) of a process, or of one of its threads."""
+    proc = psutil.Process(pid)
+    if tid is None:
+        t = proc.cpu_times()
+        return float(t.user + t.system)
+    for thread in proc.threads():
+        if thread.id == tid:
+            return float(thread.user_time + thread.system_time)
+    raise ValueError(f"process {pid} has no thread {tid}")
 
 
 def machine_busy_seconds() -> float:
     """CPU time used on the whole machine (all cores, every process) since boot."""
-    first = Path("/proc/stat").read_text().splitlines()[0].split()
-    ticks = [int(x) for x in first[1:]]
-    idle = ticks[3] + ticks[4]  # idle + iowait
-    return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+    t = psutil.cpu_times()
+    # guest time is already counted in user time: leave it out, as idle and iowait
+    busy = ("user", "nice", "system", "irq", "softirq", "steal")
+    return float(sum(getattr(t, name, 0.0) for name in busy))
 
 
 @dataclass

@@ -11,7 +11,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from .record_cli import pretty_json
 from .ruleset import OPTION_NAMES, PRESETS, RulesetError, parse_option, preset
@@ -24,7 +24,7 @@ from .tournament import (
     run,
     summarize,
 )
-from .tournament_chart import render
+from .tournament_chart import ChartUnavailable, render
 
 PROG = "spades-tournament"
 
@@ -92,6 +92,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             _write(args.png, render(summary))
     except OSError as e:
         print(f"{PROG}: cannot write {e.filename}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    except ChartUnavailable as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
         return 1
     return 0
 
@@ -174,44 +177,37 @@ def _parser() -> argparse.ArgumentParser:
 
 
 class ProgressBar:
-    """``[#####.....] 120/400 deals  12.3 s`` on one line (redrawn on a terminal,
-    else printed every 10%)."""
+    """A rich progress bar on stderr (the optional ``tools`` extra): redrawn
+    on a terminal, written once at the end otherwise; without rich, none."""
 
-    def __init__(self, stream: TextIO, unit: str, width: int = 30) -> None:
-        self.stream = stream
-        self.unit = unit
-        self.width = width
-        self.start = time.perf_counter()
-        self.tty = stream.isatty()
-        self.last_draw = 0.0
-        self.last_tenth = -1
-        self.drawn = False
+    def __init__(self, stream: TextIO, unit: str) -> None:
+        self.progress: Any = None
+        self.task: Any = None
+        try:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+        except ImportError:
+            print(f"{PROG}: no progress bar without rich: pip install 'spades-engine[tools]'",
+                  file=stream)  # fmt: skip
+            return
+        self.progress = Progress(
+            BarColumn(),
+            MofNCompleteColumn(),
+            f"[progress.description]{unit}",
+            TimeElapsedColumn(),
+            console=Console(file=stream),
+            transient=False,
+        )
+        self.task = self.progress.add_task(unit, total=None)
+        self.progress.start()
 
     def __call__(self, done: int, total: int) -> None:
-        now = time.perf_counter()
-        if self.tty:
-            if done < total and now - self.last_draw < 0.1:
-                return
-            self.last_draw = now
-            self.stream.write("\r" + self.line(done, total, now))
-            self.drawn = True
-        else:
-            tenth = done * 10 // max(1, total)
-            if tenth == self.last_tenth:
-                return
-            self.last_tenth = tenth
-            self.stream.write(self.line(done, total, now) + "\n")
-        self.stream.flush()
-
-    def line(self, done: int, total: int, now: float) -> str:
-        filled = self.width * done // max(1, total)
-        bar = "#" * filled + "." * (self.width - filled)
-        return f"[{bar}] {done}/{total} {self.unit}  {now - self.start:.1f} s"
+        if self.progress is not None:
+            self.progress.update(self.task, completed=done, total=total)
 
     def close(self) -> None:
-        if self.tty and self.drawn:
-            self.stream.write("\n")
-            self.stream.flush()
+        if self.progress is not None:
+            self.progress.stop()
 
 
 def _lineup(text: str) -> tuple[str, ...]:
