@@ -124,33 +124,23 @@ type runner struct {
 	srv        *testServer
 	c          *spades.Client
 	seat       *spades.Seat
+	token      string
 	ses        *spades.Session
 	seen       uint64         // the last sequence number taken from the session
 	counts     map[string]int // events taken, by kind
 	events     []string
+	taken      []*spadesv1.MatchEvent
 	outcomes   []string
 	cuts       int
 	reconnects int
 }
 
 func runScenario(t *testing.T, srv *testServer, sc *scenario) []byte {
-	r := &runner{t: t, ctx: testContext(t, scenarioTimeout), srv: srv, c: srv.dial(t), counts: map[string]int{}}
 	create := &spadesv1.CreateMatchRequest{}
 	if err := protojson.Unmarshal(sc.Create, create); err != nil {
 		t.Fatalf("create: %v", err)
 	}
-	created, err := r.c.CreateMatch(r.ctx, create)
-	if err != nil {
-		t.Fatalf("CreateMatch: %v", err)
-	}
-	for _, st := range created.GetSeatTokens() {
-		if st.GetSeat() == sc.Seat {
-			r.seat = r.c.Seat(st.GetToken())
-		}
-	}
-	if r.seat == nil {
-		t.Fatalf("no seat token for seat %d", sc.Seat)
-	}
+	r := newRunner(t, srv, create, sc.Seat)
 	for i, s := range sc.Steps {
 		r.do(i, s)
 	}
@@ -168,6 +158,26 @@ func runScenario(t *testing.T, srv *testServer, sc *scenario) []byte {
 		b.WriteString(l + "\n")
 	}
 	return b.Bytes()
+}
+
+// newRunner creates the match (operator credential) and holds the token of
+// the seat given.
+func newRunner(t *testing.T, srv *testServer, create *spadesv1.CreateMatchRequest, seat int32) *runner {
+	r := &runner{t: t, ctx: testContext(t, scenarioTimeout), srv: srv, c: srv.dial(t), counts: map[string]int{}}
+	created, err := r.c.CreateMatch(r.ctx, create)
+	if err != nil {
+		t.Fatalf("CreateMatch: %v", err)
+	}
+	for _, st := range created.GetSeatTokens() {
+		if st.GetSeat() == seat {
+			r.seat = r.c.Seat(st.GetToken())
+			r.token = st.GetToken()
+		}
+	}
+	if r.seat == nil {
+		t.Fatalf("no seat token for seat %d", seat)
+	}
+	return r
 }
 
 func (r *runner) fatalf(format string, args ...any) {
@@ -231,6 +241,7 @@ func (r *runner) take(ev *spadesv1.MatchEvent) {
 		r.fatalf("event %d has no kind", ev.GetSeq())
 	}
 	r.counts[kind.JSONName()]++
+	r.taken = append(r.taken, ev)
 	v := r.value(ev)
 	delete(v, "timeMs")
 	r.events = append(r.events, canonical(map[string]any{"event": v}))
