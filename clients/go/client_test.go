@@ -62,7 +62,7 @@ func (r *runner) replay(last uint64) *runner {
 		r.t.Fatal(err)
 	}
 	defer func() { _ = ses.Close(r.ctx) }()
-	other := &runner{t: r.t, ctx: r.ctx, ses: ses, counts: map[string]int{}}
+	other := &runner{t: r.t, ctx: r.ctx, ses: ses, counts: map[string]int{}, byKind: map[string][]int{}}
 	for other.seen < last {
 		other.await()
 	}

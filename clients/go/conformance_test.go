@@ -130,6 +130,8 @@ type runner struct {
 	counts     map[string]int // events taken, by kind
 	events     []string
 	taken      []*spadesv1.MatchEvent
+	byKind     map[string][]int // indexes in events, by kind
+	eventsEnd  int              // events[:eventsEnd] go in the transcript (-1: all)
 	outcomes   []string
 	cuts       int
 	reconnects int
@@ -150,8 +152,14 @@ func runScenario(t *testing.T, srv *testServer, sc *scenario) []byte {
 	if r.cuts > 0 && r.reconnects == 0 {
 		t.Errorf("%d cuts but the session never reconnected", r.cuts)
 	}
+	// The events up to the one that ended the last play step: the bots play
+	// on after it, so what comes later depends on when the session closed.
+	events := r.events
+	if r.eventsEnd >= 0 {
+		events = events[:r.eventsEnd]
+	}
 	var b bytes.Buffer
-	for _, l := range r.events {
+	for _, l := range events {
 		b.WriteString(l + "\n")
 	}
 	for _, l := range r.outcomes {
@@ -163,7 +171,7 @@ func runScenario(t *testing.T, srv *testServer, sc *scenario) []byte {
 // newRunner creates the match (operator credential) and holds the token of
 // the seat given.
 func newRunner(t *testing.T, srv *testServer, create *spadesv1.CreateMatchRequest, seat int32) *runner {
-	r := &runner{t: t, ctx: testContext(t, scenarioTimeout), srv: srv, c: srv.dial(t), counts: map[string]int{}}
+	r := &runner{t: t, ctx: testContext(t, scenarioTimeout), srv: srv, c: srv.dial(t), counts: map[string]int{}, byKind: map[string][]int{}, eventsEnd: -1}
 	created, err := r.c.CreateMatch(r.ctx, create)
 	if err != nil {
 		t.Fatalf("CreateMatch: %v", err)
@@ -241,6 +249,7 @@ func (r *runner) take(ev *spadesv1.MatchEvent) {
 		r.fatalf("event %d has no kind", ev.GetSeq())
 	}
 	r.counts[kind.JSONName()]++
+	r.byKind[kind.JSONName()] = append(r.byKind[kind.JSONName()], len(r.events))
 	r.taken = append(r.taken, ev)
 	v := r.value(ev)
 	delete(v, "timeMs")
@@ -329,12 +338,12 @@ func (r *runner) stale(err error) bool {
 	return true
 }
 
-// act sends an action at the seat's turn, with the last sequence number
-// taken as expected_seq, so that the server accepts it only if the runner
-// has seen every event before the turn (whatever the timing, the runner
-// decides on the same events). false: stale, look again.
+// act sends an action at the seat's turn and waits for its result. A play
+// step's actions carry the last sequence number taken as expected_seq, so
+// that the server accepts one only if the runner has seen every event before
+// the turn (whatever the timing, the runner checks `until` on the same
+// events); false: stale, look again.
 func (r *runner) act(action *spadesv1.Action, opts ...spades.ActOption) (*spades.Result, bool) {
-	opts = append([]spades.ActOption{spades.WithExpectedSeq(r.seen)}, opts...)
 	res, err := r.ses.Act(r.ctx, action, opts...)
 	if r.stale(err) {
 		return nil, false
@@ -350,10 +359,11 @@ func (r *runner) play(kind string, k int) {
 	for range maxTurns {
 		view := r.turn(stop)
 		if view == nil {
+			r.eventsEnd = r.byKind[kind][k-1] + 1 // the K-th ends the step
 			return
 		}
 		action := view.GetLegalActions()[0]
-		if res, ok := r.act(action); ok {
+		if res, ok := r.act(action, spades.WithExpectedSeq(r.seen)); ok {
 			r.actionLine("play", action, res)
 		}
 	}
@@ -369,44 +379,31 @@ func (r *runner) cut() {
 	r.t.Logf("cut %d at seen %d, reconnects so far %d", r.cuts, r.seen, r.ses.Reconnects())
 }
 
+// sendThenCut: the result comes after the session has reconnected and sent
+// the action again with its id.
 func (r *runner) sendThenCut() {
-	for range maxTurns {
-		view := r.turn(nil)
-		action := view.GetLegalActions()[0]
-		p, err := r.ses.Send(r.ctx, action, spades.WithExpectedSeq(r.seen))
-		if err != nil {
-			r.fatalf("send: %v", err)
-		}
-		r.cut()
-		res, err := p.Wait(r.ctx)
-		if r.stale(err) {
-			continue
-		}
-		if err != nil {
-			r.fatalf("send_then_cut: %v", err)
-		}
-		r.actionLine("send_then_cut", action, res)
-		return
+	view := r.turn(nil)
+	action := view.GetLegalActions()[0]
+	p, err := r.ses.Send(r.ctx, action)
+	if err != nil {
+		r.fatalf("send: %v", err)
 	}
+	r.cut()
+	res, err := p.Wait(r.ctx)
+	if err != nil {
+		r.fatalf("send_then_cut: %v", err)
+	}
+	r.actionLine("send_then_cut", action, res)
 }
 
 func (r *runner) retry() {
-	for range maxTurns {
-		view := r.turn(nil)
-		action := view.GetLegalActions()[0]
-		id, expected := spades.NewActionID(), r.seen
-		first, ok := r.act(action, spades.WithActionID(id))
-		if !ok {
-			continue
-		}
-		r.actionLine("retry", action, first)
-		again, err := r.ses.Act(r.ctx, action, spades.WithActionID(id), spades.WithExpectedSeq(expected))
-		if err != nil {
-			r.fatalf("retry: %v", err)
-		}
-		r.actionLine("retry_again", action, again)
-		return
-	}
+	view := r.turn(nil)
+	action := view.GetLegalActions()[0]
+	id := spades.NewActionID()
+	first, _ := r.act(action, spades.WithActionID(id))
+	r.actionLine("retry", action, first)
+	again, _ := r.act(action, spades.WithActionID(id))
+	r.actionLine("retry_again", action, again)
 }
 
 func (r *runner) illegalCard() {
@@ -415,16 +412,12 @@ func (r *runner) illegalCard() {
 		card := illegalCard(view)
 		if card == nil {
 			action := view.GetLegalActions()[0]
-			if res, ok := r.act(action); ok {
-				r.actionLine("play", action, res)
-			}
+			res, _ := r.act(action)
+			r.actionLine("play", action, res)
 			continue
 		}
 		action := &spadesv1.Action{Kind: &spadesv1.Action_PlayCard{PlayCard: &spadesv1.PlayCardAction{Card: card}}}
-		_, err := r.ses.Act(r.ctx, action, spades.WithExpectedSeq(r.seen))
-		if r.stale(err) {
-			continue
-		}
+		_, err := r.ses.Act(r.ctx, action)
 		var e *spades.Error
 		if !errors.As(err, &e) {
 			r.fatalf("illegal card %v: %v, want a refusal", card, err)
