@@ -27,6 +27,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 
 	spadesv1 "github.com/spades-engine/spades/clients/go/gen/spades/v1"
@@ -94,7 +95,9 @@ func WithCloseTimeout(d time.Duration) Option {
 	return func(c *config) { c.closeTimeout = d }
 }
 
-// WithDialOptions adds grpc.DialOptions (interceptors, keepalive, ...).
+// WithDialOptions adds grpc.DialOptions (interceptors, ...), after the
+// defaults: a grpc.WithKeepaliveParams here replaces the default keepalive
+// (a ping after 30 s without traffic on a connection with a call open).
 func WithDialOptions(opts ...grpc.DialOption) Option {
 	return func(c *config) { c.dialOptions = append(c.dialOptions, opts...) }
 }
@@ -107,7 +110,13 @@ func Dial(address string, opts ...Option) (*Client, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	dial := append([]grpc.DialOption{grpc.WithTransportCredentials(cfg.creds)}, cfg.dialOptions...)
+	dial := append([]grpc.DialOption{
+		grpc.WithTransportCredentials(cfg.creds),
+		// A connection that died without a reset (a phone off the network)
+		// is noticed within Time+Timeout while a call is open, and the session
+		// resumes. 30 s respects the server's --min-client-ping-seconds (10).
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+	}, cfg.dialOptions...)
 	conn, err := grpc.NewClient(address, dial...)
 	if err != nil {
 		return nil, fmt.Errorf("spades: dial %s: %w", address, err)
