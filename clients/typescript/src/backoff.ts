@@ -75,6 +75,18 @@ export function canceled(signal: AbortSignal | undefined): SpadesError {
 }
 
 /**
+ * A call that ends CANCELLED without its caller's signal was cut off under it:
+ * Node's HTTP/2 closes the streams of a connection that fails with CANCEL.
+ * That is a failure of the connection, UNAVAILABLE in gRPC's terms, and said so.
+ */
+export function connectionLost(err: SpadesError): SpadesError {
+  if (err.code !== Code.Canceled || err.reason !== "") {
+    return err;
+  }
+  return new SpadesError(Code.Unavailable, `the connection failed: ${err.message}`, { cause: err });
+}
+
+/**
  * Whether a failure is the connection's rather than the service's: a status
  * the service sent with an ErrorInfo is retried only when it says UNAVAILABLE
  * (draining, a store failure); failures without one (a reset, a refused

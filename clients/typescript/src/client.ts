@@ -3,7 +3,7 @@
 // code runs on Node and, with a browser transport, in a browser.
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Code, createClient, type CallOptions, type Client, type Transport } from "@connectrpc/connect";
-import { backoffDelay, canceled, isTransient, resolveRetry, sleep, type ResolvedRetry, type RetryOptions } from "./backoff.js";
+import { backoffDelay, canceled, connectionLost, isTransient, resolveRetry, sleep, type ResolvedRetry, type RetryOptions } from "./backoff.js";
 import { SpadesError } from "./errors.js";
 import { SeatSession, type SessionOptions } from "./session.js";
 import {
@@ -56,7 +56,11 @@ export class SpadesClient {
     resolveRetry(this.retry); // validates
   }
 
-  /** Creates a match (operator). The response has one seat token per human seat. */
+  /**
+   * Creates a match (operator). The response has one seat token per human
+   * seat. Not retried: a call that fails with UNAVAILABLE may have created
+   * the match all the same.
+   */
   async createMatch(request: MessageInitShape<typeof CreateMatchRequestSchema>, opts?: CallOpts): Promise<CreateMatchResponse> {
     return this.unary((o) => this.rpc.createMatch(request, o), this.operatorCredential(), opts);
   }
@@ -107,7 +111,7 @@ export class SpadesClient {
         if (opts?.signal?.aborted) {
           throw canceled(opts.signal);
         }
-        const err = SpadesError.from(e);
+        const err = connectionLost(SpadesError.from(e));
         if (!idempotent || !isTransient(err) || attempt > retry.maxAttempts) {
           throw err;
         }
@@ -130,14 +134,18 @@ export class SeatClient {
     this.matchId = dot > 0 ? token.slice(0, dot) : "";
   }
 
-  /** Takes the seat (back) from a bot; returns the seat number and its view. */
+  /**
+   * Takes the seat (back) from a bot; returns the seat number and its view.
+   * Claiming a seat one holds changes nothing, so a claim is retried after a
+   * dropped connection.
+   */
   claim(opts?: CallOpts): Promise<ClaimSeatResponse> {
-    return this.client.unary((o) => this.client.rpc.claimSeat({ matchId: this.matchId }, o), this.token, opts);
+    return this.client.unary((o) => this.client.rpc.claimSeat({ matchId: this.matchId }, o), this.token, opts, true);
   }
 
-  /** Hands the seat to a bot until it is claimed again or acts. */
+  /** Hands the seat to a bot until it is claimed again or acts (retried like claim). */
   leave(opts?: CallOpts): Promise<LeaveSeatResponse> {
-    return this.client.unary((o) => this.client.rpc.leaveSeat({ matchId: this.matchId }, o), this.token, opts);
+    return this.client.unary((o) => this.client.rpc.leaveSeat({ matchId: this.matchId }, o), this.token, opts, true);
   }
 
   /** The match as this seat may see it, with its legal actions; retried after a dropped connection. */
@@ -167,7 +175,7 @@ export class SeatClient {
     return this.client.unary((o) => this.client.rpc.submitAction(request, o), this.token, opts, true);
   }
 
-  /** Sends a chat line to the partner (partnership tables, during the bidding). */
+  /** Sends a chat line to the partner (partnership tables, during the bidding); not retried. */
   async sendChat(text: string, opts?: CallOpts): Promise<bigint> {
     const res = await this.client.unary((o) => this.client.rpc.sendChat({ matchId: this.matchId, text }, o), this.token, opts);
     return res.seq;

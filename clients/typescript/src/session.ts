@@ -2,7 +2,7 @@
 // with their results, and resuming by itself after a dropped connection.
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Code, type Client } from "@connectrpc/connect";
-import { backoffDelay, canceled, isTransient, resolveRetry, sleep, type ResolvedRetry, type RetryOptions } from "./backoff.js";
+import { backoffDelay, canceled, connectionLost, isTransient, resolveRetry, sleep, type ResolvedRetry, type RetryOptions } from "./backoff.js";
 import { SpadesError } from "./errors.js";
 import { AsyncQueue } from "./queue.js";
 import type {
@@ -224,7 +224,7 @@ export class SeatSession implements AsyncIterable<MatchEvent> {
         if (this.state === "closed" || this.state === "failed") {
           return;
         }
-        error = SpadesError.from(e);
+        error = connectionLost(SpadesError.from(e));
       } finally {
         requests.end();
         if (this.requests === requests) {
