@@ -36,8 +36,10 @@ describe("conformance", { timeout: 300_000 }, () => {
   });
 
   for (const scenario of scenarios) {
-    it(scenario.name, { timeout: 120_000 }, async () => {
-      const transcript = await new Runner(client, server, scenario).run();
+    it(scenario.name, { timeout: 120_000 }, async (t) => {
+      const runner = new Runner(client, server, scenario);
+      const transcript = await runner.run();
+      t.diagnostic(`${runner.staleRefusals} play actions refused STALE_SEQUENCE (GetView ahead of the stream) and sent again`);
       mkdirSync(OUT, { recursive: true });
       const written = join(OUT, `${scenario.name}.jsonl`);
       writeFileSync(written, transcript);

@@ -20,17 +20,16 @@ export type Step =
 
 /** The longest any one wait of a step may take (a turn, an event, a result). */
 const WAIT_MS = 30_000;
-/**
- * When it is the seat's turn but the view's `as_of_seq` is past the last event
- * received, the events between may all be hidden from this seat (other hands);
- * if none comes in this time, the seat has seen all it may see.
- */
-const SETTLE_MS = 300;
 
 export class Runner {
-  private readonly events: string[] = [];
+  private readonly events: { seq: bigint; line: string }[] = [];
+  /** The sequence number of the event that ended the last `play` step. */
+  private cutoff: bigint | undefined;
   private readonly outcomes: string[] = [];
-  private readonly counts = new Map<string, number>();
+  /** The sequence numbers received, by event kind. */
+  private readonly kindSeqs = new Map<string, bigint[]>();
+  /** Play actions refused STALE_SEQUENCE (GetView was ahead of the stream); no line. */
+  staleRefusals = 0;
   private received = 0;
   private lastSeq = 0n;
   private wake: (() => void) | undefined;
@@ -70,7 +69,10 @@ export class Runner {
     if ((this.session?.reconnects ?? 0) < cuts) {
       throw new Error(`${cuts} cuts but the session reconnected ${this.session?.reconnects ?? 0} times`);
     }
-    return [...this.events, ...this.outcomes].map((line) => line + "\n").join("");
+    // The bots play on after the last `play` step: what comes later depends on
+    // when the session closes, so the transcript's events stop there.
+    const events = this.events.filter((e) => this.cutoff === undefined || e.seq <= this.cutoff).map((e) => e.line);
+    return [...events, ...this.outcomes].map((line) => line + "\n").join("");
   }
 
   private async step(step: Step): Promise<void> {
@@ -100,11 +102,25 @@ export class Runner {
         const [kind, count] = entries[0] as [string, number];
         while (this.count(kind) < count) {
           const view = await this.turn();
+          // GetView may be ahead of the stream: the action carries the last
+          // sequence number received, and `until` is checked against those
+          // same events just before it goes (nothing in between can change them).
           if (this.count(kind) >= count) {
             break;
           }
-          await this.act("play", firstLegal(view));
+          const expectedSeq = this.lastSeq;
+          try {
+            await this.act("play", firstLegal(view), { expectedSeq });
+          } catch (e) {
+            if (!(e instanceof SpadesError) || e.reason !== "STALE_SEQUENCE") {
+              throw e;
+            }
+            // Events up to current_seq are on their way: wait for them, then look again.
+            this.staleRefusals++;
+            await this.receivedThrough(BigInt(e.metadata["current_seq"] ?? "0"));
+          }
         }
+        this.cutoff = this.kindSeqs.get(kind)?.[count - 1];
         return;
       }
       case "cut":
@@ -120,8 +136,8 @@ export class Runner {
       case "retry": {
         const action = firstLegal(await this.turn());
         const actionId = crypto.randomUUID();
-        await this.act("retry", action, actionId);
-        await this.act("retry_again", action, actionId);
+        await this.act("retry", action, { actionId });
+        await this.act("retry_again", action, { actionId });
         return;
       }
       case "illegal_card":
@@ -144,9 +160,8 @@ export class Runner {
           return;
         }
       case "close":
-        // The match is left as it waits for this seat (or over), with every
-        // event up to there received: then nothing more can come.
-        await this.turn(true);
+        // The server never ends a Play call (not even after a half-close):
+        // close() half-closes, waits for results still due, and cancels it.
         await this.requireSession().close();
         await this.reader;
         return;
@@ -170,9 +185,11 @@ export class Runner {
       this.readerError ??= new Error(`event ${event.seq} after ${this.lastSeq}: sequence numbers must increase`);
     }
     this.lastSeq = event.seq;
-    this.events.push(canonicalJson({ event: eventJson(event) }));
+    this.events.push({ seq: event.seq, line: canonicalJson({ event: eventJson(event) }) });
     const kind = event.kind.case ?? "";
-    this.counts.set(kind, (this.counts.get(kind) ?? 0) + 1);
+    const seqs = this.kindSeqs.get(kind) ?? [];
+    seqs.push(event.seq);
+    this.kindSeqs.set(kind, seqs);
     this.received++;
     this.notify();
   }
@@ -206,20 +223,16 @@ export class Runner {
   }
 
   /**
-   * Waits for the seat's turn (GetView shows legal actions) with every event
-   * up to the view received, so that counts are those of the match as it
-   * waits for this seat, however the events were batched or delayed.
+   * Waits for the seat's turn: GetView shows legal actions. Until then each
+   * event received is a reason to ask again.
    */
-  private async turn(orOver = false): Promise<SeatView> {
+  private async turn(): Promise<SeatView> {
     const deadline = Date.now() + WAIT_MS;
     for (;;) {
       const seen = this.received;
       const view = await this.seat.getView();
-      if (view.legalActions.length > 0 || (orOver && view.phase === Phase.MATCH_OVER)) {
-        if (this.lastSeq >= view.asOfSeq || !(await this.nextEvent(seen, SETTLE_MS))) {
-          return view;
-        }
-        continue;
+      if (view.legalActions.length > 0) {
+        return view;
       }
       if (!(await this.nextEvent(seen, Math.max(0, deadline - Date.now())))) {
         throw new Error(`not this seat's turn within ${WAIT_MS} ms (phase ${Phase[view.phase]})`);
@@ -228,11 +241,21 @@ export class Runner {
   }
 
   private count(kind: string): number {
-    return this.counts.get(kind) ?? 0;
+    return this.kindSeqs.get(kind)?.length ?? 0;
   }
 
-  private async act(step: string, action: Action, actionId?: string): Promise<void> {
-    const result = await within(this.requireSession().act(action, actionId === undefined ? {} : { actionId }), `${step}'s result`);
+  /** Waits until the events through `seq` have been received. */
+  private async receivedThrough(seq: bigint): Promise<void> {
+    const deadline = Date.now() + WAIT_MS;
+    while (this.lastSeq < seq) {
+      if (!(await this.nextEvent(this.received, deadline - Date.now()))) {
+        throw new Error(`event ${seq} not received within ${WAIT_MS} ms (last ${this.lastSeq})`);
+      }
+    }
+  }
+
+  private async act(step: string, action: Action, options: { actionId?: string; expectedSeq?: bigint } = {}): Promise<void> {
+    const result = await within(this.requireSession().act(action, options), `${step}'s result`);
     this.acted(step, action, result);
   }
 
