@@ -3,7 +3,7 @@
 // retries, cancellation, the reconnection limit, and the README's example.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -12,8 +12,10 @@ import {
   BotLevel,
   Code,
   Phase,
+  SeatControl,
   SpadesError,
   backoffDelay,
+  baseUrl,
   connect,
   resolveRetry,
   type ActionInit,
@@ -153,6 +155,20 @@ describe("the wrapper against a real server", { timeout: 240_000 }, () => {
   });
   after(async () => {
     await server?.stop();
+  });
+
+  it("creates a match, looks it up, leaves and claims the seat", async () => {
+    const seat = await newMatch(client, 5n);
+    const summary = await client.getMatch(seat.matchId);
+    assert.equal(summary.matchId, seat.matchId);
+    assert.equal(summary.seats.length, 4);
+    assert.equal(summary.seats[0]!.control, SeatControl.HUMAN);
+    assert.equal((await seat.leave()).seat, 0);
+    const left = await seat.getView();
+    assert.equal(left.seats[0]!.control, SeatControl.BOT_STANDING_IN);
+    const claimed = await seat.claim();
+    assert.equal(claimed.seat, 0);
+    assert.equal(claimed.view?.seats[0]?.control, SeatControl.HUMAN);
   });
 
   it("refuses a unary call with a typed error: code, reason, rule, field violations", async () => {
@@ -359,6 +375,32 @@ describe("the wrapper against a real server", { timeout: 240_000 }, () => {
     assert.match(stdout, /seat 0 bids \d+/);
     assert.match(stdout, /trick 13 to seat \d/);
     assert.match(stdout, /hand scored: -?\d+ to -?\d+/);
+  });
+});
+
+describe("the package", () => {
+  it("keeps Node out of its core API: only src/node.ts imports Node modules or connect-node", () => {
+    const dir = join(PKG, "dist", "src");
+    const files = readdirSync(dir, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".js") && f !== "node.js");
+    assert.ok(files.includes("index.js") && files.includes("session.js"), files.join(", "));
+    for (const file of files) {
+      const text = readFileSync(join(dir, file), "utf8");
+      const imports = [...text.matchAll(/^\s*(?:import|export)\s[^;"]*?\bfrom\s+"([^"]+)"|^\s*import\s+"([^"]+)"/gm)].map((m) => (m[1] ?? m[2])!);
+      for (const spec of imports) {
+        assert.ok(
+          spec.startsWith(".") || spec.startsWith("@bufbuild/protobuf") || spec === "@connectrpc/connect",
+          `${file} imports ${spec}`,
+        );
+      }
+    }
+  });
+
+  it("builds the base URL for plaintext and TLS", () => {
+    assert.equal(baseUrl("localhost:50051", undefined), "http://localhost:50051");
+    assert.equal(baseUrl("localhost:50051", true), "https://localhost:50051");
+    assert.equal(baseUrl("localhost:50051", { servername: "spades.example" }), "https://localhost:50051");
+    assert.equal(baseUrl("https://spades.example:443", undefined), "https://spades.example:443");
+    assert.equal(baseUrl("http://spades.example:443", true), "https://spades.example:443");
   });
 });
 
