@@ -17,6 +17,12 @@ export interface RetryOptions {
   jitter?: number;
   /** The source of randomness, `[0, 1)`; Math.random by default (tests pass their own). */
   random?: () => number;
+  /**
+   * A session's call that stayed open this long, in milliseconds, before its
+   * connection dropped counts as a success: the attempts start again from 1.
+   * Default 1000.
+   */
+  resetAfterMs?: number;
 }
 
 export type ResolvedRetry = Required<RetryOptions>;
@@ -29,10 +35,11 @@ export function resolveRetry(options: RetryOptions | undefined): ResolvedRetry {
     multiplier: 2,
     jitter: 0.5,
     random: Math.random,
+    resetAfterMs: 1000,
     ...stripUndefined(options ?? {}),
   };
-  if (!(r.maxAttempts >= 0) || !(r.initialDelayMs >= 0) || !(r.maxDelayMs >= 0) || !(r.multiplier >= 1)) {
-    throw new RangeError("retry: maxAttempts, initialDelayMs and maxDelayMs must be >= 0, multiplier >= 1");
+  if (!(r.maxAttempts >= 0) || !(r.initialDelayMs >= 0) || !(r.maxDelayMs >= 0) || !(r.resetAfterMs >= 0) || !(r.multiplier >= 1)) {
+    throw new RangeError("retry: maxAttempts, initialDelayMs, maxDelayMs and resetAfterMs must be >= 0, multiplier >= 1");
   }
   if (!(r.jitter >= 0 && r.jitter <= 1)) {
     throw new RangeError("retry: jitter must be between 0 and 1");

@@ -25,7 +25,7 @@ export interface SessionOptions {
 }
 
 export interface ReconnectInfo {
-  /** 1 for the first attempt after a drop; reset once a new call is answered. */
+  /** 1 for the first attempt after a drop; counts again from 1 after a call that got through (see RetryOptions.resetAfterMs). */
   readonly attempt: number;
   /** The delay before this attempt, in milliseconds. */
   readonly delayMs: number;
@@ -192,12 +192,14 @@ export class SeatSession implements AsyncIterable<MatchEvent> {
         requests.end();
       }
       let error: SpadesError;
+      let answered = false; // the server took the call (its headers came)
+      const openedAt = Date.now();
       try {
         const responses = this.rpc.play(requests, {
           signal: call.signal,
           headers: { authorization: `Bearer ${this.token}` },
           onHeader: () => {
-            attempt = 0;
+            answered = true;
           },
         });
         for await (const res of responses) {
@@ -234,6 +236,14 @@ export class SeatSession implements AsyncIterable<MatchEvent> {
       if (!isTransient(error)) {
         this.fail(error);
         return;
+      }
+      // A call the server took (its headers came, or the call stayed up for
+      // resetAfterMs: a quiet resumed stream gets no headers before its first
+      // event) and whose connection then dropped is a new drop, not one more
+      // failed attempt. A status the server sent (UNAVAILABLE while it drains)
+      // is one, and so is a call that never got through.
+      if ((answered || Date.now() - openedAt >= this.retry.resetAfterMs) && error.reason === "") {
+        attempt = 0;
       }
       attempt++;
       if (attempt > this.retry.maxAttempts) {

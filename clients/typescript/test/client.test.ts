@@ -272,6 +272,31 @@ describe("the wrapper against a real server", { timeout: 240_000 }, () => {
     assert.ok(strictlyIncreasing);
   });
 
+  it("counts a drop after a successful reconnection as a new drop, not one more failed attempt", async () => {
+    const seat = await newMatch(client, 41n);
+    const session = seat.open({ retry: { ...FAST, maxAttempts: 1, resetAfterMs: 100 } });
+    const events = new Collector(session);
+    try {
+      await events.next(0);
+      for (let cut = 1; cut <= 3; cut++) {
+        await server.cut();
+        const deadline = Date.now() + WAIT_MS;
+        while (session.reconnects < cut) {
+          assert.ok(Date.now() < deadline, `reconnection ${cut} in time`);
+          assert.equal(events.error, undefined);
+          await new Promise((r) => setTimeout(r, 10));
+        }
+        await new Promise((r) => setTimeout(r, 300)); // the new call is up, quiet, past resetAfterMs
+      }
+      const result = await within(WAIT_MS, "an action after three cuts", session.act(await myTurn(seat, events)));
+      assert.ok(result.lastSeq > 0n);
+    } finally {
+      await session.close();
+    }
+    await events.done;
+    assert.equal(events.error, undefined);
+  });
+
   it("resends an unacknowledged action after a cut with the same action_id: applied once", async () => {
     const seat = await newMatch(client, 31n);
     const session = seat.open({ retry: FAST });
