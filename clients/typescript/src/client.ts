@@ -1,0 +1,195 @@
+// The calls of spades.v1.SpadesService, typed, with credentials, deadlines and
+// errors handled once. No transport is made here (see ./node.ts): the same
+// code runs on Node and, with a browser transport, in a browser.
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { Code, createClient, type CallOptions, type Client, type Transport } from "@connectrpc/connect";
+import { backoffDelay, canceled, connectionLost, isTransient, resolveRetry, sleep, type ResolvedRetry, type RetryOptions } from "./backoff.js";
+import { SpadesError } from "./errors.js";
+import { SeatSession, type SessionOptions } from "./session.js";
+import {
+  SpadesService,
+  type ActionSchema,
+  type ClaimSeatResponse,
+  type CreateMatchRequestSchema,
+  type CreateMatchResponse,
+  type LeaveSeatResponse,
+  type MatchSummary,
+  type SeatView,
+  type SubmitActionResponse,
+} from "./gen/spades/v1/spades_pb.js";
+
+/** An action to send, as a message or its init shape: `{ kind: { case: "bid", value: { tricks: 3 } } }`. */
+export type ActionInit = MessageInitShape<typeof ActionSchema>;
+
+/** Per-call options: a deadline other than the client's, and cancellation. */
+export interface CallOpts {
+  /** This call's deadline in milliseconds (default: the client's `timeoutMs`). */
+  timeoutMs?: number;
+  /** Cancels the call: it rejects with a CANCELLED SpadesError. */
+  signal?: AbortSignal;
+}
+
+export interface SpadesClientOptions {
+  /** How calls reach the server: `createNodeTransport()` from `./node`, or any Connect transport. */
+  transport: Transport;
+  /** The operator credential, for createMatch and getMatch. */
+  operatorToken?: string;
+  /** The deadline of each unary call, in milliseconds (default 10000). Play calls have none. */
+  timeoutMs?: number;
+  /** Backoff for retrying the calls that are safe to repeat, and default for sessions' reconnections. */
+  retry?: RetryOptions;
+}
+
+/** The service's client: operator calls, and `seat(token)` for a player's. */
+export class SpadesClient {
+  /** The generated Connect client, for the calls this wrapper does not cover. */
+  readonly rpc: Client<typeof SpadesService>;
+  readonly timeoutMs: number;
+  readonly retry: RetryOptions;
+  private readonly operatorToken: string | undefined;
+
+  constructor(options: SpadesClientOptions) {
+    this.rpc = createClient(SpadesService, options.transport);
+    this.operatorToken = options.operatorToken;
+    this.timeoutMs = options.timeoutMs ?? 10_000;
+    this.retry = { ...(options.retry ?? {}) };
+    resolveRetry(this.retry); // validates
+  }
+
+  /**
+   * Creates a match (operator). The response has one seat token per human
+   * seat. Not retried: a call that fails with UNAVAILABLE may have created
+   * the match all the same.
+   */
+  async createMatch(request: MessageInitShape<typeof CreateMatchRequestSchema>, opts?: CallOpts): Promise<CreateMatchResponse> {
+    return this.unary((o) => this.rpc.createMatch(request, o), this.operatorCredential(), opts);
+  }
+
+  /** One match's public summary (operator); safe to repeat, so retried after a dropped connection. */
+  async getMatch(matchId: string, opts?: CallOpts): Promise<MatchSummary> {
+    const res = await this.unary((o) => this.rpc.getMatch({ matchId }, o), this.operatorCredential(), opts, true);
+    if (res.match === undefined) {
+      throw new SpadesError(Code.Internal, "GetMatch answered without a match");
+    }
+    return res.match;
+  }
+
+  /** A seat's calls with its seat token (`<match_id>.<secret>`). */
+  seat(token: string): SeatClient {
+    return new SeatClient(this, token);
+  }
+
+  private operatorCredential(): string {
+    if (this.operatorToken === undefined) {
+      throw new SpadesError(Code.Unauthenticated, "this client has no operatorToken", { reason: "UNAUTHENTICATED" });
+    }
+    return this.operatorToken;
+  }
+
+  /**
+   * One unary call with the credential, the deadline and the signal; errors
+   * become SpadesError. `idempotent` calls are retried with backoff after
+   * failures of the connection (never after a refusal).
+   * @internal
+   */
+  async unary<T>(
+    call: (options: CallOptions) => Promise<T>,
+    credential: string,
+    opts: CallOpts | undefined,
+    idempotent = false,
+  ): Promise<T> {
+    const retry: ResolvedRetry = resolveRetry(this.retry);
+    const options: CallOptions = {
+      headers: { authorization: `Bearer ${credential}` },
+      timeoutMs: opts?.timeoutMs ?? this.timeoutMs,
+      ...(opts?.signal !== undefined ? { signal: opts.signal } : {}),
+    };
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await call(options);
+      } catch (e) {
+        if (opts?.signal?.aborted) {
+          throw canceled(opts.signal);
+        }
+        const err = connectionLost(SpadesError.from(e));
+        if (!idempotent || !isTransient(err) || attempt > retry.maxAttempts) {
+          throw err;
+        }
+        await sleep(backoffDelay(attempt, retry), opts?.signal);
+      }
+    }
+  }
+}
+
+/** What a seat token may do: claim or leave the seat, see it, act, and open a session. */
+export class SeatClient {
+  /** The match id: the part of the token before its first dot. */
+  readonly matchId: string;
+
+  constructor(
+    readonly client: SpadesClient,
+    readonly token: string,
+  ) {
+    const dot = token.indexOf(".");
+    this.matchId = dot > 0 ? token.slice(0, dot) : "";
+  }
+
+  /**
+   * Takes the seat (back) from a bot; returns the seat number and its view.
+   * Claiming a seat one holds changes nothing, so a claim is retried after a
+   * dropped connection.
+   */
+  claim(opts?: CallOpts): Promise<ClaimSeatResponse> {
+    return this.client.unary((o) => this.client.rpc.claimSeat({ matchId: this.matchId }, o), this.token, opts, true);
+  }
+
+  /** Hands the seat to a bot until it is claimed again or acts (retried like claim). */
+  leave(opts?: CallOpts): Promise<LeaveSeatResponse> {
+    return this.client.unary((o) => this.client.rpc.leaveSeat({ matchId: this.matchId }, o), this.token, opts, true);
+  }
+
+  /** The match as this seat may see it, with its legal actions; retried after a dropped connection. */
+  async getView(opts?: CallOpts): Promise<SeatView> {
+    const res = await this.client.unary((o) => this.client.rpc.getView({ matchId: this.matchId }, o), this.token, opts, true);
+    if (res.view === undefined) {
+      throw new SpadesError(Code.Internal, "GetView answered without a view");
+    }
+    return res.view;
+  }
+
+  /**
+   * Acts with a unary call (for clients without a session). The action id is
+   * made up (crypto.randomUUID) unless given; a retry after a dropped
+   * connection sends the same id, so the action is applied at most once.
+   */
+  submitAction(
+    action: ActionInit,
+    opts?: CallOpts & { actionId?: string; expectedSeq?: bigint },
+  ): Promise<SubmitActionResponse> {
+    const request = {
+      matchId: this.matchId,
+      actionId: opts?.actionId ?? crypto.randomUUID(),
+      action,
+      ...(opts?.expectedSeq !== undefined ? { expectedSeq: opts.expectedSeq } : {}),
+    };
+    return this.client.unary((o) => this.client.rpc.submitAction(request, o), this.token, opts, true);
+  }
+
+  /** Sends a chat line to the partner (partnership tables, during the bidding); not retried. */
+  async sendChat(text: string, opts?: CallOpts): Promise<bigint> {
+    const res = await this.client.unary((o) => this.client.rpc.sendChat({ matchId: this.matchId, text }, o), this.token, opts);
+    return res.seq;
+  }
+
+  /**
+   * Opens the seat's session: a Play call that delivers the seat's events
+   * after `afterSeq` in order and carries its actions, and that resumes by
+   * itself after a dropped connection.
+   */
+  open(options: SessionOptions = {}): SeatSession {
+    return new SeatSession(this.client.rpc, this.token, this.matchId, {
+      ...options,
+      retry: { ...this.client.retry, ...(options.retry ?? {}) },
+    });
+  }
+}

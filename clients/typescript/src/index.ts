@@ -1,0 +1,9 @@
+// The Spades client's core API: no transport and nothing Node-only here, so
+// that a browser build can use it with its own transport. On Node, import
+// `connect` from "@spades/client/node".
+export { SpadesClient, SeatClient, type ActionInit, type CallOpts, type SpadesClientOptions } from "./client.js";
+export { SeatSession, type ActOptions, type ReconnectInfo, type SessionOptions } from "./session.js";
+export { SpadesError, Code, codeName, type FieldViolation } from "./errors.js";
+export { backoffDelay, resolveRetry, type RetryOptions } from "./backoff.js";
+// Every message, enum and schema of spades.v1 (MatchEvent, SeatView, Suit, ...).
+export * from "./gen/spades/v1/spades_pb.js";

@@ -1,0 +1,110 @@
+// The test server: clients/conformance/serve.py (a real spades-server behind a
+// proxy that can cut every connection), started once per test file.
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+
+/** clients/typescript/ (this file is compiled to dist/test/). */
+export const PKG = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+/** The repository's root. */
+export const ROOT = resolve(PKG, "..", "..");
+
+const START_TIMEOUT_MS = 60_000;
+const STOP_TIMEOUT_MS = 15_000;
+
+export interface Server {
+  /** Where clients connect (through the proxy), `127.0.0.1:P`. */
+  readonly address: string;
+  /** The server itself, bypassing the proxy. */
+  readonly server: string;
+  /** `http://127.0.0.1:C`, whose POST /cut resets every proxied connection. */
+  readonly control: string;
+  readonly operatorToken: string;
+  /** Resets every connection through the proxy; resolves with how many it cut. */
+  cut(): Promise<number>;
+  /** Closes serve.py's standard input and waits (bounded) for it to exit. */
+  stop(): Promise<void>;
+}
+
+export function python(): string {
+  const p = process.env["SPADES_PYTHON"] || join(ROOT, ".venv", "bin", "python");
+  if (!existsSync(p)) {
+    throw new Error(`no Python at ${p}: run \`make install\` at the repository root or set SPADES_PYTHON`);
+  }
+  return p;
+}
+
+export async function startServer(): Promise<Server> {
+  const child = spawn(python(), [join(ROOT, "clients", "conformance", "serve.py")], {
+    cwd: ROOT,
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const exited = new Promise<void>((done) => child.once("exit", () => done()));
+  let ready: { address: string; server: string; control: string; operatorToken: string };
+  try {
+    ready = await firstLine(child);
+  } catch (e) {
+    await stopChild(child, exited);
+    throw e;
+  }
+  return {
+    ...ready,
+    async cut(): Promise<number> {
+      const res = await fetch(`${ready.control}/cut`, { method: "POST", signal: AbortSignal.timeout(5_000) });
+      const body = await res.text();
+      if (!res.ok) {
+        throw new Error(`POST /cut: ${res.status} ${body}`);
+      }
+      return Number(/cut (\d+)/.exec(body)?.[1] ?? "0");
+    },
+    stop: () => stopChild(child, exited),
+  };
+}
+
+function firstLine(child: ChildProcess): Promise<{ address: string; server: string; control: string; operatorToken: string }> {
+  return new Promise((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout! });
+    const timer = setTimeout(() => {
+      lines.close();
+      reject(new Error(`serve.py printed nothing in ${START_TIMEOUT_MS} ms`));
+    }, START_TIMEOUT_MS);
+    lines.once("line", (line) => {
+      clearTimeout(timer);
+      lines.close();
+      try {
+        resolve(JSON.parse(line));
+      } catch (e) {
+        reject(new Error(`serve.py's first line is not JSON: ${line}`, { cause: e }));
+      }
+    });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`serve.py exited (${code}) before it was ready`));
+    });
+  });
+}
+
+async function stopChild(child: ChildProcess, exited: Promise<void>): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) {
+    return;
+  }
+  child.stdin?.end();
+  const timer = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_MS);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** Rejects after `ms` with `what` in the message, unless `promise` settles first. */
+export async function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
