@@ -16,6 +16,7 @@ export PYTHONHASHSEED := 0
 
 # Each client (clients/<language>/) brings its own build and tests in a
 # fragment, clients/<language>/client.mk, which appends its targets here.
+.DEFAULT_GOAL := install
 CLIENT_TESTS :=
 CLIENT_LINTS :=
 include $(wildcard clients/*/client.mk)
@@ -45,7 +46,7 @@ proto:
 
 test: install
 	$(PYTHON) -m pytest
-	$(MAKE) test-clients
+	$(MAKE) --no-print-directory test-clients
 
 # Every client's suite, after the Python tests (each installs its toolchain's
 # packages from the registries first, once).
@@ -66,7 +67,7 @@ lint: install buf
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
 	$(PYTHON) -m mypy
-	$(MAKE) lint-clients
+	$(MAKE) --no-print-directory lint-clients
 
 bench: install
 	$(PYTHON) bench/engine.py
