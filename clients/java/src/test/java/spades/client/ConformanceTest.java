@@ -2,6 +2,7 @@ package spades.client;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
@@ -10,6 +11,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -18,12 +21,14 @@ import org.junit.jupiter.api.TestFactory;
 
 /**
  * Every clients/conformance/scenarios/*.json, over both transports against one real server: the
- * transcript of each transport must equal clients/conformance/expected/NAME.jsonl byte for byte
- * (and so each other's). The okhttp one is written to build/conformance/java/NAME.jsonl, the
+ * two transcripts must be equal, and equal to clients/conformance/expected/NAME.jsonl byte for
+ * byte (skipped, said so, while that directory does not exist at all). The okhttp one is written to build/conformance/java/NAME.jsonl, the
  * netty one to clients/java/target/conformance/netty/NAME.jsonl.
  */
 class ConformanceTest {
   private static Harness harness;
+  /** Each scenario's transcript over the first transport, for the second to equal. */
+  private static final Map<String, String> TRANSCRIPTS = new ConcurrentHashMap<>();
 
   @BeforeAll
   static void startServer() throws Exception {
@@ -93,7 +98,15 @@ class ConformanceTest {
     Files.createDirectories(out.getParent());
     Files.writeString(out, transcript, StandardCharsets.UTF_8);
 
-    Path expected = expectedDir().resolve(name + ".jsonl");
+    String other = TRANSCRIPTS.putIfAbsent(name, transcript);
+    if (other != null) {
+      assertEquals(other, transcript, name + ": the transports' transcripts differ");
+    }
+    Path dir = expectedDir();
+    assumeTrue(
+        Files.isDirectory(dir),
+        "no " + dir + " (before clients-python is merged): " + out + " not compared");
+    Path expected = dir.resolve(name + ".jsonl");
     assertTrue(
         Files.exists(expected),
         "no expected transcript " + expected + " (written: " + out + ")");

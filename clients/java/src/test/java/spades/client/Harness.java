@@ -122,15 +122,20 @@ final class Harness implements AutoCloseable {
   }
 
   @Override
-  public void close() throws Exception {
+  public void close() throws IOException {
     try {
       process.getOutputStream().close();
     } catch (IOException e) {
       // already gone
     }
-    if (!process.waitFor(STOP_TIMEOUT_S, TimeUnit.SECONDS)) {
+    try {
+      if (!process.waitFor(STOP_TIMEOUT_S, TimeUnit.SECONDS)) {
+        process.destroyForcibly();
+        process.waitFor(STOP_TIMEOUT_S, TimeUnit.SECONDS);
+      }
+    } catch (InterruptedException e) {
       process.destroyForcibly();
-      process.waitFor(STOP_TIMEOUT_S, TimeUnit.SECONDS);
+      Thread.currentThread().interrupt();
     }
   }
 }
