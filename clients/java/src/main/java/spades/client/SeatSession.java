@@ -148,6 +148,7 @@ public final class SeatSession implements AutoCloseable {
   }
 
   void start() {
+    client.opened(this);
     synchronized (lock) {
       openCallLocked();
     }
@@ -347,6 +348,7 @@ public final class SeatSession implements AutoCloseable {
     }
     state = error == null ? State.CLOSED : State.FAILED;
     failure = error;
+    client.ended(this);
     SpadesException unanswered =
         error != null
             ? error

@@ -9,6 +9,8 @@ import io.grpc.TlsChannelCredentials;
 import io.grpc.stub.MetadataUtils;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -53,6 +55,7 @@ public final class SpadesClient implements AutoCloseable {
   private final RetryPolicy retryPolicy;
   private final ScheduledExecutorService scheduler;
   private final ExecutorService callbackExecutor;
+  private final Set<SeatSession> sessions = ConcurrentHashMap.newKeySet();
 
   private SpadesClient(Builder b, ManagedChannel channel, boolean ownsChannel) {
     this.channel = channel;
@@ -309,6 +312,14 @@ public final class SpadesClient implements AutoCloseable {
     return callbackExecutor;
   }
 
+  void opened(SeatSession session) {
+    sessions.add(session);
+  }
+
+  void ended(SeatSession session) {
+    sessions.remove(session);
+  }
+
   /** Runs one call, turning its failure into a SpadesException. */
   static <T> T call(Supplier<T> call) {
     try {
@@ -342,11 +353,14 @@ public final class SpadesClient implements AutoCloseable {
   }
 
   /**
-   * Stops the client's timers and, if the client made its channel, shuts the channel down (open
-   * sessions end). Waits up to 5 s for calls to finish.
+   * Cancels the sessions still open, stops the client's timers and, if the client made its
+   * channel, shuts the channel down. Waits up to 5 s for calls to finish.
    */
   @Override
   public void close() {
+    for (SeatSession s : sessions) {
+      s.cancel();
+    }
     scheduler.shutdownNow();
     callbackExecutor.shutdown();
     if (ownsChannel) {

@@ -31,11 +31,9 @@ import spades.v1.Spades.CreateMatchRequest;
 import spades.v1.Spades.CreateMatchResponse;
 import spades.v1.Spades.MatchEvent;
 import spades.v1.Spades.PlayCardAction;
-import spades.v1.Spades.Rank;
 import spades.v1.Spades.Ruleset;
 import spades.v1.Spades.SeatConfig;
 import spades.v1.Spades.SeatView;
-import spades.v1.Spades.Suit;
 
 /**
  * What a user of the wrapper notices, over both transports against a real server: typed
@@ -398,5 +396,38 @@ class SessionTest {
           assertThrows(SpadesException.class, () -> client.seat("m.secret").getView());
       assertEquals(Status.Code.UNAVAILABLE, unary.getCode());
     }
+  }
+
+  @ParameterizedTest
+  @EnumSource(Transport.class)
+  void closingTheClientEndsItsSessions(Transport transport) throws Exception {
+    SeatSession open;
+    try (SpadesClient client = client(transport)) {
+      open = claimedSeat(client).openSession();
+      assertNotNull(open.poll(WAIT), "no event");
+    }
+    open.done().get(WAIT.toSeconds(), TimeUnit.SECONDS);
+    assertEquals(SeatSession.State.CLOSED, open.state());
+
+    int port;
+    try (ServerSocket s = new ServerSocket(0)) {
+      port = s.getLocalPort();
+    }
+    SeatSession waiting;
+    try (SpadesClient client =
+        SpadesClient.builder("127.0.0.1:" + port)
+            .plaintext()
+            .transport(transport)
+            .retryPolicy(new RetryPolicy(Duration.ofMinutes(1), Duration.ofMinutes(1), 2, 0, 5))
+            .build()) {
+      waiting = client.seat("m.secret").openSession();
+      long deadline = System.nanoTime() + WAIT.toNanos();
+      while (waiting.state() != SeatSession.State.RECONNECTING) {
+        assertTrue(System.nanoTime() < deadline, "never reconnecting: " + waiting.state());
+        Thread.sleep(10);
+      }
+    }
+    waiting.done().get(WAIT.toSeconds(), TimeUnit.SECONDS);
+    assertEquals(SeatSession.State.CLOSED, waiting.state());
   }
 }
