@@ -1,0 +1,21 @@
+# The Java client (clients/java/): a Maven module on grpc-java 1.76.0, protobuf-javalite,
+# okhttp and netty-shaded. Maven resolves into ~/.m2 on the first run and works from there
+# afterwards. Its tests start a real server with clients/conformance/serve.py, hence `install`.
+JAVA_CLIENT_DIR := clients/java
+MVN ?= mvn
+
+CLIENT_TESTS += test-client-java
+CLIENT_LINTS += lint-client-java
+
+.PHONY: test-client-java lint-client-java
+
+test-client-java: install
+	cd $(JAVA_CLIENT_DIR) && SPADES_PYTHON="$${SPADES_PYTHON:-$(abspath $(PYTHON))}" $(MVN) -q -B test
+	@$(PYTHON) -c 'import glob, xml.etree.ElementTree as E; \
+	s = [E.parse(f).getroot() for f in glob.glob("$(JAVA_CLIENT_DIR)/target/surefire-reports/TEST-*.xml")]; \
+	n = lambda k: sum(int(x.get(k, 0)) for x in s); \
+	print("java: %d passed, %d failed, %d skipped" % (n("tests") - n("failures") - n("errors") - n("skipped"), n("failures") + n("errors"), n("skipped")))'
+
+# javac -Xlint:all -Werror over the library, its generated stubs and the tests.
+lint-client-java:
+	cd $(JAVA_CLIENT_DIR) && $(MVN) -q -B -Plint test-compile

@@ -1,0 +1,375 @@
+package spades.client;
+
+import io.grpc.CallOptions;
+import io.grpc.ChannelCredentials;
+import io.grpc.InsecureChannelCredentials;
+import io.grpc.ManagedChannel;
+import io.grpc.ManagedChannelBuilder;
+import io.grpc.TlsChannelCredentials;
+import io.grpc.stub.MetadataUtils;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
+import spades.v1.Spades.CreateMatchRequest;
+import spades.v1.Spades.CreateMatchResponse;
+import spades.v1.Spades.GetMatchRequest;
+import spades.v1.Spades.ListMatchesRequest;
+import spades.v1.Spades.ListMatchesResponse;
+import spades.v1.Spades.MatchSummary;
+import spades.v1.SpadesServiceGrpc;
+import spades.v1.SpadesServiceGrpc.SpadesServiceBlockingStub;
+
+/**
+ * A client of one Spades server: the operator's calls, and {@link #seat seats} to play.
+ *
+ * <pre>{@code
+ * try (SpadesClient client = SpadesClient.builder("127.0.0.1:50051")
+ *         .plaintext()
+ *         .transport(Transport.OKHTTP)
+ *         .operatorToken(token)
+ *         .build()) {
+ *   CreateMatchResponse created = client.createMatch(request);
+ *   SeatClient seat = client.seat(created.getSeatTokens(0).getToken());
+ *   ...
+ * }
+ * }</pre>
+ *
+ * <p>Calls block the calling thread (not the Android main thread, then) for at most the default
+ * deadline, and throw {@link SpadesException} when refused. The client is thread-safe; one client
+ * (one channel) serves any number of seats and sessions.
+ */
+public final class SpadesClient implements AutoCloseable {
+  private final ManagedChannel channel;
+  private final boolean ownsChannel;
+  private final Duration deadline;
+  private final String operatorToken;
+  private final RetryPolicy retryPolicy;
+  private final ScheduledExecutorService scheduler;
+  private final ExecutorService callbackExecutor;
+  private final Set<SeatSession> sessions = ConcurrentHashMap.newKeySet();
+
+  private SpadesClient(Builder b, ManagedChannel channel, boolean ownsChannel) {
+    this.channel = channel;
+    this.ownsChannel = ownsChannel;
+    this.deadline = b.deadline;
+    this.operatorToken = b.operatorToken;
+    this.retryPolicy = b.retryPolicy;
+    this.scheduler = Executors.newSingleThreadScheduledExecutor(daemon("spades-client-timer"));
+    this.callbackExecutor = Executors.newCachedThreadPool(daemon("spades-client-callback"));
+  }
+
+  /**
+   * A builder for a client of the server at {@code target} ({@code host:port}, or any gRPC target
+   * string).
+   *
+   * @param target where the server is
+   * @return the builder
+   */
+  public static Builder builder(String target) {
+    return new Builder(Objects.requireNonNull(target, "target"), null);
+  }
+
+  /**
+   * A builder for a client on a channel the caller made (and closes: {@link #close()} leaves it
+   * open). Its transport, TLS and keepalive settings are the caller's.
+   *
+   * @param channel the channel
+   * @return the builder
+   */
+  public static Builder builder(ManagedChannel channel) {
+    return new Builder(null, Objects.requireNonNull(channel, "channel"));
+  }
+
+  /** Settings of a {@link SpadesClient}. */
+  public static final class Builder {
+    private final String target;
+    private final ManagedChannel channel;
+    private Transport transport = Transport.OKHTTP;
+    private boolean tls = true;
+    private Duration deadline = Duration.ofSeconds(10);
+    private Duration keepAlive = Duration.ofSeconds(30);
+    private String operatorToken;
+    private RetryPolicy retryPolicy = RetryPolicy.DEFAULT;
+
+    private Builder(String target, ManagedChannel channel) {
+      this.target = target;
+      this.channel = channel;
+    }
+
+    /**
+     * Plaintext HTTP/2, for a server on this machine or behind a TLS-terminating proxy in a
+     * network you trust. (The default is TLS.)
+     *
+     * @return this builder
+     */
+    public Builder plaintext() {
+      this.tls = false;
+      return this;
+    }
+
+    /**
+     * TLS with the platform's trusted certificates (the default).
+     *
+     * @return this builder
+     */
+    public Builder tls() {
+      this.tls = true;
+      return this;
+    }
+
+    /**
+     * The transport: {@link Transport#OKHTTP} (the default; Android) or {@link Transport#NETTY}.
+     *
+     * @param transport the transport
+     * @return this builder
+     */
+    public Builder transport(Transport transport) {
+      this.transport = Objects.requireNonNull(transport, "transport");
+      return this;
+    }
+
+    /**
+     * The deadline of each unary call (10 s by default). A session's Play call has none.
+     *
+     * @param deadline the deadline
+     * @return this builder
+     */
+    public Builder defaultDeadline(Duration deadline) {
+      if (deadline.isNegative() || deadline.isZero()) {
+        throw new IllegalArgumentException("deadline must be positive");
+      }
+      this.deadline = deadline;
+      return this;
+    }
+
+    /**
+     * How long a connection may carry nothing before the client pings it (30 s by default; the
+     * server refuses pings more often than every 10 s). A dead connection is noticed within about
+     * this time plus 20 s.
+     *
+     * @param keepAlive the interval
+     * @return this builder
+     */
+    public Builder keepAlive(Duration keepAlive) {
+      this.keepAlive = Objects.requireNonNull(keepAlive, "keepAlive");
+      return this;
+    }
+
+    /**
+     * The operator credential, for {@link #createMatch}, {@link #getMatch} and {@link
+     * #listMatches}.
+     *
+     * @param token the server's operator token
+     * @return this builder
+     */
+    public Builder operatorToken(String token) {
+      this.operatorToken = token;
+      return this;
+    }
+
+    /**
+     * How sessions reconnect and safe calls retry ({@link RetryPolicy#DEFAULT} by default).
+     *
+     * @param policy the policy
+     * @return this builder
+     */
+    public Builder retryPolicy(RetryPolicy policy) {
+      this.retryPolicy = Objects.requireNonNull(policy, "policy");
+      return this;
+    }
+
+    /**
+     * The client.
+     *
+     * @return a new client
+     */
+    public SpadesClient build() {
+      if (channel != null) {
+        return new SpadesClient(this, channel, false);
+      }
+      ChannelCredentials credentials =
+          tls ? TlsChannelCredentials.create() : InsecureChannelCredentials.create();
+      ManagedChannelBuilder<?> b = transport.builder(target, credentials);
+      if (!keepAlive.isZero()) {
+        b.keepAliveTime(keepAlive.toNanos(), TimeUnit.NANOSECONDS)
+            .keepAliveTimeout(20, TimeUnit.SECONDS)
+            .keepAliveWithoutCalls(false);
+      }
+      return new SpadesClient(this, b.build(), true);
+    }
+  }
+
+  private static ThreadFactory daemon(String name) {
+    AtomicInteger n = new AtomicInteger();
+    return r -> {
+      Thread t = new Thread(r, name + "-" + n.incrementAndGet());
+      t.setDaemon(true);
+      return t;
+    };
+  }
+
+  /**
+   * The channel the client calls on.
+   *
+   * @return the channel
+   */
+  public ManagedChannel getChannel() {
+    return channel;
+  }
+
+  /**
+   * A seat of a match, acting with its seat token ({@code <match_id>.<secret>}, as CreateMatch
+   * returned it); the match id is the token's.
+   *
+   * @param seatToken the seat token
+   * @return the seat
+   */
+  public SeatClient seat(String seatToken) {
+    int dot = seatToken.indexOf('.');
+    return seat(dot > 0 ? seatToken.substring(0, dot) : "", seatToken);
+  }
+
+  /**
+   * A seat of match {@code matchId}, acting with {@code seatToken}.
+   *
+   * @param matchId the match id (may be "" for the token's own)
+   * @param seatToken the seat token
+   * @return the seat
+   */
+  public SeatClient seat(String matchId, String seatToken) {
+    return new SeatClient(this, matchId, seatToken);
+  }
+
+  /**
+   * Creates a match (operator).
+   *
+   * @param request the match to create
+   * @return the match's summary and one token per human seat
+   * @throws SpadesException if refused
+   */
+  public CreateMatchResponse createMatch(CreateMatchRequest request) {
+    return call(() -> operatorStub().createMatch(request));
+  }
+
+  /**
+   * One match's public summary (operator). Retried after a dropped connection.
+   *
+   * @param matchId the match id
+   * @return the summary
+   * @throws SpadesException if refused
+   */
+  public MatchSummary getMatch(String matchId) {
+    GetMatchRequest request = GetMatchRequest.newBuilder().setMatchId(matchId).build();
+    return retrying(() -> operatorStub().getMatch(request).getMatch());
+  }
+
+  /**
+   * One page of matches, newest first (operator). Retried after a dropped connection.
+   *
+   * @param request the page size and token
+   * @return the page
+   * @throws SpadesException if refused
+   */
+  public ListMatchesResponse listMatches(ListMatchesRequest request) {
+    return retrying(() -> operatorStub().listMatches(request));
+  }
+
+  private SpadesServiceBlockingStub operatorStub() {
+    if (operatorToken == null) {
+      throw new IllegalStateException("this call needs the operator token: Builder.operatorToken");
+    }
+    return stub(operatorToken);
+  }
+
+  SpadesServiceBlockingStub stub(String secret) {
+    return SpadesServiceGrpc.newBlockingStub(channel)
+        .withInterceptors(MetadataUtils.newAttachHeadersInterceptor(Credentials.bearer(secret)))
+        .withDeadlineAfter(deadline.toNanos(), TimeUnit.NANOSECONDS);
+  }
+
+  CallOptions playCallOptions() {
+    return CallOptions.DEFAULT;
+  }
+
+  RetryPolicy retryPolicy() {
+    return retryPolicy;
+  }
+
+  ScheduledExecutorService scheduler() {
+    return scheduler;
+  }
+
+  Executor callbackExecutor() {
+    return callbackExecutor;
+  }
+
+  void opened(SeatSession session) {
+    sessions.add(session);
+  }
+
+  void ended(SeatSession session) {
+    sessions.remove(session);
+  }
+
+  /** Runs one call, turning its failure into a SpadesException. */
+  static <T> T call(Supplier<T> call) {
+    try {
+      return call.get();
+    } catch (RuntimeException e) {
+      throw SpadesException.from(e);
+    }
+  }
+
+  /**
+   * Runs a call that is safe to repeat, again after a dropped connection ({@code UNAVAILABLE},
+   * or a transport failure without ErrorInfo) as the retry policy allows.
+   */
+  <T> T retrying(Supplier<T> call) {
+    for (int attempt = 1; ; attempt++) {
+      try {
+        return call.get();
+      } catch (RuntimeException e) {
+        SpadesException error = SpadesException.from(e);
+        if (!SeatSession.retryable(error) || attempt > retryPolicy.getMaxAttempts()) {
+          throw error;
+        }
+        try {
+          Thread.sleep(retryPolicy.delay(attempt).toMillis());
+        } catch (InterruptedException ie) {
+          Thread.currentThread().interrupt();
+          throw error;
+        }
+      }
+    }
+  }
+
+  /**
+   * Cancels the sessions still open, stops the client's timers and, if the client made its
+   * channel, shuts the channel down. Waits up to 5 s for calls to finish.
+   */
+  @Override
+  public void close() {
+    for (SeatSession s : sessions) {
+      s.cancel();
+    }
+    scheduler.shutdownNow();
+    callbackExecutor.shutdown();
+    if (ownsChannel) {
+      channel.shutdownNow();
+      try {
+        channel.awaitTermination(5, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+}

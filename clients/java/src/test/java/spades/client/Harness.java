@@ -1,0 +1,141 @@
+package spades.client;
+
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.net.HttpURLConnection;
+import java.net.URL;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A real server for the tests: {@code $SPADES_PYTHON clients/conformance/serve.py}, its JSON line
+ * read from standard output; closing its standard input stops it.
+ */
+final class Harness implements AutoCloseable {
+  private static final long START_TIMEOUT_S = 60;
+  private static final long STOP_TIMEOUT_S = 20;
+
+  final String address;
+  final String server;
+  final String control;
+  final String operatorToken;
+  private final Process process;
+
+  private Harness(Process process, JsonObject ready) {
+    this.process = process;
+    this.address = ready.get("address").getAsString();
+    this.server = ready.get("server").getAsString();
+    this.control = ready.get("control").getAsString();
+    this.operatorToken = ready.get("operatorToken").getAsString();
+  }
+
+  /** The repository's root (set by the pom; the module's ../.. otherwise). */
+  static Path repoRoot() {
+    String root = System.getProperty("spades.repoRoot");
+    return (root != null ? Paths.get(root) : Paths.get("..", "..")).toAbsolutePath().normalize();
+  }
+
+  /** $SPADES_PYTHON, or the repository's .venv/bin/python. */
+  static String python() {
+    String python = System.getenv("SPADES_PYTHON");
+    if (python != null && !python.isEmpty()) {
+      return python;
+    }
+    Path venv = repoRoot().resolve(".venv/bin/python");
+    if (Files.isExecutable(venv)) {
+      return venv.toString();
+    }
+    throw new IllegalStateException(
+        "set SPADES_PYTHON to the Python that has spades_server (make install makes .venv)");
+  }
+
+  static Harness start() throws Exception {
+    Path root = repoRoot();
+    Path log = Paths.get("target", "serve-" + ProcessHandle.current().pid() + ".log");
+    Files.createDirectories(log.getParent());
+    ProcessBuilder pb =
+        new ProcessBuilder(python(), root.resolve("clients/conformance/serve.py").toString())
+            .directory(root.toFile())
+            .redirectError(ProcessBuilder.Redirect.appendTo(log.toFile()));
+    Process p = pb.start();
+    CompletableFuture<String> line =
+        CompletableFuture.supplyAsync(() -> firstLine(p.getInputStream()));
+    try {
+      String ready = line.get(START_TIMEOUT_S, TimeUnit.SECONDS);
+      if (ready == null) {
+        throw new IllegalStateException("serve.py exited before it was ready; see " + log);
+      }
+      Harness h = new Harness(p, JsonParser.parseString(ready).getAsJsonObject());
+      // Keep reading (and dropping) what it prints, so that it never blocks on a full pipe.
+      Thread drain = new Thread(() -> drain(p.getInputStream()), "serve.py-stdout");
+      drain.setDaemon(true);
+      drain.start();
+      return h;
+    } catch (Exception e) {
+      p.destroyForcibly();
+      throw e;
+    }
+  }
+
+  private static String firstLine(InputStream in) {
+    try {
+      return new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8)).readLine();
+    } catch (IOException e) {
+      return null;
+    }
+  }
+
+  private static void drain(InputStream in) {
+    byte[] buf = new byte[4096];
+    try {
+      while (in.read(buf) >= 0) {
+        // dropped
+      }
+    } catch (IOException e) {
+      // the process ended
+    }
+  }
+
+  /** POST {control}/cut: resets every proxied connection at once. */
+  void cut() throws IOException {
+    HttpURLConnection c = (HttpURLConnection) new URL(control + "/cut").openConnection();
+    c.setRequestMethod("POST");
+    c.setDoOutput(true);
+    c.setConnectTimeout(5000);
+    c.setReadTimeout(5000);
+    c.getOutputStream().close();
+    int code = c.getResponseCode();
+    try (InputStream in = c.getInputStream()) {
+      in.readAllBytes();
+    }
+    if (code != 200) {
+      throw new IOException("POST /cut answered " + code);
+    }
+  }
+
+  @Override
+  public void close() throws IOException {
+    try {
+      process.getOutputStream().close();
+    } catch (IOException e) {
+      // already gone
+    }
+    try {
+      if (!process.waitFor(STOP_TIMEOUT_S, TimeUnit.SECONDS)) {
+        process.destroyForcibly();
+        process.waitFor(STOP_TIMEOUT_S, TimeUnit.SECONDS);
+      }
+    } catch (InterruptedException e) {
+      process.destroyForcibly();
+      Thread.currentThread().interrupt();
+    }
+  }
+}
