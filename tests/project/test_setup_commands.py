@@ -8,6 +8,7 @@ they run anything, and the database `make run` writes stays out of git.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -39,7 +40,12 @@ def _dry_run(clone: Path, target: str) -> list[str]:
     out = subprocess.run(
         ["make", "-n", target], cwd=clone, check=True, capture_output=True, text=True, env=env
     ).stdout
-    return out.splitlines()
+    # The commands only: not what make itself says around a recursive make
+    # (`make test-clients`: "make[1]: Entering directory ...", "Nothing to be done").
+    return [line for line in out.splitlines() if not _MAKE_MESSAGE.match(line)]
+
+
+_MAKE_MESSAGE = re.compile(r"make(\[\d+\])?: ")
 
 
 @pytest.mark.parametrize("target", ["test", "run"])

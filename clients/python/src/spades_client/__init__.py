@@ -1,0 +1,60 @@
+"""A client of the spades.v1 gRPC service (asyncio; ``spades_client.sync`` wraps it).
+
+>>> import spades_client as sc                                   # doctest: +SKIP
+>>> async with sc.connect("localhost:50051", operator_token=OP) as client:
+...     created = await client.create_match(seats=[sc.human("You"), *sc.bots(3)], seed=7)
+...     seat = client.seat(created.seat_tokens[0].token)
+...     await seat.claim()
+...     async with seat.session() as session:
+...         ...
+
+``pb`` is the module of the service's messages (``pb.Action``, ``pb.SeatView``,
+...), generated from proto/spades/v1/spades.proto when the package is installed.
+"""
+
+from ._client import DEFAULT_TIMEOUT, Client, Seat, connect
+from ._errors import ConnectionLost, FieldViolation, SessionClosed, SpadesError
+from ._gen.spades.v1 import spades_pb2 as pb
+from ._helpers import (
+    bid,
+    bot,
+    bots,
+    card,
+    draw,
+    event_kind,
+    human,
+    is_my_turn,
+    play_card,
+    seat_token,
+)
+from ._retry import Backoff, is_transient
+from ._session import PendingAction, Session, new_action_id
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "Backoff",
+    "Client",
+    "ConnectionLost",
+    "FieldViolation",
+    "PendingAction",
+    "Seat",
+    "Session",
+    "SessionClosed",
+    "SpadesError",
+    "bid",
+    "bot",
+    "bots",
+    "card",
+    "connect",
+    "draw",
+    "event_kind",
+    "human",
+    "is_my_turn",
+    "is_transient",
+    "new_action_id",
+    "pb",
+    "play_card",
+    "seat_token",
+]

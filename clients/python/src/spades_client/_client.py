@@ -1,0 +1,363 @@
+"""The asyncio client: a channel, the operator's calls, and seats."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, Final, TypeVar
+
+import grpc
+
+from ._errors import ConnectionLost, SpadesError
+from ._gen.spades.v1 import spades_pb2 as pb
+from ._gen.spades.v1 import spades_pb2_grpc
+from ._retry import Backoff, is_transient
+from ._session import Session, new_action_id, settle
+
+__all__ = ["DEFAULT_TIMEOUT", "Client", "Seat", "connect"]
+
+DEFAULT_TIMEOUT: Final = 10.0  # seconds, each unary call
+Resp = TypeVar("Resp")
+
+# Channel options: reconnect quickly after a drop (gRPC's own default waits 1 s
+# and more), and ping an idle connection so that a vanished network is noticed
+# (the server accepts pings every 10 s or slower: --min-client-ping-seconds).
+# Not grpc.min_reconnect_backoff_ms: gRPC takes it as the least time a
+# connection attempt gets (20 s), which a slow mobile handshake needs.
+DEFAULT_OPTIONS: Final[tuple[tuple[str, int], ...]] = (
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 5000),
+    ("grpc.keepalive_time_ms", 30_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+)
+
+
+def connect(
+    address: str,
+    *,
+    tls: bool | grpc.ChannelCredentials = False,
+    operator_token: str | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    backoff: Backoff | None = None,
+    options: Sequence[tuple[str, Any]] = (),
+) -> Client:
+    """A client of the server at ``address`` (``host:port``).
+
+    ``tls``: False for plaintext (the server's own listener), True for TLS with
+    the system's roots, or ``grpc.ChannelCredentials`` of your own.
+    ``operator_token``: the operator credential, for ``create_match``,
+    ``get_match``, ``list_matches``. ``timeout``: the deadline of each unary
+    call, in seconds (None: none). ``backoff``: how calls and sessions retry
+    after transient failures. ``options``: more gRPC channel options (they
+    override the defaults). Call it from a coroutine (the channel belongs to
+    the running event loop) and close the client when done (``async with``).
+    """
+    merged = dict(DEFAULT_OPTIONS) | dict(options)
+    if tls is False:
+        channel = grpc.aio.insecure_channel(address, options=list(merged.items()))
+    else:
+        creds = grpc.ssl_channel_credentials() if tls is True else tls
+        channel = grpc.aio.secure_channel(address, creds, options=list(merged.items()))
+    return Client(channel, operator_token=operator_token, timeout=timeout, backoff=backoff)
+
+
+def _bearer(token: str) -> tuple[tuple[str, str], ...]:
+    return (("authorization", f"Bearer {token}"),)
+
+
+class Client:
+    """Calls of the spades.v1 service on one channel.
+
+    Refusals raise ``SpadesError``. Calls that are safe to repeat (reads,
+    claiming and leaving a seat, an action with its ``action_id``) are retried
+    after a transient failure with ``backoff``; creating a match and chat lines
+    are not.
+    """
+
+    def __init__(
+        self,
+        channel: grpc.aio.Channel,
+        *,
+        operator_token: str | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        backoff: Backoff | None = None,
+    ) -> None:
+        self.channel = channel
+        self.stub = spades_pb2_grpc.SpadesServiceStub(channel)
+        self.operator_token = operator_token
+        self.timeout = timeout
+        self.backoff = backoff or Backoff()
+        self._sessions: weakref.WeakSet[Session] = weakref.WeakSet()
+        self._rng = random.Random()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close every session opened through this client, then the channel."""
+        await asyncio.gather(*(s.close() for s in list(self._sessions)))
+        await self.channel.close()
+
+    # -- calls -----------------------------------------------------------------------
+    def _operator(self) -> tuple[tuple[str, str], ...]:
+        return _bearer(self.operator_token) if self.operator_token else ()
+
+    async def call(
+        self,
+        method: Callable[..., Awaitable[Resp]],
+        request: Any,
+        *,
+        metadata: Sequence[tuple[str, str]] = (),
+        timeout: float | None = None,
+        retry: bool = False,
+        retry_deadline: bool = False,
+    ) -> Resp:
+        """One unary call of ``self.stub``, its failure as ``SpadesError``.
+
+        With ``retry``, a transient failure is retried (``self.backoff``);
+        with ``retry_deadline`` too, a deadline that ran out (for an idempotent
+        action whose answer may have been lost)."""
+        failures = 0
+        while True:
+            try:
+                return await method(
+                    request,
+                    metadata=tuple(metadata),
+                    timeout=self.timeout if timeout is None else timeout,
+                )
+            except grpc.RpcError as e:
+                err = SpadesError.from_rpc_error(e)
+                cause: BaseException = e
+            again = is_transient(err) or (
+                retry_deadline and err.code is grpc.StatusCode.DEADLINE_EXCEEDED
+            )
+            if not (retry and again):
+                raise err from cause
+            failures += 1
+            if failures >= self.backoff.max_attempts:
+                raise ConnectionLost(failures, err) from cause
+            await asyncio.sleep(self.backoff.delay(failures - 1, self._rng))
+
+    async def ping(self, *, timeout: float | None = None) -> None:
+        await self.call(self.stub.Ping, pb.PingRequest(), timeout=timeout, retry=True)
+
+    # -- the operator's calls ---------------------------------------------------------
+    async def create_match(
+        self,
+        request: pb.CreateMatchRequest | None = None,
+        *,
+        ruleset: pb.Ruleset | None = None,
+        seats: Sequence[pb.SeatConfig] = (),
+        seed: int | None = None,
+        turn_timer_ms: int = 0,
+        timeout: float | None = None,
+    ) -> pb.CreateMatchResponse:
+        """Create a match (operator): a whole ``request``, or its fields. A
+        ``seed`` makes the deals (and the bots' choices) repeatable. The
+        response's ``seat_tokens`` hold one token per human seat: pass one to
+        ``seat``. Not retried (a retry could create a second match)."""
+        if request is None:
+            request = pb.CreateMatchRequest(
+                ruleset=ruleset, seats=seats, turn_timer_ms=turn_timer_ms
+            )
+            if seed is not None:
+                request.seed, request.has_seed = seed, True
+        return await self.call(
+            self.stub.CreateMatch, request, metadata=self._operator(), timeout=timeout
+        )
+
+    async def get_match(self, match_id: str, *, timeout: float | None = None) -> pb.MatchSummary:
+        """One match's public summary (operator)."""
+        response: pb.GetMatchResponse = await self.call(
+            self.stub.GetMatch,
+            pb.GetMatchRequest(match_id=match_id),
+            metadata=self._operator(),
+            timeout=timeout,
+            retry=True,
+        )
+        return response.match
+
+    async def list_matches(
+        self, page_size: int = 0, page_token: str = "", *, timeout: float | None = None
+    ) -> pb.ListMatchesResponse:
+        """One page of matches, newest first (operator); ``next_page_token``
+        is empty on the last page."""
+        return await self.call(
+            self.stub.ListMatches,
+            pb.ListMatchesRequest(page_size=page_size, page_token=page_token),
+            metadata=self._operator(),
+            timeout=timeout,
+            retry=True,
+        )
+
+    async def matches(self, page_size: int = 0) -> AsyncIterator[pb.MatchSummary]:
+        """Every match, newest first, a page at a time (operator)."""
+        token = ""
+        while True:
+            page = await self.list_matches(page_size, token)
+            for summary in page.matches:
+                yield summary
+            token = page.next_page_token
+            if not token:
+                return
+
+    # -- seats and spectators ---------------------------------------------------------
+    def seat(self, token: str) -> Seat:
+        """The seat a seat token acts for (``<match_id>.<secret>``)."""
+        return Seat(self, token)
+
+    def spectate(self, match_id: str, *, after_seq: int = 0) -> AsyncIterator[pb.MatchEvent]:
+        """The match's public events after ``after_seq``, then live ones, resumed
+        after a dropped connection without a gap or a repeat. No credential."""
+
+        def open_call(after: int) -> grpc.aio.UnaryStreamCall[Any, Any]:
+            request = pb.SpectateRequest(match_id=match_id, after_seq=after)
+            return self.stub.Spectate(request)
+
+        return _resuming_events(open_call, after_seq, self.backoff, self._rng)
+
+    def _track(self, session: Session) -> None:
+        self._sessions.add(session)
+
+
+class Seat:
+    """A seat of a match, acted for with its seat token."""
+
+    def __init__(self, client: Client, token: str) -> None:
+        self.client = client
+        self.token = token
+        self.match_id = token.partition(".")[0]
+        self._metadata = _bearer(token)
+
+    def __repr__(self) -> str:
+        return f"Seat(match_id={self.match_id!r})"
+
+    async def claim(self, *, timeout: float | None = None) -> pb.ClaimSeatResponse:
+        """Take the seat (from its bot, or open): the response has the seat and its view."""
+        return await self.client.call(
+            self.client.stub.ClaimSeat,
+            pb.ClaimSeatRequest(match_id=self.match_id),
+            metadata=self._metadata,
+            timeout=timeout,
+            retry=True,
+        )
+
+    async def leave(self, *, timeout: float | None = None) -> int:
+        """Leave the seat to a bot until it is claimed again; returns the seat."""
+        response: pb.LeaveSeatResponse = await self.client.call(
+            self.client.stub.LeaveSeat,
+            pb.LeaveSeatRequest(match_id=self.match_id),
+            metadata=self._metadata,
+            timeout=timeout,
+            retry=True,
+        )
+        return response.seat
+
+    async def view(self, *, timeout: float | None = None) -> pb.SeatView:
+        """The match as this seat may see it, with its ``legal_actions``."""
+        response: pb.GetViewResponse = await self.client.call(
+            self.client.stub.GetView,
+            pb.GetViewRequest(match_id=self.match_id),
+            metadata=self._metadata,
+            timeout=timeout,
+            retry=True,
+        )
+        return response.view
+
+    async def legal_actions(self, *, timeout: float | None = None) -> list[pb.Action]:
+        """The actions the seat may take now (empty when it is not its turn)."""
+        return list((await self.view(timeout=timeout)).legal_actions)
+
+    async def submit(
+        self,
+        action: pb.Action,
+        *,
+        action_id: str | None = None,
+        expected_seq: int | None = None,
+        timeout: float | None = None,
+    ) -> pb.SubmitActionResponse:
+        """Act with one unary call (``SubmitAction``); retried with the same
+        ``action_id`` after a transient failure or a deadline, so an action is
+        applied once. A session's ``act`` does the same on its ``Play`` call."""
+        request = pb.SubmitActionRequest(
+            match_id=self.match_id, action_id=action_id or new_action_id(), action=action
+        )
+        if expected_seq is not None:
+            request.expected_seq = expected_seq
+        return await self.client.call(
+            self.client.stub.SubmitAction,
+            request,
+            metadata=self._metadata,
+            timeout=timeout,
+            retry=True,
+            retry_deadline=True,
+        )
+
+    async def chat(self, text: str, *, timeout: float | None = None) -> int:
+        """Send a line to the partner (bidding only); its event's sequence number."""
+        response: pb.SendChatResponse = await self.client.call(
+            self.client.stub.SendChat,
+            pb.SendChatRequest(match_id=self.match_id, text=text),
+            metadata=self._metadata,
+            timeout=timeout,
+        )
+        return response.seq
+
+    def session(self, *, after_seq: int = 0, backoff: Backoff | None = None) -> Session:
+        """The seat's ``Play`` session (not yet open: ``async with`` it), with
+        the events after ``after_seq`` (0: all of them)."""
+        session = Session(
+            self.client.stub,
+            self.token,
+            self.match_id,
+            after_seq=after_seq,
+            backoff=backoff or self.client.backoff,
+        )
+        self.client._track(session)
+        return session
+
+    def stream_events(self, *, after_seq: int = 0) -> AsyncIterator[pb.MatchEvent]:
+        """The seat's events on ``StreamEvents`` (no actions), resumed like
+        ``Client.spectate``."""
+
+        def open_call(after: int) -> grpc.aio.UnaryStreamCall[Any, Any]:
+            request = pb.StreamEventsRequest(match_id=self.match_id, after_seq=after)
+            return self.client.stub.StreamEvents(request, metadata=self._metadata)
+
+        return _resuming_events(open_call, after_seq, self.client.backoff, self.client._rng)
+
+
+async def _resuming_events(
+    open_call: Callable[[int], grpc.aio.UnaryStreamCall[Any, Any]],
+    after_seq: int,
+    backoff: Backoff,
+    rng: random.Random,
+) -> AsyncIterator[pb.MatchEvent]:
+    """The events of a server stream (``StreamEvents``, ``Spectate``),
+    reopened after the last one seen whenever it fails transiently."""
+    last, failures = after_seq, 0
+    while True:
+        call = open_call(last)
+        try:
+            async for response in call:
+                failures = 0
+                for event in response.events:
+                    if event.seq > last:
+                        last = event.seq
+                        yield event
+            err = SpadesError(grpc.StatusCode.UNAVAILABLE, "the server ended the stream")
+        except grpc.RpcError as e:
+            err = SpadesError.from_rpc_error(e)
+        finally:
+            await settle(call)
+        if not is_transient(err):
+            raise err
+        failures += 1
+        if failures >= backoff.max_attempts:
+            raise ConnectionLost(failures, err)
+        await asyncio.sleep(backoff.delay(failures - 1, rng))

@@ -1,0 +1,237 @@
+"""A synchronous face of the asyncio client, for scripts and REPLs.
+
+The asyncio client runs on an event loop in a background thread (one for the
+process, a daemon); each method here runs the matching coroutine there and
+waits for it. The classes mirror the asyncio ones: ``Client``, ``Seat``,
+``Session``; errors are the same ``SpadesError``.
+
+>>> from spades_client import sync                              # doctest: +SKIP
+>>> with sync.connect("localhost:50051", operator_token=OP) as client:
+...     created = client.create_match(seats=[...], seed=7)
+...     seat = client.seat(created.seat_tokens[0].token)
+...     seat.claim()
+...     with seat.session() as session:
+...         for event in session.events(timeout=30):
+...             ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Coroutine, Iterator, Sequence
+from typing import Any, TypeVar
+
+import grpc
+
+from . import _client, _session
+from ._client import DEFAULT_TIMEOUT
+from ._errors import SessionClosed
+from ._gen.spades.v1 import spades_pb2 as pb
+from ._retry import Backoff
+
+__all__ = ["Client", "Seat", "Session", "connect"]
+
+T = TypeVar("T")
+
+
+class _Loop:
+    """An event loop running in a daemon thread.
+
+    One for the whole process, shared by every synchronous client: gRPC's
+    asyncio layer is happiest on one loop, and a thread per client would cost
+    a thread per client."""
+
+    _shared: _Loop | None = None
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._main, name="spades-client", daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def shared(cls) -> _Loop:
+        with cls._lock:
+            if cls._shared is None:
+                cls._shared = cls()
+            return cls._shared
+
+    def _main(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise TimeoutError(f"no answer in {timeout:g} s") from None
+        except KeyboardInterrupt:
+            future.cancel()
+            raise
+
+
+def connect(
+    address: str,
+    *,
+    tls: bool | grpc.ChannelCredentials = False,
+    operator_token: str | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    backoff: Backoff | None = None,
+    options: Sequence[tuple[str, Any]] = (),
+) -> Client:
+    """``spades_client.connect``, synchronous: the same arguments."""
+    loop = _Loop.shared()
+
+    async def make() -> _client.Client:
+        return _client.connect(
+            address,
+            tls=tls,
+            operator_token=operator_token,
+            timeout=timeout,
+            backoff=backoff,
+            options=options,
+        )
+
+    return Client(loop, loop.run(make()))
+
+
+class Client:
+    """A synchronous ``spades_client.Client``; ``close()`` it (or ``with``)."""
+
+    def __init__(self, loop: _Loop, client: _client.Client) -> None:
+        self._loop = loop
+        self.aio = client  # the asyncio client underneath
+        self._closed = False
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return self._loop.run(coro)
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the client's sessions and its channel."""
+        if not self._closed:
+            self._closed = True
+            self._run(self.aio.close())
+
+    def ping(self) -> None:
+        self._run(self.aio.ping())
+
+    def create_match(
+        self,
+        request: pb.CreateMatchRequest | None = None,
+        *,
+        ruleset: pb.Ruleset | None = None,
+        seats: Sequence[pb.SeatConfig] = (),
+        seed: int | None = None,
+        turn_timer_ms: int = 0,
+    ) -> pb.CreateMatchResponse:
+        return self._run(
+            self.aio.create_match(
+                request, ruleset=ruleset, seats=seats, seed=seed, turn_timer_ms=turn_timer_ms
+            )
+        )
+
+    def get_match(self, match_id: str) -> pb.MatchSummary:
+        return self._run(self.aio.get_match(match_id))
+
+    def list_matches(self, page_size: int = 0, page_token: str = "") -> pb.ListMatchesResponse:
+        return self._run(self.aio.list_matches(page_size, page_token))
+
+    def seat(self, token: str) -> Seat:
+        return Seat(self, self.aio.seat(token))
+
+
+class Seat:
+    """A synchronous ``spades_client.Seat``."""
+
+    def __init__(self, client: Client, seat: _client.Seat) -> None:
+        self._client = client
+        self.aio = seat
+        self.match_id = seat.match_id
+
+    def claim(self) -> pb.ClaimSeatResponse:
+        return self._client._run(self.aio.claim())
+
+    def leave(self) -> int:
+        return self._client._run(self.aio.leave())
+
+    def view(self) -> pb.SeatView:
+        return self._client._run(self.aio.view())
+
+    def legal_actions(self) -> list[pb.Action]:
+        return self._client._run(self.aio.legal_actions())
+
+    def submit(
+        self, action: pb.Action, *, action_id: str | None = None, expected_seq: int | None = None
+    ) -> pb.SubmitActionResponse:
+        return self._client._run(
+            self.aio.submit(action, action_id=action_id, expected_seq=expected_seq)
+        )
+
+    def chat(self, text: str) -> int:
+        return self._client._run(self.aio.chat(text))
+
+    def session(self, *, after_seq: int = 0, backoff: Backoff | None = None) -> Session:
+        """The seat's ``Play`` session, opened (close it, or use ``with``)."""
+
+        async def open_session() -> _session.Session:
+            return await self.aio.session(after_seq=after_seq, backoff=backoff).open()
+
+        return Session(self._client, self._client._run(open_session()))
+
+
+class Session:
+    """A synchronous ``spades_client.Session``."""
+
+    def __init__(self, client: Client, session: _session.Session) -> None:
+        self._client = client
+        self.aio = session
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def last_seq(self) -> int:
+        return self.aio.last_seq
+
+    def next_event(self, timeout: float | None = None) -> pb.MatchEvent:
+        """The next event; ``TimeoutError`` after ``timeout`` seconds,
+        ``SessionClosed`` once the session is closed."""
+        return self._client._run(self.aio.next_event(timeout))
+
+    def events(self, timeout: float | None = None) -> Iterator[pb.MatchEvent]:
+        """The events until the session closes; ``TimeoutError`` if none comes
+        for ``timeout`` seconds."""
+        while True:
+            try:
+                yield self.next_event(timeout)
+            except SessionClosed:
+                return
+
+    def act(
+        self,
+        action: pb.Action,
+        *,
+        action_id: str | None = None,
+        expected_seq: int | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+    ) -> pb.ActionResult:
+        """Send an action and wait for its result (``SpadesError`` if refused)."""
+        return self._client._run(
+            self.aio.act(action, action_id=action_id, expected_seq=expected_seq, timeout=timeout)
+        )
+
+    def close(self) -> None:
+        self._client._run(self.aio.close())

@@ -1,0 +1,118 @@
+"""A real server for the client's tests: clients/conformance/serve.py (the fixture ``harness``).
+
+The server runs with ``$SPADES_PYTHON`` (the project's .venv python, which
+has the server installed; the Makefile sets it) behind serve.py's proxy, whose
+``POST /cut`` drops every connection. Every wait here is bounded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import urllib.request
+from collections.abc import Coroutine, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+SERVE = ROOT / "clients" / "conformance" / "serve.py"
+READY_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 20.0
+TEST_TIMEOUT_S = 120.0  # any one test's coroutine
+
+T = TypeVar("T")
+
+
+def spades_python() -> str:
+    configured = os.environ.get("SPADES_PYTHON")
+    if configured:
+        return configured
+    venv = ROOT / ".venv" / "bin" / "python"
+    return str(venv) if venv.exists() else sys.executable
+
+
+@dataclass(frozen=True)
+class Harness:
+    """What serve.py prints: where to connect, and how to cut."""
+
+    address: str
+    server: str
+    control: str
+    operator_token: str
+
+    def cut(self) -> int:
+        """Drop every proxied connection; returns how many were open."""
+        req = urllib.request.Request(f"{self.control}/cut", data=b"", method="POST")
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            return int(resp.read().decode().split()[1])
+
+    async def cut_async(self) -> int:
+        return await asyncio.to_thread(self.cut)
+
+
+def _first_line(proc: subprocess.Popen[str]) -> str:
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        lines.put(proc.stdout.readline())
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        return lines.get(timeout=READY_TIMEOUT_S)
+    except queue.Empty:
+        proc.kill()
+        raise AssertionError(f"serve.py printed nothing in {READY_TIMEOUT_S:g} s") from None
+
+
+@pytest.fixture(scope="session")
+def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
+    log_path = tmp_path_factory.mktemp("serve") / "serve.log"
+    python = spades_python()
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            [python, str(SERVE), "--python", python],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            cwd=ROOT,
+        )
+    try:
+        line = _first_line(proc)
+        if not line:
+            raise AssertionError(f"serve.py exited: {log_path.read_text()[-2000:]}")
+        ready = json.loads(line)
+        yield Harness(ready["address"], ready["server"], ready["control"], ready["operatorToken"])
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()  # serve.py stops the server and exits
+        try:
+            proc.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+            raise AssertionError("serve.py did not stop") from None
+
+
+_RUNNER = asyncio.Runner()  # one event loop for every test, as an application has
+atexit.register(_RUNNER.close)
+
+
+def run(coro: Coroutine[Any, Any, T], timeout: float = TEST_TIMEOUT_S) -> T:
+    """Run a test's coroutine on the tests' event loop, bounded in time."""
+
+    async def bounded() -> T:
+        async with asyncio.timeout(timeout):
+            return await coro
+
+    return _RUNNER.run(bounded())
