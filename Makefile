@@ -86,4 +86,6 @@ run: install
 	SPADES_DB=$${SPADES_DB:-.data/spades.db} $(PYTHON) -m spades_server.main
 
 clean:
-	rm -rf $(VENV) $(GEN) build
+	rm -rf $(VENV) $(GEN) build clients/python/src/spades_client/_gen \
+	  clients/typescript/node_modules clients/typescript/src/gen clients/typescript/dist \
+	  clients/java/target
