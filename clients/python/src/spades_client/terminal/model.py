@@ -204,7 +204,7 @@ class Table:
         self.dealer = e.dealer
         self._grow(e.dealer)
         self.phase = "draw" if self.players == 2 else "bidding"
-        self.to_act = -1
+        self.to_act = (e.dealer + 1) % self.players  # the first to bid (or draw)
         self.bids = [None] * self.players
         self.blind = [False] * self.players
         self.tricks_won = [0] * self.players
@@ -240,6 +240,7 @@ class Table:
             self.phase = "bidding"
         self.bids[e.seat] = e.tricks
         self.blind[e.seat] = e.blind
+        self.to_act = (e.seat + 1) % self.players
 
     def _on_bidding_closed(self, e: pb.BiddingClosed) -> None:
         players = len(e.bids)
@@ -250,9 +251,11 @@ class Table:
             for seat, b in enumerate(e.bids):
                 self.bids[seat] = b
         self.phase = "playing"
+        self.to_act = -1  # the first lead depends on the rules: known at the first card
 
     def _on_exchange_started(self, e: pb.ExchangeStarted) -> None:
         self.phase = "exchange"
+        self.to_act = -1
         self.exchange_seats = list(e.seats)
         self.exchange_cards = e.cards_each
 
@@ -277,6 +280,7 @@ class Table:
         self._grow(e.seat)
         self.stock_size = max(0, self.stock_size - 2)
         self.hand_sizes[e.seat] += 1
+        self.to_act = (e.seat + 1) % self.players
 
     def _on_card_played(self, e: pb.CardPlayed) -> None:
         self._grow(e.seat)
@@ -290,6 +294,7 @@ class Table:
         if held is not None:
             self.hands[e.seat] = [c for c in held if card_key(c) != card_key(e.card)]
         self.hand_sizes[e.seat] = max(0, self.hand_sizes[e.seat] - 1)
+        self.to_act = (e.seat + 1) % self.players if len(self.trick) < self.players else -1
 
     def _on_trick_won(self, e: pb.TrickWon) -> None:
         self._grow(e.winner)
@@ -299,8 +304,10 @@ class Table:
         self.tricks_done = e.trick_number
         self.trick = []
         self.leader = e.winner
+        self.to_act = e.winner if self.tricks_done < self.hand_size else -1
 
     def _on_hand_scored(self, e: pb.HandScored) -> None:
+        self.to_act = -1
         self.results.append(e)
         for s in e.sides:
             if 0 <= s.side < len(self.scores):
@@ -310,6 +317,7 @@ class Table:
     def _on_match_ended(self, e: pb.MatchEnded) -> None:
         self.winner = e.winner
         self.phase = "over"
+        self.to_act = -1
         if e.scores:
             self.scores = list(e.scores)
 

@@ -209,7 +209,6 @@ class PlayLoop:
     # -- the seat's turn ---------------------------------------------------------------
     def _show_turn(self, view: pb.SeatView) -> None:
         t = self.table
-        self.console.print()
         self.console.print(self.render.table(t))
         self.console.print(self.render.hand(t))
         kinds = t.legal_kinds()

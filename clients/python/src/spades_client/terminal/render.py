@@ -164,7 +164,12 @@ class Renderer:
         return out
 
     def table(self, table: Table) -> RenderableType:
-        parts: list[RenderableType] = [self.header(table), self.seats(table), self.scores(table)]
+        parts: list[RenderableType] = [
+            Text(""),
+            self.header(table),
+            self.seats(table),
+            self.scores(table),
+        ]
         if table.last_trick is not None and not table.trick and table.phase == "playing":
             parts.append(self.last_trick(table))
         return Group(*parts)

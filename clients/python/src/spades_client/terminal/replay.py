@@ -129,20 +129,24 @@ def load_replay(path: str) -> Replay:
         return out
 
     frames = [Frame("the deal", -1, convert(list(match.opening_events)))]
-    actions = record["actions"]
-    for i, entry in enumerate(actions):
+    tables: list[Table] = []
+    _advance(table, frames[0], match.to_act, tables)
+    for i, entry in enumerate(record["actions"]):
         try:
             seat, text = entry
             events = match.apply(seat, parse_action(text))
         except (EngineError, TypeError, ValueError) as e:
             raise ReplayError(f"{path}: action {i} ({entry!r}) does not replay: {e}") from None
         frames.append(Frame(str(text), int(seat), convert(list(events))))
-    tables: list[Table] = []
-    for frame in frames:
-        for event in frame.events:
-            table.apply(event)
-        tables.append(copy.deepcopy(table))
+        _advance(table, frames[-1], match.to_act, tables)
     return Replay(frames, tables)
+
+
+def _advance(table: Table, frame: Frame, to_act: int, tables: list[Table]) -> None:
+    for event in frame.events:
+        table.apply(event)
+    table.to_act = to_act  # the engine knows whose turn it is
+    tables.append(copy.deepcopy(table))
 
 
 class ReplayViewer:
@@ -199,6 +203,7 @@ class ReplayViewer:
             if event.WhichOneof("kind") == "hand_scored":
                 parts.append(self.render.hand_result(after, event.hand_scored))
         parts.append(self.render.table(after))
+        parts.append(Text(""))
         for seat in range(after.players):
             parts.append(self.render.hand(after, seat))
         return Group(*parts)
