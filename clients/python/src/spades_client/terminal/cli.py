@@ -266,7 +266,8 @@ async def _play_on(
         token = _helpers.seat_token(created, 0)
         match_id = created.match.match_id
         if address is not None:
-            console.print(hint(f"Match `{match_id}` created; your seat token is `{token}`."))
+            console.print(hint(f"Match `{match_id}` created; your seat token is:"))
+            console.print(token, style="bold cyan", soft_wrap=True)
         else:
             console.print(hint(f"Match `{match_id}` created."), style="dim")
     loop = PlayLoop(

@@ -114,8 +114,16 @@ class PlayLoop:
 
     # -- the whole match ---------------------------------------------------------------
     async def run(self) -> int:
-        claimed = await self.seat.claim()
-        view = claimed.view
+        try:
+            view = (await self.seat.claim()).view
+        except SpadesError as e:
+            if e.reason != "MATCH_OVER":
+                raise
+            view = await self.seat.view()
+            self._take_view(view)
+            self.console.print(self.render.table(self.table))
+            self.console.print(self.render.final(self.table))
+            return 0
         self._take_view(view)
         self.hands_started = 1
         self.console.print(
@@ -157,7 +165,7 @@ class PlayLoop:
             stale = False
             self._take_view(view)
             if view.phase == pb.PHASE_MATCH_OVER:
-                self.console.print(hint("The match is over."))
+                self.console.print(self.render.final(self.table))
                 return 0
             if not view.legal_actions:
                 continue
@@ -310,5 +318,6 @@ class PlayLoop:
         except SpadesError as e:
             if e.reason != "MATCH_OVER":
                 self.console.print(self.render.refusal(e))
-        self.console.print(hint(f"To come back: `{self.rejoin.command()}`"))
+        self.console.print("To come back:")
+        self.console.print(self.rejoin.command(), style="bold cyan", soft_wrap=True)
         return 0

@@ -393,6 +393,17 @@ class Renderer:
         played = f"{e.hands_played} hand{'s' if e.hands_played != 1 else ''}"
         return Text(f"Match over after {played}: {verdict} Final score: {scores}.", style="bold")
 
+    def final(self, table: Table) -> Text:
+        """The end of a match as a view tells it (no MatchEnded event at hand)."""
+        scores = ", ".join(
+            f"{self.side_name(table, side)} {score}" for side, score in enumerate(table.scores)
+        )
+        if table.winner < 0:
+            return Text(f"The match is over. Score: {scores}.", style="bold")
+        mine = table.viewer >= 0 and table.winner == table.side_of(table.viewer)
+        winner = "You win!" if mine else f"{self.side_name(table, table.winner)} won."
+        return Text(f"The match is over: {winner} Final score: {scores}.", style="bold")
+
     def refusal(self, err: SpadesError) -> Text:
         """A refusal from the server as one readable line: what, the rule, the reason."""
         out = Text("Refused: ", style="bold red")
