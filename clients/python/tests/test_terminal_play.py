@@ -4,6 +4,7 @@ emulator (pty_screen.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 from collections.abc import Iterator
@@ -182,6 +183,7 @@ def test_create_on_a_server_leave_and_rejoin(harness: Harness, terminals: list[T
     # The command it printed comes back to the seat. Bots do not wait here
     # (serve.py runs them without a delay): the one that took the seat has
     # played the match out, so coming back shows how it ended.
+    run(until_over(harness, match_id))
     t2 = Terminal(back.split()[1:])
     terminals.append(t2)
     assert t2.wait_for_exit() == 0
@@ -189,6 +191,13 @@ def test_create_on_a_server_leave_and_rejoin(harness: Harness, terminals: list[T
         r"The match is over: .* Final score: N/S \(you\) -?\d+, E/W -?\d+\.",
         " ".join(t2.transcript().split()),
     )
+
+
+async def until_over(harness: Harness, match_id: str, timeout: float = HAND_S) -> None:
+    async with sc.connect(harness.address, operator_token=harness.operator_token) as c:
+        async with asyncio.timeout(timeout):
+            while (await c.get_match(match_id)).phase != pb.PHASE_MATCH_OVER:
+                await asyncio.sleep(0.1)
 
 
 def test_join_a_match_with_its_seat_token(harness: Harness, terminals: list[Terminal]) -> None:

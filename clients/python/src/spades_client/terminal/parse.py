@@ -146,8 +146,12 @@ def parse_command(text: str) -> Command:
     c = parse_card(t)
     if c is not None:
         return Act(pb.Action(play_card=pb.PlayCardAction(card=c)))
-    if head == "pass" or len(_WORDS.split(t)) > 1:
-        names = [w for w in _WORDS.split(t) if w][1 if head == "pass" else 0 :]
+    words = [w for w in _WORDS.split(t) if w]
+    looks_like_cards = len(words) > 1 and (
+        parse_card(words[0]) is not None or parse_card(words[0] + words[1]) is not None
+    )
+    if head == "pass" or looks_like_cards:
+        names = words[1:] if head == "pass" else words
         cards = _cards_of(names)
         if isinstance(cards, Invalid):
             return cards
@@ -163,13 +167,13 @@ def _cards_of(names: Sequence[str]) -> list[pb.Card] | Invalid:
     i = 0
     while i < len(names):
         c = parse_card(names[i])
+        step = 1
         if c is None and i + 1 < len(names):
-            c = parse_card(names[i] + names[i + 1])
-            i += 1
+            c, step = parse_card(names[i] + names[i + 1]), 2
         if c is None:
             return Invalid(f"{names[i]!r} is not a card: type e.g. `QS`, `10H`, `AD`.")
         cards.append(c)
-        i += 1
+        i += step
     return cards
 
 
