@@ -8,6 +8,7 @@ has the server installed; the Makefile sets it) behind serve.py's proxy, whose
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import os
 import queue
@@ -103,11 +104,15 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
             raise AssertionError("serve.py did not stop") from None
 
 
+_RUNNER = asyncio.Runner()  # one event loop for every test, as an application has
+atexit.register(_RUNNER.close)
+
+
 def run(coro: Coroutine[Any, Any, T], timeout: float = TEST_TIMEOUT_S) -> T:
-    """Run a test's coroutine on a fresh event loop, bounded in time."""
+    """Run a test's coroutine on the tests' event loop, bounded in time."""
 
     async def bounded() -> T:
         async with asyncio.timeout(timeout):
             return await coro
 
-    return asyncio.run(bounded())
+    return _RUNNER.run(bounded())

@@ -258,10 +258,19 @@ def test_cancelling_a_wait_leaves_the_session_usable(harness: Harness) -> None:
 
 def test_deadlines_and_giving_up(harness: Harness) -> None:
     async def main() -> None:
-        async with sc.connect(harness.address, timeout=1e-6) as hurried:
-            with pytest.raises(sc.SpadesError) as late:
-                await hurried.seat("x.y").view()
-            assert late.value.code is grpc.StatusCode.DEADLINE_EXCEEDED
+        # A listener that never answers: the call waits for its deadline.
+        with socket.socket() as hole:
+            hole.bind(("127.0.0.1", 0))
+            hole.listen(8)
+            address = f"127.0.0.1:{hole.getsockname()[1]}"
+            async with sc.connect(address, timeout=0.3) as hurried:  # every call's
+                with pytest.raises(sc.SpadesError) as late:
+                    await hurried.seat("m.secret").view()
+                assert late.value.code is grpc.StatusCode.DEADLINE_EXCEEDED
+            async with sc.connect(address) as patient:
+                with pytest.raises(sc.SpadesError) as later:  # one call's own
+                    await patient.seat("m.secret").view(timeout=0.2)
+                assert later.value.code is grpc.StatusCode.DEADLINE_EXCEEDED
 
         backoff = sc.Backoff(initial_s=0.01, max_s=0.05, max_attempts=3)
         async with sc.connect(f"127.0.0.1:{free_port()}", backoff=backoff) as nowhere:
@@ -326,3 +335,25 @@ def test_the_synchronous_client_plays_a_few_turns(harness: Harness) -> None:
             seat.submit(sc.bid(99))
         assert refused.value.reason in ("BID_OUT_OF_RANGE", "NOT_YOUR_TURN", "WRONG_PHASE")
         assert client.get_match(seat.match_id).match_id == seat.match_id
+
+
+def test_operator_calls_and_leaving_a_seat(harness: Harness) -> None:
+    async def main() -> None:
+        async with sc.connect(harness.address, operator_token=harness.operator_token) as client:
+            await table(client, seed=36)
+            seat = await table(client, seed=37)
+            summary = await client.get_match(seat.match_id)
+            assert summary.match_id == seat.match_id and len(summary.seats) == 4
+            page = await client.list_matches(page_size=1)
+            assert [m.match_id for m in page.matches] == [seat.match_id]  # newest first
+            assert page.next_page_token
+            ids = [m.match_id async for m in client.matches(page_size=2)]
+            assert seat.match_id in ids and len(ids) == len(set(ids)) > 1
+
+            assert await seat.leave() == 0
+            view = await seat.view()
+            assert view.seats[0].control == pb.SEAT_CONTROL_BOT_STANDING_IN
+            claimed = await seat.claim()
+            assert claimed.view.seats[0].control == pb.SEAT_CONTROL_HUMAN
+
+    run(main())

@@ -14,7 +14,7 @@ from ._errors import ConnectionLost, SpadesError
 from ._gen.spades.v1 import spades_pb2 as pb
 from ._gen.spades.v1 import spades_pb2_grpc
 from ._retry import Backoff, is_transient
-from ._session import Session, new_action_id
+from ._session import Session, new_action_id, settle
 
 __all__ = ["DEFAULT_TIMEOUT", "Client", "Seat", "connect"]
 
@@ -24,9 +24,10 @@ Resp = TypeVar("Resp")
 # Channel options: reconnect quickly after a drop (gRPC's own default waits 1 s
 # and more), and ping an idle connection so that a vanished network is noticed
 # (the server accepts pings every 10 s or slower: --min-client-ping-seconds).
+# Not grpc.min_reconnect_backoff_ms: gRPC takes it as the least time a
+# connection attempt gets (20 s), which a slow mobile handshake needs.
 DEFAULT_OPTIONS: Final[tuple[tuple[str, int], ...]] = (
     ("grpc.initial_reconnect_backoff_ms", 100),
-    ("grpc.min_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 5000),
     ("grpc.keepalive_time_ms", 30_000),
     ("grpc.keepalive_timeout_ms", 10_000),
@@ -353,7 +354,7 @@ async def _resuming_events(
         except grpc.RpcError as e:
             err = SpadesError.from_rpc_error(e)
         finally:
-            call.cancel()
+            await settle(call)
         if not is_transient(err):
             raise err
         failures += 1

@@ -28,7 +28,7 @@ from ._gen.spades.v1 import spades_pb2 as pb
 from ._gen.spades.v1 import spades_pb2_grpc
 from ._retry import Backoff, is_transient
 
-__all__ = ["PendingAction", "Session"]
+__all__ = ["PendingAction", "Session", "settle"]
 
 
 class _End:
@@ -291,8 +291,8 @@ class Session:
         finally:
             self._outbox = None
             writer.cancel()
-            call.cancel()
             await asyncio.gather(writer, return_exceptions=True)
+            await settle(call)
 
     def _receive(self, response: pb.PlayResponse) -> None:
         for event in response.events:
@@ -328,6 +328,17 @@ class Session:
                 pending._future.set_exception(self._failure or err)
         self._unacked.clear()
         self._events.put_nowait(_END)
+
+
+async def settle(call: grpc.aio.Call) -> None:
+    """Cancel a call and wait until gRPC is done with it (a call cancelled
+    but not awaited completes later, maybe on an event loop closed by then)."""
+    call.cancel()
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(call.code(), _SETTLE_S)
+
+
+_SETTLE_S = 5.0
 
 
 async def _write(

@@ -1,9 +1,9 @@
 """A synchronous face of the asyncio client, for scripts and REPLs.
 
-The asyncio client runs on an event loop in a background thread; each method
-here runs the matching coroutine there and waits for it (at most ``timeout``
-seconds more than the call's own deadline). The classes mirror the asyncio
-ones: ``Client``, ``Seat``, ``Session``; errors are the same ``SpadesError``.
+The asyncio client runs on an event loop in a background thread (one for the
+process, a daemon); each method here runs the matching coroutine there and
+waits for it. The classes mirror the asyncio ones: ``Client``, ``Seat``,
+``Session``; errors are the same ``SpadesError``.
 
 >>> from spades_client import sync                              # doctest: +SKIP
 >>> with sync.connect("localhost:50051", operator_token=OP) as client:
@@ -37,12 +37,26 @@ T = TypeVar("T")
 
 
 class _Loop:
-    """An event loop running in a daemon thread."""
+    """An event loop running in a daemon thread.
+
+    One for the whole process, shared by every synchronous client: gRPC's
+    asyncio layer is happiest on one loop, and a thread per client would cost
+    a thread per client."""
+
+    _shared: _Loop | None = None
+    _lock = threading.Lock()
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._main, name="spades-client", daemon=True)
         self._thread.start()
+
+    @classmethod
+    def shared(cls) -> _Loop:
+        with cls._lock:
+            if cls._shared is None:
+                cls._shared = cls()
+            return cls._shared
 
     def _main(self) -> None:
         asyncio.set_event_loop(self.loop)
@@ -59,14 +73,6 @@ class _Loop:
             future.cancel()
             raise
 
-    def stop(self) -> None:
-        if self.loop.is_closed():
-            return
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(10)
-        if not self._thread.is_alive():
-            self.loop.close()
-
 
 def connect(
     address: str,
@@ -78,7 +84,7 @@ def connect(
     options: Sequence[tuple[str, Any]] = (),
 ) -> Client:
     """``spades_client.connect``, synchronous: the same arguments."""
-    loop = _Loop()
+    loop = _Loop.shared()
 
     async def make() -> _client.Client:
         return _client.connect(
@@ -99,6 +105,7 @@ class Client:
     def __init__(self, loop: _Loop, client: _client.Client) -> None:
         self._loop = loop
         self.aio = client  # the asyncio client underneath
+        self._closed = False
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         return self._loop.run(coro)
@@ -110,10 +117,10 @@ class Client:
         self.close()
 
     def close(self) -> None:
-        """Close the sessions and the channel, and stop the loop thread."""
-        if not self._loop.loop.is_closed():
+        """Close the client's sessions and its channel."""
+        if not self._closed:
+            self._closed = True
             self._run(self.aio.close())
-            self._loop.stop()
 
     def ping(self) -> None:
         self._run(self.aio.ping())
@@ -227,5 +234,4 @@ class Session:
         )
 
     def close(self) -> None:
-        if not self._client._loop.loop.is_closed():
-            self._client._run(self.aio.close())
+        self._client._run(self.aio.close())
