@@ -147,8 +147,17 @@ def test_a_whole_hand_against_bots_on_the_embedded_server(terminals: list[Termin
     assert len(re.findall(r"^You (?:play|lead) ", transcript, re.MULTILINE)) == 13
     assert len(re.findall(r"wins? trick \d+ with", transcript)) == 13
     result = screen[screen.index("Hand 1 result") :]
-    assert re.search(r"N/S \(you\)\s+You 3 \(\d+\), Bot 2 \d+ \(\d+\)", result), result
-    assert re.search(r"E/W\s+Bot 1 \d+ \(\d+\), Bot 3 \d+ \(\d+\)", result), result
+    # Each side: its seats' bids (tricks won), its tricks against its contract.
+    ns = re.search(
+        r"^N/S \(you\)\s+You 3 \((\d+)\)\s+(\d+)/(\d+)\s.*\n\s+Bot 2 (\d+|nil) \((\d+)\)$",
+        result,
+        re.M,
+    )
+    assert ns is not None, result
+    mine, won, contract, partner_bid, partner_won = ns.groups()
+    assert int(won) == int(mine) + int(partner_won)
+    assert int(contract) == 3 + (0 if partner_bid == "nil" else int(partner_bid))
+    assert re.search(r"^E/W\s+Bot 1 (\d+|nil) \(\d+\).*\n\s+Bot 3 (\d+|nil) \(\d+\)$", result, re.M)
     for column in ("Tricks", "Contract", "Bags", "Score", "Bags total"):
         assert column in result
 

@@ -346,13 +346,29 @@ def test_the_hand_result_table() -> None:
                          hand_points=62, score=42, bags=3),
         ],
     )  # fmt: skip
-    out = text_of(Renderer().hand_result(t, scored), width=120)
-    assert "Hand 1 result" in out
-    row = next(x for x in out.splitlines() if x.strip().startswith("N/S"))
-    assert row.split() == [
-        "N/S", "(you)", "You", "3", "(4),", "Bot", "2", "nil", "(1)",
-        "5/3", "+32", "-100", "2", "-68", "-28", "5",
-    ]  # fmt: skip
+    out = text_of(Renderer().hand_result(t, scored), width=80)
+    assert max(len(line) for line in out.splitlines()) <= 80
+    lines = out.splitlines()
+    assert lines[0].strip() == "Hand 1 result"
+    assert lines[1].split() == [
+        "Side",
+        "Bid",
+        "(won)",
+        "Tricks",
+        "Contract",
+        "Nil",
+        "Bags",
+        "Hand",
+        "Score",
+        "Bags",
+        "total",
+    ]
+    ns = next(i for i, x in enumerate(lines) if x.strip().startswith("N/S"))
+    assert lines[ns].split() == ["N/S", "(you)", "You", "3", "(4)", "5/3", "+32", "-100", "2",
+                                 "-68", "-28", "5"]  # fmt: skip
+    assert lines[ns + 1].split() == ["Bot", "2", "nil", "(1)"]
+    ew = lines[ns + 2].split()
+    assert ew[:2] == ["E/W", "Bot"] and ew[-6:] == ["+62", "0", "2", "+62", "42", "3"]
     history = text_of(Renderer().score_history(_with_results(t, scored)))
     assert "-68 = -28" in history and "+62 = 42" in history
 

@@ -333,15 +333,30 @@ class Renderer:
         return f"You {you_verb}" if seat == table.viewer else f"{self.who(table, seat)} {verb}"
 
     def hand_result(self, table: Table, e: pb.HandScored) -> RenderableType:
-        """The result of a hand: per side its bids, tricks, points and bags."""
+        """The result of a hand: per side each seat's bid (and tricks won), the
+        side's tricks against its contract, its points and bags. The Nil and
+        Penalty columns show only when some side has such points."""
         grid = RichTable(
             title=f"Hand {e.hand_number + 1} result",
+            title_justify="left",
             box=box.SIMPLE_HEAD,
             title_style="bold",
             show_edge=False,
+            pad_edge=False,
+            padding=(0, 0, 0, 1),
         )
-        for name in ("Side", "Bids", "Tricks", "Contract", "Nil", "Bags", "Penalty", "Hand"):
-            grid.add_column(name, justify="left" if name in ("Side", "Bids") else "right")
+        nil = any(s.nil_points for s in e.sides)
+        penalty = any(s.bag_penalty for s in e.sides)
+        grid.add_column("Side", no_wrap=True)
+        grid.add_column("Bid (won)", no_wrap=True)
+        grid.add_column("Tricks", justify="right")
+        grid.add_column("Contract", justify="right")
+        if nil:
+            grid.add_column("Nil", justify="right")
+        grid.add_column("Bags", justify="right")
+        if penalty:
+            grid.add_column("Penalty", justify="right")
+        grid.add_column("Hand", justify="right")
         grid.add_column("Score", justify="right", style="bold")
         grid.add_column("Bags total", justify="right")
         for s in e.sides:
@@ -354,18 +369,19 @@ class Renderer:
                     b_text = "blind nil" if blind else ("nil" if b == 0 else str(b))
                     taken = e.tricks[seat] if seat < len(e.tricks) else 0
                     bids.append(f"{self.who(table, seat)} {b_text} ({taken})")
-            grid.add_row(
+            cells = [
                 self.side_name(table, s.side),
-                ", ".join(bids),
+                "\n".join(bids),
                 f"{s.tricks}/{s.contract}",
                 _signed(s.contract_points),
-                _signed(s.nil_points) if s.nil_points else "",
-                str(s.bags_taken),
-                _signed(s.bag_penalty) if s.bag_penalty else "",
-                _signed(s.hand_points),
-                str(s.score),
-                str(s.bags),
-            )
+            ]
+            if nil:
+                cells.append(_signed(s.nil_points))
+            cells.append(str(s.bags_taken))
+            if penalty:
+                cells.append(_signed(s.bag_penalty))
+            cells += [_signed(s.hand_points), str(s.score), str(s.bags)]
+            grid.add_row(*cells)
         return grid
 
     def score_history(self, table: Table) -> RenderableType:
