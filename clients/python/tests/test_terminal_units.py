@@ -193,6 +193,9 @@ def test_what_is_accepted_now() -> None:
         "Accepted now: a bid 1-13 (`bid 4` or `4`) or `nil`. (? for help, q to quit)"
     )
     assert "or `nil`" not in accepted_now([bid(n) for n in range(1, 14)])
+    suicide = [bid(0), *(bid(n) for n in range(4, 14))]  # nil, or 4 and more
+    assert accepted_now(suicide).startswith("Accepted now: a bid 4-13 (`bid 4` or `4`) or `nil`.")
+    assert accepted_now([bid(0), bid(2), bid(5)]).startswith("Accepted now: a bid of 2, 5 or")
     blind = [pb.Action(blind_nil=pb.BlindNilAction()), pb.Action(look=pb.LookAction())]
     assert accepted_now(blind) == (
         "Accepted now: `blind nil`; `look` (see your cards). (? for help, q to quit)"

@@ -227,14 +227,7 @@ def accepted_now(legal: Sequence[pb.Action]) -> str:
         of_kind = [a for a in legal if _kind(a) == kind]
         if kind == "bid":
             values = sorted(a.bid.tricks for a in of_kind)
-            nil = " or `nil`" if values[0] == 0 else ""
-            low = max(values[0], 1)
-            span = (
-                f"`bid {low}`"
-                if low == values[-1]
-                else f"a bid {low}-{values[-1]} (`bid 4` or `4`)"
-            )
-            parts.append(span + nil)
+            parts.append(_bids_text(values))
         elif kind == "play_card":
             cards = ", ".join(typed_card(a.play_card.card) for a in of_kind)
             parts.append(f"a card to play: {cards}")
@@ -251,6 +244,25 @@ def accepted_now(legal: Sequence[pb.Action]) -> str:
     if not parts:
         return "Nothing to do now: wait for the others."
     return "Accepted now: " + "; ".join(parts) + ". (? for help, q to quit)"
+
+
+def _bids_text(values: Sequence[int]) -> str:
+    """``a bid 1-13 (`bid 4` or `4`) or `nil```; with gaps (suicide) the numbers themselves."""
+    numbers = [v for v in values if v > 0]
+    nil = "`nil`" if 0 in values else ""
+    if not numbers:
+        return nil
+    low, high = numbers[0], numbers[-1]
+    if numbers == list(range(low, high + 1)):
+        example = min(max(low, 4), high)
+        span = (
+            f"`bid {low}`"
+            if low == high
+            else f"a bid {low}-{high} (`bid {example}` or `{example}`)"
+        )
+    else:
+        span = "a bid of " + ", ".join(map(str, numbers))
+    return f"{span} or {nil}" if nil else span
 
 
 HELP: Final = """\

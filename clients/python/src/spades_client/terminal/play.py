@@ -217,7 +217,10 @@ class PlayLoop:
     # -- the seat's turn ---------------------------------------------------------------
     def _show_turn(self, view: pb.SeatView) -> None:
         t = self.table
-        self.console.print(self.render.table(t))
+        if t.phase == "draw":  # a turn of the draw: the stock and the hand are what matter
+            self.console.print(self.render.header(t))
+        else:
+            self.console.print(self.render.table(t))
         self.console.print(self.render.hand(t))
         kinds = t.legal_kinds()
         if "look" in kinds and t.face_down[t.viewer]:
