@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -292,3 +293,35 @@ def test_without_the_server_package_it_says_how_to_install_it(tmp_path: Path) ->
     out = " ".join(done.stdout.split())
     assert "needs the spades_server package" in out
     assert "make install" in out and "--address HOST:PORT" in out
+
+
+def test_ctrl_c_stops_the_game_and_its_server(terminals: list[Terminal]) -> None:
+    t = Terminal(["play", "--pace-ms", "0", "--seed", "5"])
+    terminals.append(t)
+    wait_prompt(t, 1)
+    assert t.child.pid is not None
+    servers = children_of(t.child.pid)
+    assert servers
+    t.child.sendintr()
+    assert t.wait_for_exit() == 130
+    assert t.screen().rstrip().endswith("Interrupted.")
+    for pid in servers:
+        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
+
+
+def test_the_bots_play_at_the_pace_asked_for(terminals: list[Terminal]) -> None:
+    """Each action of another seat stays on the screen at least --pace-ms before the next."""
+    pace_s = 0.25
+    t = Terminal(["play", "--pace-ms", str(int(pace_s * 1000)), "--seed", "11"])
+    terminals.append(t)
+    wait_prompt(t, 1)
+    t.type_line("bid 3")
+    started = time.monotonic()
+    screen = wait_prompt(t, 2)
+    elapsed = time.monotonic() - started
+    after = screen[screen.rindex("You bid 3.") :]
+    others = len(re.findall(r"^Bot \d (?:bids|plays|leads) ", after, re.M))
+    assert others >= 3  # seed 11: North bids first, the three bots after
+    assert elapsed >= others * pace_s * 0.9, (elapsed, others)
+    t.type_line("q")
+    assert t.wait_for_exit() == 0
