@@ -40,7 +40,7 @@ def typed(card: str) -> str:
 
 def hand_cards(line: str) -> tuple[list[str], list[str]]:
     """The cards of a ``Your hand:`` line, and those marked playable ``[..]``."""
-    body = line.split(":", 1)[1].split("[ ] = playable", maxsplit=1)[0]
+    body = line.split(":", 1)[1]
     cards = [m.group(0) for m in CARD.finditer(body)]
     marked = [m.group(1) for m in re.finditer(r"\[([^\]]+)\]", body)]
     return cards, marked
@@ -87,7 +87,7 @@ def play_out_the_hand(t: Terminal, answered: int) -> tuple[int, list[str]]:
         cards, playable = hand_cards(hand_line)
         assert playable, hand_line
         assert set(playable) <= set(cards)
-        may_play = last_line_with(screen, "You may play:")
+        may_play = last_line_with(screen, "You may play (in [ ] above):")
         assert may_play.split(":", 1)[1].split() == [typed(c) for c in playable]
         illegal = [c for c in cards if c not in playable]
         if illegal and not tried_illegal:

@@ -42,7 +42,7 @@ def answer(screen: str, turn: int, *, high_bid: bool) -> str:
     if prompt.startswith("Keep or discard"):
         return "keep" if turn % 2 else "discard"
     if prompt.startswith("Your card"):
-        return last_line_with(screen, "You may play:").split(":", 1)[1].split()[0]
+        return last_line_with(screen, "You may play (in [ ] above):").split(":", 1)[1].split()[0]
     raise AssertionError(f"an unknown prompt: {prompt!r}\n{screen}")
 
 

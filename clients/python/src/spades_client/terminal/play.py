@@ -247,7 +247,7 @@ class PlayLoop:
         if "play_card" in kinds:
             groups = sort_hand(t.playable_cards(), trump=t.trump, deuces_high=t.deuces_high)
             cards = " ".join(typed_card(c) for g in groups for c in g)
-            self.console.print(hint(f"You may play: `{cards}`"))
+            self.console.print(hint(f"You may play (in [ ] above): `{cards}`"))
         elif "bid" in kinds or "blind_nil" in kinds:
             self.console.print(hint(accepted_now(view.legal_actions)))
 

@@ -217,8 +217,6 @@ class Renderer:
                     out.append("]", style="bold green")
                 else:
                     out.append_text(self.card(card, "dim" if playable else ""))
-        if playable:
-            out.append("   [ ] = playable", style="dim")
         return out
 
     # -- events ------------------------------------------------------------------------
@@ -382,7 +380,7 @@ class Renderer:
                 cells.append(_signed(s.bag_penalty))
             cells += [_signed(s.hand_points), str(s.score), str(s.bags)]
             grid.add_row(*cells)
-        return grid
+        return Group(Text(""), grid)
 
     def score_history(self, table: Table) -> RenderableType:
         if not table.results:
