@@ -325,3 +325,62 @@ def test_the_bots_play_at_the_pace_asked_for(terminals: list[Terminal]) -> None:
     assert elapsed >= others * pace_s * 0.9, (elapsed, others)
     t.type_line("q")
     assert t.wait_for_exit() == 0
+
+
+def test_a_hand_goes_on_across_dropped_connections(
+    harness: Harness, terminals: list[Terminal]
+) -> None:
+    """serve.py's proxy cuts every connection twice mid-hand; the seat's session
+    resumes by itself: no event is shown twice or missed, the hand ends."""
+    t = Terminal(
+        ["play", "--address", harness.address, "--operator-token", harness.operator_token,
+         "--pace-ms", "0", "--seed", "12", "--no-pause"]
+    )  # fmt: skip
+    terminals.append(t)
+    wait_prompt(t, 1)
+    t.type_line("bid 2")
+    answered, cuts = 1, 0
+    while True:
+        screen = wait_prompt(t, answered + 1, also="Hand 1 result")
+        if "Hand 1 result" in screen:
+            break
+        if answered in (3, 7):
+            assert harness.cut() >= 1
+            cuts += 1
+        card = last_line_with(screen, "You may play (in [ ] above):").split(":", 1)[1].split()[0]
+        t.type_line(card)
+        answered += 1
+    assert cuts == 2
+    text = t.transcript()
+    assert len(re.findall(r"^You (?:play|lead) ", text, re.M)) == 13
+    for n in range(1, 14):
+        assert len(re.findall(rf"wins? trick {n} with", text)) == 1, n
+    t.type_line("q")
+    assert t.wait_for_exit() == 0
+
+
+def test_a_turn_timer_bot_standing_in_is_shown_at_once(
+    harness: Harness, terminals: list[Terminal]
+) -> None:
+    """The prompt waits; the match's turn timer hands the seat to a bot: the
+    screen says so without waiting for a key, and follows the bot's play."""
+
+    async def create() -> tuple[str, str]:
+        async with sc.connect(harness.address, operator_token=harness.operator_token) as c:
+            created = await c.create_match(
+                ruleset=pb.Ruleset(target_score=50),
+                seats=[sc.human("Sam"), *sc.bots(3)],
+                seed=13,
+                turn_timer_ms=1000,
+            )
+            return created.match.match_id, sc.seat_token(created, 0)
+
+    match_id, token = run(create())
+    t = Terminal(["play", "--address", harness.address, "--match", match_id, "--token", token,
+                  "--pace-ms", "0", "--no-pause"])  # fmt: skip
+    terminals.append(t)
+    wait_prompt(t, 1)
+    t.wait_for("A bot plays for you (out of time): act at your turn to take the seat back.", 20)
+    # The bot stands in for the rest of the match (it has no delay here).
+    assert t.wait_for_exit(HAND_S) == 0
+    assert re.search(r"Match over after \d+ hands?", " ".join(t.transcript().split()))

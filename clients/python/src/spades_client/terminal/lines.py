@@ -89,6 +89,14 @@ class LineReader:
             self._lines.put_nowait(None)  # stays at the end
         return line
 
+    def unread(self, line: str | None) -> None:
+        """Put a line back, to be the next one read."""
+        rest: list[str | None] = []
+        while not self._lines.empty():
+            rest.append(self._lines.get_nowait())
+        for item in (line, *rest):
+            self._lines.put_nowait(item)
+
     def drain(self) -> None:
         """Forget lines typed ahead (before a prompt that they were not meant for)."""
         while not self._lines.empty():

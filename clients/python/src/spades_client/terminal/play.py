@@ -111,6 +111,7 @@ class PlayLoop:
         self.results: list[pb.HandScored] = []
         self.seen_seq = 0
         self.hands_started = 0
+        self._interrupting: pb.MatchEvent | None = None
 
     # -- the whole match ---------------------------------------------------------------
     async def run(self) -> int:
@@ -173,6 +174,11 @@ class PlayLoop:
             if turn is Turn.QUIT:
                 return await self._quit()
             stale = True
+            if self._interrupting is not None:  # it came while the prompt waited
+                event, self._interrupting = self._interrupting, None
+                outcome = await self._show(event)
+                if outcome is not None:
+                    return outcome
 
     def _take_view(self, view: pb.SeatView) -> None:
         self.table = Table.from_view(view)
@@ -258,7 +264,14 @@ class PlayLoop:
         expected = max(self.seen_seq, view.as_of_seq)
         while True:
             self.console.print(f"{prompt} (? for help) > ", end="", markup=False, highlight=False)
-            line = await self.reader.readline()
+            got = await self._line_or_event(session)
+            if isinstance(got, pb.MatchEvent):
+                # The table moved while the prompt waited (a turn timer's bot, a
+                # seat change, a chat line): show it, and ask again on the new view.
+                self.console.print()
+                self._interrupting = got
+                return Turn.AGAIN
+            line = got
             if line is None:
                 self.console.print()
                 return Turn.QUIT
@@ -278,6 +291,27 @@ class PlayLoop:
             outcome = await self._send(session, chosen, expected)
             if outcome is not None:
                 return outcome
+
+    async def _line_or_event(self, session: Session) -> str | pb.MatchEvent | None:
+        """The next typed line (None at the end of the input), or an event if
+        one comes first."""
+        reading = asyncio.ensure_future(self.reader.readline())
+        listening = asyncio.ensure_future(session.next_event())
+        try:
+            await asyncio.wait({reading, listening}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (reading, listening):
+                if not task.done():
+                    task.cancel()
+            await asyncio.gather(reading, listening, return_exceptions=True)
+        if listening.done() and not listening.cancelled():
+            error = listening.exception()
+            if error is not None:
+                raise error  # the session failed
+            if reading.done() and not reading.cancelled():
+                self.reader.unread(reading.result())  # typed at the same moment: kept
+            return listening.result()
+        return reading.result()
 
     async def _send(self, session: Session, chosen: Act, expected: int) -> Turn | None:
         """Send the action; None when it was refused (the prompt repeats)."""

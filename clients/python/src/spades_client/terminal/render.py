@@ -321,6 +321,11 @@ class Renderer:
             return Text(f"{name} {'take' if name == 'You' else 'takes'} the seat.", style="dim")
         if e.control == pb.SEAT_CONTROL_BOT_STANDING_IN:
             why = {"turn_timer": "out of time", "left": "left"}.get(e.reason, e.reason)
+            if e.seat == table.viewer:
+                return Text(
+                    f"A bot plays for you ({why}): act at your turn to take the seat back.",
+                    style="yellow",
+                )
             return Text(f"A bot plays for {name} ({why}).", style="dim")
         return None
 
