@@ -5,8 +5,10 @@ emulator (pty_screen.py)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -307,6 +309,41 @@ def test_ctrl_c_stops_the_game_and_its_server(terminals: list[Terminal]) -> None
     assert t.screen().rstrip().endswith("Interrupted.")
     for pid in servers:
         assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
+
+
+def gone(pid: int, timeout: float = 15.0) -> bool:
+    """Whether process ``pid`` has ended (or is a zombie) within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if ") Z " in Path(f"/proc/{pid}/stat").read_text():
+                return True
+        except OSError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM, signal.SIGKILL])
+def test_no_server_outlives_the_game(signum: int, terminals: list[Terminal]) -> None:
+    """The terminal closed (SIGHUP), SIGTERM, even SIGKILL: the embedded server stops."""
+    t = Terminal(["play", "--pace-ms", "0", "--seed", "5"])
+    terminals.append(t)
+    wait_prompt(t, 1)
+    assert t.child.pid is not None
+    servers = children_of(t.child.pid)
+    assert servers
+    try:
+        t.child.kill(signum)
+        status = t.wait_for_exit()
+        if signum != signal.SIGKILL:
+            assert status == 128 + signum
+        for pid in servers:
+            assert gone(pid), f"server {pid} still running after spades got {signum!r}"
+    finally:
+        for pid in servers:  # whatever happened, none is left behind
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_the_bots_play_at_the_pace_asked_for(terminals: list[Terminal]) -> None:

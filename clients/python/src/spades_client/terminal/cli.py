@@ -7,7 +7,8 @@ import asyncio
 import contextlib
 import json
 import os
-from collections.abc import Sequence
+import signal
+from collections.abc import Coroutine, Sequence
 from typing import Any, Final
 
 from rich.console import Console
@@ -342,6 +343,40 @@ def _replay(args: argparse.Namespace, console: Console, renderer: Renderer) -> i
 # -- main --------------------------------------------------------------------------------
 
 
+class Hangup(Exception):
+    """SIGHUP (the terminal closed) or SIGTERM: the game stopped, its server too."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+async def _until_signalled(work: Coroutine[Any, Any, int]) -> int:
+    """Run ``work``; SIGHUP or SIGTERM cancel it, so that its cleanup (stopping
+    the embedded server, closing the session) runs, and raise ``Hangup``."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(work)
+    caught: list[int] = []
+
+    def stop(signum: int) -> None:
+        caught.append(signum)
+        task.cancel()
+
+    for signum in (signal.SIGHUP, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signum, stop, signum)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if caught:
+            raise Hangup(caught[0]) from None
+        raise
+    finally:
+        for signum in (signal.SIGHUP, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(signum)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     console = Console(highlight=False)
@@ -351,7 +386,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "replay":
             return _replay(args, console, renderer)
         runner = _play if args.command == "play" else _watch
-        return asyncio.run(runner(args, console, renderer))
+        return asyncio.run(_until_signalled(runner(args, console, renderer)))
     except UsageError as e:
         console.print(hint(f"{PROG} {args.command}: {e}", "red"))
         return 2
@@ -367,3 +402,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         console.print()
         console.print("Interrupted.")
         return 130
+    except Hangup as e:  # the terminal went away, or SIGTERM: cleaned up, quietly
+        return 128 + e.signum

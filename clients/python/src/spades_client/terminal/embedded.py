@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import importlib.util
 import os
 import re
 import secrets
+import signal
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
@@ -25,6 +28,7 @@ READY: Final = re.compile(
 )
 START_TIMEOUT_S: Final = 30.0
 STOP_TIMEOUT_S: Final = 10.0
+_PR_SET_PDEATHSIG: Final = 1  # prctl(2)
 HOW_TO_INSTALL: Final = (
     "spades play without --address starts a server of its own, which needs the "
     "spades_server package in this Python ({python}). Install it from the project's "
@@ -32,6 +36,24 @@ HOW_TO_INSTALL: Final = (
     "environment), or connect to a running server with --address HOST:PORT "
     "(and --operator-token to create a match there)."
 )
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """What the child runs before the server starts: on Linux, ask the kernel to
+    send it SIGTERM if ``spades`` dies without stopping it (killed, say), so
+    that no server outlives the game. The C library is loaded here, in the
+    parent; the child only makes the one call."""
+    if sys.platform != "linux":
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+    def in_child() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
+
+    return in_child
 
 
 class ServerUnavailable(RuntimeError):
@@ -89,6 +111,7 @@ class EmbeddedServer:
                 stderr=log,
                 env=dict(os.environ, PYTHONUNBUFFERED="1"),
                 start_new_session=True,  # Ctrl-C at the terminal is ours to handle
+                preexec_fn=_die_with_parent(),
             )
         assert self._proc.stdout is not None
         try:
