@@ -21,7 +21,7 @@ install-client-python: $(PY_CLIENT_STAMP) $(PY_CLIENT_STUBS)
 install: install-client-python
 
 $(PY_CLIENT_STAMP): $(PY_CLIENT)/pyproject.toml $(INSTALLED)
-	$(PYTHON) -m pip install -q --disable-pip-version-check -e '$(PY_CLIENT)[dev]'
+	$(PYTHON) -m pip install -q --disable-pip-version-check -e '$(PY_CLIENT)[dev,terminal,terminal-dev]'
 	touch $@
 
 $(PY_CLIENT_STUBS): $(PROTO) $(PY_CLIENT)/generate.py $(PY_CLIENT_STAMP)

@@ -1,0 +1,406 @@
+"""The ``spades`` command: play, watch and replay Spades in a terminal."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+from collections.abc import Coroutine, Sequence
+from typing import Any, Final
+
+from rich.console import Console
+
+from .. import _helpers
+from .._client import Client, connect
+from .._errors import SpadesError
+from .._gen.spades.v1 import spades_pb2 as pb
+from .embedded import EmbeddedServer, ServerUnavailable
+from .lines import LineReader
+from .play import PlayLoop, Rejoin
+from .render import Renderer, hint
+from .watch import WatchLoop
+
+__all__ = ["main"]
+
+PROG: Final = "spades"
+DEFAULT_ADDRESS: Final = "localhost:50051"
+BOT_LEVELS: Final[dict[str, pb.BotLevel.ValueType]] = {
+    "random": pb.BOT_LEVEL_RANDOM,
+    "easy": pb.BOT_LEVEL_EASY,
+    "normal": pb.BOT_LEVEL_NORMAL,
+    "hard": pb.BOT_LEVEL_HARD,
+    "expert": pb.BOT_LEVEL_EXPERT,
+}
+_ENUMS: Final[dict[str, dict[str, int]]] = {
+    "bag_rule": {
+        "10_for_100": pb.BAG_RULE_TEN_FOR_100,
+        "5_for_50": pb.BAG_RULE_FIVE_FOR_50,
+        "off": pb.BAG_RULE_OFF,
+    },
+    "first_lead": {
+        "left_of_dealer": pb.FIRST_LEAD_LEFT_OF_DEALER,
+        "dealer": pb.FIRST_LEAD_DEALER,
+        "two_of_clubs": pb.FIRST_LEAD_TWO_OF_CLUBS,
+    },
+    "set_penalty": {"ten_per_bid": pb.SET_PENALTY_TEN_PER_BID, "zero": pb.SET_PENALTY_ZERO},
+    "scoring": {"classic": pb.SCORING_CLASSIC, "tricks": pb.SCORING_TRICKS},
+    "spades_broken": {
+        "any_spade": pb.SPADES_BROKEN_ANY_SPADE,
+        "trumping": pb.SPADES_BROKEN_TRUMPING,
+    },
+}
+_INTS: Final = ("target_score", "mercy_score", "blind_nil_deficit", "blind_nil_exchange", "players")
+_BOOLS: Final = (
+    "blind_nil",
+    "blind_nil_exchange_optional",
+    "nil_allowed",
+    "partnerships",
+    "jokers",
+    "thirteen_bid",
+    "suicide",
+    "auction_trump",
+    "deuces_high",
+)
+OPTION_NAMES: Final = (*_INTS, *_BOOLS, *_ENUMS)
+
+
+class UsageError(Exception):
+    """A command line that cannot be carried out; the message says why."""
+
+
+# -- the command line ----------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        description="Play Spades in a terminal against bots, watch a match, or step "
+        "through a game record.",
+    )
+    p.add_argument(
+        "--ascii", action="store_true", help="write suits as letters (QS), not symbols (Q♠)"
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    pl = sub.add_parser(
+        "play",
+        help="play a match against bots",
+        description="Play one seat of a match against bots. Without --address, a server of "
+        "its own is started for the game (this needs the spades_server package) and stopped "
+        "at the end. With --address, a match is created there (with --operator-token), or "
+        "joined with --match and --token. Type ? at the prompt for what it accepts.",
+    )
+    pl.add_argument("--address", metavar="HOST:PORT", help="a running server (default: start one)")
+    pl.add_argument(
+        "--operator-token",
+        metavar="T",
+        default=os.environ.get("SPADES_OPERATOR_TOKEN"),
+        help="the server's operator credential, to create a match [SPADES_OPERATOR_TOKEN]",
+    )
+    pl.add_argument(
+        "--preset",
+        default="classic",
+        metavar="NAME",
+        help="the table rules: classic (default), polish, german or bulgarian",
+    )
+    pl.add_argument(
+        "--set",
+        dest="options",
+        action="append",
+        default=[],
+        metavar="OPTION=VALUE",
+        help="change one rule of the preset, e.g. --set target_score=200 or --set players=3 "
+        f"(repeatable). Options: {', '.join(OPTION_NAMES)}; docs/rules.md describes them",
+    )
+    pl.add_argument(
+        "--bots",
+        default="normal",
+        metavar="LEVELS",
+        help="the bots' levels, one for all or one per bot seat in order, comma separated: "
+        f"{', '.join(BOT_LEVELS)} (default: normal)",
+    )
+    pl.add_argument("--seed", type=int, help="the deal seed (the same seed, the same deals)")
+    pl.add_argument("--name", default="You", help="your name at the table (default: You)")
+    pl.add_argument("--match", metavar="ID", help="join this match (with --token)")
+    pl.add_argument("--token", metavar="SEAT_TOKEN", help="your seat token in --match")
+    _pace(pl)
+    pl.add_argument(
+        "--no-pause",
+        action="store_true",
+        help="go on to the next hand without waiting for Enter",
+    )
+
+    w = sub.add_parser(
+        "watch",
+        help="watch a match as a spectator",
+        description="Watch a match as a spectator: its public events (bids, cards played, "
+        "tricks, scores), never a card in anyone's hand. Stops when the match ends, or on "
+        "q + Enter.",
+    )
+    w.add_argument("match", metavar="MATCH", help="the match id")
+    w.add_argument("--address", metavar="HOST:PORT", default=DEFAULT_ADDRESS, help="the server")
+    w.add_argument(
+        "--operator-token",
+        metavar="T",
+        default=os.environ.get("SPADES_OPERATOR_TOKEN"),
+        help="optional: the operator credential, to show the players' names and the rules",
+    )
+    _pace(w)
+
+    r = sub.add_parser(
+        "replay",
+        help="step through a game record",
+        description="Step through a game record (the JSON spades-record format of "
+        "ExportMatch's record_json and the spades-record command): Enter for the next "
+        "action, b back, a number to jump, q to quit. Every seat's cards are shown. The "
+        "positions are recomputed by the rules engine, spades_engine, which must be "
+        "installed (it comes with the project's server).",
+    )
+    r.add_argument("file", metavar="FILE", help="the record (JSON)")
+    r.add_argument("--no-clear", action="store_true", help="do not clear the screen between steps")
+    return p
+
+
+def _pace(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--pace-ms",
+        type=int,
+        default=600,
+        metavar="MS",
+        help="pause after each action of another seat, so that it can be followed "
+        "(default: 600; 0: none)",
+    )
+
+
+def parse_options(texts: Sequence[str], preset: str) -> pb.Ruleset:
+    """``--preset`` and ``--set OPTION=VALUE`` as a ``Ruleset`` (the values as JSON)."""
+    ruleset = pb.Ruleset(preset=preset)
+    for text in texts:
+        name, sep, raw = text.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise UsageError(f"--set {text!r}: expected OPTION=VALUE")
+        try:
+            value: Any = json.loads(raw)
+        except ValueError:
+            value = raw.strip()
+        if name in _ENUMS:
+            table = _ENUMS[name]
+            if value not in table:
+                raise UsageError(f"--set {name}: one of {', '.join(table)}, not {raw!r}")
+            setattr(ruleset, name, table[value])
+        elif name == "mercy_score" and value in (None, "none", "off"):
+            ruleset.no_mercy_score = True
+        elif name in _INTS:
+            if type(value) is not int:
+                raise UsageError(f"--set {name}: a whole number, not {raw!r}")
+            setattr(ruleset, name, value)
+        elif name in _BOOLS:
+            if type(value) is not bool:
+                raise UsageError(f"--set {name}: true or false, not {raw!r}")
+            setattr(ruleset, name, value)
+        else:
+            raise UsageError(f"--set: no option {name!r}; options: {', '.join(OPTION_NAMES)}")
+    return ruleset
+
+
+def bot_levels(text: str, bots: int) -> list[pb.BotLevel.ValueType]:
+    names = [n.strip().lower() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in BOT_LEVELS]
+    if unknown or not names:
+        raise UsageError(f"--bots: levels are {', '.join(BOT_LEVELS)}, not {text!r}")
+    if len(names) == 1:
+        names *= bots
+    if len(names) != bots:
+        raise UsageError(f"--bots: this table has {bots} bot seats, --bots gives {len(names)}")
+    return [BOT_LEVELS[n] for n in names]
+
+
+# -- play ----------------------------------------------------------------------------------
+
+
+async def _play(args: argparse.Namespace, console: Console, renderer: Renderer) -> int:
+    if (args.match is None) != (args.token is None):
+        raise UsageError("--match and --token go together (join a match with both)")
+    if args.token is not None and args.token.partition(".")[0] != args.match:
+        raise UsageError(f"the seat token is not one of match {args.match}")
+    if args.token is not None and args.address is None:
+        raise UsageError("to join a match, say where it is: --address HOST:PORT")
+    if args.pace_ms < 0:
+        raise UsageError("--pace-ms must be 0 or more")
+    ruleset = parse_options(args.options, args.preset)
+    players = ruleset.players if ruleset.HasField("players") else 4
+    levels = bot_levels(args.bots, players - 1) if args.token is None else []
+    if args.address is None:
+        console.print(hint("Starting a server for this game..."), style="dim")
+        async with (
+            EmbeddedServer() as server,
+            connect(server.address, operator_token=server.operator_token) as client,
+        ):
+            return await _play_on(args, console, renderer, client, ruleset, levels, None)
+    async with connect(args.address, operator_token=args.operator_token) as client:
+        return await _play_on(args, console, renderer, client, ruleset, levels, args.address)
+
+
+async def _play_on(
+    args: argparse.Namespace,
+    console: Console,
+    renderer: Renderer,
+    client: Client,
+    ruleset: pb.Ruleset,
+    levels: list[pb.BotLevel.ValueType],
+    address: str | None,
+) -> int:
+    token = args.token
+    if token is None:
+        if not client.operator_token:
+            raise UsageError(
+                "creating a match needs the server's operator credential: --operator-token T "
+                "(or SPADES_OPERATOR_TOKEN); or join a match with --match and --token"
+            )
+        seats = [_helpers.human(args.name)]
+        seats += [_helpers.bot(f"Bot {i + 1}", level) for i, level in enumerate(levels)]
+        created = await client.create_match(ruleset=ruleset, seats=seats, seed=args.seed)
+        token = _helpers.seat_token(created, 0)
+        match_id = created.match.match_id
+        if address is not None:
+            console.print(hint(f"Match `{match_id}` created; your seat token is:"))
+            console.print(token, style="bold cyan", soft_wrap=True)
+        else:
+            console.print(hint(f"Match `{match_id}` created."), style="dim")
+    loop = PlayLoop(
+        console,
+        client.seat(token),
+        LineReader().start(),
+        renderer=renderer,
+        pace_s=args.pace_ms / 1000.0,
+        rejoin=Rejoin(address, token) if address is not None else None,
+        pause_between_hands=not args.no_pause,
+    )
+    try:
+        return await loop.run()
+    finally:
+        loop.reader.close()
+
+
+# -- watch -------------------------------------------------------------------------------
+
+
+async def _watch(args: argparse.Namespace, console: Console, renderer: Renderer) -> int:
+    async with connect(args.address, operator_token=args.operator_token) as client:
+        summary = None
+        if args.operator_token:
+            with contextlib.suppress(SpadesError):
+                summary = await client.get_match(args.match)
+        reader = LineReader().start()
+        try:
+            loop = WatchLoop(
+                console,
+                client,
+                args.match,
+                reader,
+                renderer=renderer,
+                pace_s=args.pace_ms / 1000.0,
+                summary=summary,
+            )
+            return await loop.run()
+        finally:
+            reader.close()
+
+
+# -- replay ------------------------------------------------------------------------------
+
+
+def _replay(args: argparse.Namespace, console: Console, renderer: Renderer) -> int:
+    from .replay import ReplayError, ReplayViewer, load_replay
+
+    try:
+        replay = load_replay(args.file)
+    except ReplayError as e:
+        console.print(hint(f"{PROG} replay: {e}", "red"))
+        return 2
+
+    def read_line(prompt: str) -> str | None:
+        try:
+            return console.input(prompt)
+        except EOFError:
+            return None
+
+    viewer = ReplayViewer(
+        console,
+        replay,
+        os.path.basename(args.file),
+        read_line,
+        renderer=renderer,
+        clear=not args.no_clear,
+    )
+    return viewer.run()
+
+
+# -- main --------------------------------------------------------------------------------
+
+
+class Hangup(Exception):
+    """SIGHUP (the terminal closed) or SIGTERM: the game stopped, its server too."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+async def _until_signalled(work: Coroutine[Any, Any, int]) -> int:
+    """Run ``work``; SIGHUP or SIGTERM cancel it, so that its cleanup (stopping
+    the embedded server, closing the session) runs, and raise ``Hangup``."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(work)
+    caught: list[int] = []
+
+    def stop(signum: int) -> None:
+        caught.append(signum)
+        task.cancel()
+
+    for signum in (signal.SIGHUP, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signum, stop, signum)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if caught:
+            raise Hangup(caught[0]) from None
+        raise
+    finally:
+        for signum in (signal.SIGHUP, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(signum)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    console = Console(highlight=False)
+    ascii_only = args.ascii or (console.encoding or "").lower().replace("-", "") != "utf8"
+    renderer = Renderer(ascii_only=ascii_only)
+    try:
+        if args.command == "replay":
+            return _replay(args, console, renderer)
+        runner = _play if args.command == "play" else _watch
+        return asyncio.run(_until_signalled(runner(args, console, renderer)))
+    except UsageError as e:
+        console.print(hint(f"{PROG} {args.command}: {e}", "red"))
+        return 2
+    except ServerUnavailable as e:
+        console.print(hint(f"{PROG} {args.command}: {e}", "red"))
+        return 2
+    except SpadesError as e:
+        console.print(renderer.refusal(e))
+        if e.code.name == "UNAVAILABLE":
+            console.print(hint("Is the server running at that address?", "yellow"))
+        return 1
+    except KeyboardInterrupt:
+        console.print()
+        console.print("Interrupted.")
+        return 130
+    except Hangup as e:  # the terminal went away, or SIGTERM: cleaned up, quietly
+        return 128 + e.signum
