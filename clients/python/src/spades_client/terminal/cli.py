@@ -34,36 +34,37 @@ BOT_LEVELS: Final[dict[str, pb.BotLevel.ValueType]] = {
     "hard": pb.BOT_LEVEL_HARD,
     "expert": pb.BOT_LEVEL_EXPERT,
 }
-_ENUMS: Final[dict[str, dict[str, int]]] = {
-    "bag_rule": {
-        "10_for_100": pb.BAG_RULE_TEN_FOR_100,
-        "5_for_50": pb.BAG_RULE_FIVE_FOR_50,
-        "off": pb.BAG_RULE_OFF,
-    },
-    "first_lead": {
-        "left_of_dealer": pb.FIRST_LEAD_LEFT_OF_DEALER,
-        "dealer": pb.FIRST_LEAD_DEALER,
-        "two_of_clubs": pb.FIRST_LEAD_TWO_OF_CLUBS,
-    },
-    "set_penalty": {"ten_per_bid": pb.SET_PENALTY_TEN_PER_BID, "zero": pb.SET_PENALTY_ZERO},
-    "scoring": {"classic": pb.SCORING_CLASSIC, "tricks": pb.SCORING_TRICKS},
-    "spades_broken": {
-        "any_spade": pb.SPADES_BROKEN_ANY_SPADE,
-        "trumping": pb.SPADES_BROKEN_TRUMPING,
-    },
-}
-_INTS: Final = ("target_score", "mercy_score", "blind_nil_deficit", "blind_nil_exchange", "players")
-_BOOLS: Final = (
-    "blind_nil",
-    "blind_nil_exchange_optional",
-    "nil_allowed",
-    "partnerships",
-    "jokers",
-    "thirteen_bid",
-    "suicide",
-    "auction_trump",
-    "deuces_high",
-)
+# docs/rules.md spells the bag rules with digits; the enum with words.
+_SPELLINGS: Final = {"bag_rule": {"10_for_100": "ten_for_100", "5_for_50": "five_for_50"}}
+
+
+def _ruleset_options() -> tuple[tuple[str, ...], tuple[str, ...], dict[str, dict[str, int]]]:
+    """The options of ``pb.Ruleset`` by kind, read from the contract itself so that
+    an option added to the proto is accepted here without a change: int32 and bool
+    fields, and enum fields with their values by lower-case name without the prefix
+    (``SCORING_TRICKS`` is ``tricks``)."""
+    ints: list[str] = []
+    bools: list[str] = []
+    enums: dict[str, dict[str, int]] = {}
+    for f in pb.Ruleset.DESCRIPTOR.fields:
+        if f.name in ("preset", "no_mercy_score"):  # --preset, and mercy_score=none
+            continue
+        if f.type == f.TYPE_ENUM:
+            unset = f.enum_type.values_by_number[0].name  # e.g. SCORING_UNSPECIFIED
+            prefix = unset.removesuffix("UNSPECIFIED")
+            values = {v.name.removeprefix(prefix).lower(): v.number for v in f.enum_type.values}
+            values.pop("unspecified")
+            for spelled, name in _SPELLINGS.get(f.name, {}).items():
+                values[spelled] = values[name]
+            enums[f.name] = values
+        elif f.type == f.TYPE_BOOL:
+            bools.append(f.name)
+        else:
+            ints.append(f.name)
+    return tuple(ints), tuple(bools), enums
+
+
+_INTS, _BOOLS, _ENUMS = _ruleset_options()
 OPTION_NAMES: Final = (*_INTS, *_BOOLS, *_ENUMS)
 
 
