@@ -49,7 +49,7 @@ def _ruleset_options() -> tuple[tuple[str, ...], tuple[str, ...], dict[str, dict
     for f in pb.Ruleset.DESCRIPTOR.fields:
         if f.name in ("preset", "no_mercy_score"):  # --preset, and mercy_score=none
             continue
-        if f.type == f.TYPE_ENUM:
+        if f.enum_type is not None:
             unset = f.enum_type.values_by_number[0].name  # e.g. SCORING_UNSPECIFIED
             prefix = unset.removesuffix("UNSPECIFIED")
             values = {v.name.removeprefix(prefix).lower(): v.number for v in f.enum_type.values}
