@@ -3,7 +3,8 @@
 Robustness: legal actions in random positions of every preset, with think-time
 figures (p50/p99 printed; only a generous bound asserted).  Determinization:
 sampled deals never contradict what the seat has seen.  Tactics: hand-built
-positions where one card is clearly right.  Bidding: the obvious bids.
+positions where one card is clearly right.  Bidding: the obvious bids.  Two
+players: the draw's discards out of play in sampled deals.
 """
 
 from __future__ import annotations
@@ -18,17 +19,20 @@ from rules_helpers import CONFIGS, bid_all, deal, play_tricks
 from spades_engine import BLIND_NIL, LOOK, Bid, Match, PassCards, Phase, Play, preset
 from spades_engine.actions import Action
 from spades_engine.bots import random_legal
-from spades_engine.bots.determinize import knowledge_from_view, sample_deal
+from spades_engine.bots.choices import simple_draw
+from spades_engine.bots.determinize import Knowledge, _deal, knowledge_from_view, sample_deal
 from spades_engine.bots.expert import _candidates, expert
 from spades_engine.cards import SUIT_MASKS, mask_of, parse_card, parse_hand
 from spades_engine.view import SeatView
 
 BUDGET_MS = 20
+TWO = preset("german", players=2)
+TABLES = {**CONFIGS, "german-2": TWO}
 
 
 def _long(name: str) -> Match:
-    """A match of ``CONFIGS[name]`` that keeps dealing."""
-    return Match(CONFIGS[name].replace(target_score=10**9, mercy_score=None), seed=len(name))
+    """A match of ``TABLES[name]`` that keeps dealing."""
+    return Match(TABLES[name].replace(target_score=10**9, mercy_score=None), seed=len(name))
 
 
 def _act(m: Match, rng: random.Random) -> tuple[int, SeatView]:
@@ -367,3 +371,94 @@ def test_no_blind_nil_beside_a_partners_nil() -> None:
     side = view.rules.side_of(view.to_act)
     behind = (0, 320) if side == 0 else (320, 0)
     assert expert(dataclasses.replace(view, scores=behind), 1, BUDGET_MS) == LOOK
+
+
+# -- two players (the draw) ------------------------------------------------------------------
+
+
+def test_two_player_deals_keep_the_draws_discards_out_of_play() -> None:
+    """At every decision of two-player hands (the draw, the bids, the play), each
+    sampled deal gives the opponent exactly its hand size and none of the cards
+    the viewer kept, discarded, is looking at or saw played, and respects the
+    voids it has shown; the rest of the unseen cards go to no hand."""
+    m = _long("german-2")
+    rng = random.Random(12)
+    phases: set[Phase] = set()
+    voids_seen = 0
+    while m.hand_number < 3:
+        seat, view = m.to_act, m.view(m.to_act)
+        opp = 1 - seat
+        truth = m.state.hand.hands
+        k = knowledge_from_view(view)
+        known = mask_of(view.hand or ()) | mask_of(view.discards) | view.played_cards()
+        if view.stock_top is not None:
+            known |= 1 << view.stock_top
+        assert k.unseen == TWO.deck_mask & ~known
+        assert truth[opp] & ~k.unseen == 0  # the opponent's real cards are all unseen
+        assert k.out_of_play == k.unseen.bit_count() - view.hand_sizes[opp]
+        for suit in range(4):
+            if k.voids[opp] >> suit & 1:
+                assert not truth[opp] & SUIT_MASKS[suit]
+        voids_seen += k.voids[opp] != 0
+        phases.add(view.phase)
+        for _ in range(3):
+            hands = sample_deal(k, rng)
+            assert hands[seat] == truth[seat]
+            assert hands[opp].bit_count() == view.hand_sizes[opp]
+            assert not hands[opp] & known
+            for suit in range(4):
+                if k.voids[opp] >> suit & 1:
+                    assert not hands[opp] & SUIT_MASKS[suit]
+        m.apply(seat, random_legal(view, rng.getrandbits(32)))
+    assert phases == {Phase.DRAW, Phase.BIDDING, Phase.PLAYING}
+    assert voids_seen
+
+
+def test_a_pool_larger_than_the_hands_is_dealt_uniformly() -> None:
+    """Unconstrained, the opponent's cards are a uniform draw from the unseen pool:
+    26 unseen cards, 13 to the opponent, so each card is there half the time."""
+    m = Match(TWO, seed=4)
+    while m.phase is Phase.DRAW:
+        view = m.view(m.to_act)
+        m.apply(m.to_act, simple_draw(view))
+    k = knowledge_from_view(m.view(m.to_act))
+    assert (k.unseen.bit_count(), k.out_of_play) == (26, 13)
+    rng = random.Random(3)
+    n = 2000
+    held = dict.fromkeys(range(64), 0)
+    for _ in range(n):
+        opp = sample_deal(k, rng)[1 - k.seat]
+        for c in range(64):
+            held[c] += opp >> c & 1
+    for c in range(64):
+        if k.unseen >> c & 1:
+            assert abs(held[c] / n - 0.5) < 0.05, c  # about 4.5 standard deviations
+        else:
+            assert held[c] == 0
+
+
+def test_voids_send_a_suit_out_of_play() -> None:
+    """An opponent void in every side suit holds only spades: with room for three
+    cards and three unseen spades, it gets exactly those, and every other unseen
+    card is out of play; the card-by-card check of Hall's condition agrees."""
+    mine = parse_hand("AS KS QS JS TS 9S 8S 7S 6S 5S")
+    spades = parse_hand("4S 3S 2S")
+    others = parse_hand("2H 3H 4H 5H 3C 4C 5C 3D 4D 5D")
+    k = Knowledge(
+        seat=0,
+        hand=mine,
+        unseen=spades | others,
+        sizes=(10, 3),
+        voids=(0, 0b0111),
+        pinned=(0, 0),
+        played=(0, 0),
+        out_of_play=10,
+    )
+    rng = random.Random(1)
+    for _ in range(20):
+        assert sample_deal(k, rng) == [mine, spades]
+        assert _deal(k, rng, checked=True) == [mine, spades]
+    # one spade fewer than the room: no deal fits, and the sampler says so
+    short = dataclasses.replace(k, unseen=k.unseen & ~parse_hand("2S"), out_of_play=9)
+    with pytest.raises(ValueError, match="no deal"):
+        sample_deal(short, rng)
