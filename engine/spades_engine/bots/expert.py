@@ -1,11 +1,10 @@
 """The Expert bot: determinized Monte-Carlo search over the simulation kernel.
 
 Two players (the draw of RULES.md 3.1): Expert draws by the simple rule every
-level shares (``choices.simple_draw``) and then bids and plays as Hard.  Its
-search deals every unseen card to the other seats, and under the draw half of
-the unseen cards are discards out of play (13 the viewer never saw): sampling
-that needs the determinization to deal a pool larger than the hands, which is
-not built yet.
+level shares (``choices.simple_draw``), then bids and plays by the searches
+below; the determinization sets the viewer's own discards aside and deals the
+opponent its hand from the other unseen cards, the rest (its discards) going
+out of play.
 
 ``expert(view, seed, budget_ms)`` decides from the seat's view alone.
 
@@ -129,8 +128,6 @@ def expert(view: SeatView, seed: int, budget_ms: int = 200) -> Action:
         return legal[0]
     if draws(view):  # two players' draw: the simple rule (see the module notes)
         return simple_draw(view)
-    if view.rules.players == 2:  # no determinization of the draw's discards yet
-        return hard_bot(view, seed, budget_ms)
     rng = random.Random(seed)
     budget = _Budget(budget_ms, start)
     first = legal[0]
@@ -229,6 +226,8 @@ def _candidates(view: SeatView, cards: Sequence[int], hand: int) -> list[int]:
     nothing between them but the viewer's cards and cards of finished tricks
     (a card in the trick in progress does separate two of mine)."""
     gone = ~view.rules.deck_mask
+    for d in view.discards:  # two players' draw: out of play, so they separate nothing
+        gone |= 1 << d
     for t in view.tricks:
         for played in t.cards:
             gone |= 1 << played
