@@ -4,25 +4,39 @@ Robustness: legal actions in random positions of every preset, with think-time
 figures (p50/p99 printed; only a generous bound asserted).  Determinization:
 sampled deals never contradict what the seat has seen.  Tactics: hand-built
 positions where one card is clearly right.  Bidding: the obvious bids.  Two
-players: the draw's discards out of play in sampled deals.
+players: the draw's discards out of play in sampled deals, the obvious draws,
+and a short tournament against Hard.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import random
 import time
 
 import pytest
 from rules_helpers import CONFIGS, bid_all, deal, play_tricks
 
-from spades_engine import BLIND_NIL, LOOK, Bid, Match, PassCards, Phase, Play, preset
+from spades_engine import (
+    BLIND_NIL,
+    DRAW_DISCARD,
+    DRAW_KEEP,
+    LOOK,
+    Bid,
+    Match,
+    PassCards,
+    Phase,
+    Play,
+    preset,
+)
 from spades_engine.actions import Action
 from spades_engine.bots import random_legal
 from spades_engine.bots.choices import simple_draw
 from spades_engine.bots.determinize import Knowledge, _deal, knowledge_from_view, sample_deal
 from spades_engine.bots.expert import _candidates, expert
-from spades_engine.cards import SUIT_MASKS, mask_of, parse_card, parse_hand
+from spades_engine.cards import BIG_JOKER, SUIT_MASKS, mask_of, parse_card, parse_hand
+from spades_engine.tournament import Config, mean_ci, run
 from spades_engine.view import SeatView
 
 BUDGET_MS = 20
@@ -473,3 +487,62 @@ def test_voids_send_a_suit_out_of_play() -> None:
     short = dataclasses.replace(k, unseen=k.unseen & ~parse_hand("2S"), out_of_play=9)
     with pytest.raises(ValueError, match="no deal"):
         sample_deal(short, rng)
+
+
+def _draw_until(tops: set[int]) -> SeatView:
+    """A two-player draw, both seats drawing by the simple rule, at the first
+    turn (with at least 10 cards left in the stock) whose top card is in ``tops``."""
+    for seed in range(100):
+        m = Match(TWO, seed=seed)
+        while m.phase is Phase.DRAW:
+            view = m.view(m.to_act)
+            if view.stock_top in tops and view.stock_size >= 10:
+                return view
+            m.apply(m.to_act, simple_draw(view))
+    raise AssertionError("no such position in 100 seeds")
+
+
+@pytest.fixture
+def search_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The draw decided by the search's mean alone, never by the simple rule it
+    otherwise falls back on when unsure (so these tests judge the search)."""
+    monkeypatch.setattr(importlib.import_module("spades_engine.bots.expert"), "DRAW_Z", 0.0)
+
+
+@pytest.mark.usefixtures("search_alone")
+def test_it_keeps_the_big_joker() -> None:
+    view = _draw_until({BIG_JOKER})
+    for seed in range(3):
+        assert expert(view, seed, BUDGET_MS) == DRAW_KEEP
+
+
+@pytest.mark.usefixtures("search_alone")
+def test_it_discards_the_lowest_card_of_a_side_suit() -> None:
+    """The lowest card of a side suit (the 2C and 2D are out of this deck) hardly
+    ever takes a trick; the next card, a random unseen one, often would."""
+    view = _draw_until({parse_card("3C"), parse_card("3D"), parse_card("2H")})
+    for seed in range(3):
+        assert expert(view, seed, BUDGET_MS) == DRAW_DISCARD
+
+
+def test_with_no_budget_it_draws_by_the_simple_rule() -> None:
+    """One sample tells nothing about its noise: the simple rule stands."""
+    m = Match(TWO, seed=6)
+    while m.phase is Phase.DRAW:
+        view = m.view(m.to_act)
+        action = expert(view, 1, 0)
+        assert action == simple_draw(view)
+        m.apply(m.to_act, action)
+
+
+def test_it_beats_hard_with_two_players(capsys: pytest.CaptureFixture[str]) -> None:
+    """A short duplicate tournament (whole games, both seatings) at a small budget."""
+    cfg = Config(TWO.replace(target_score=200), ("expert",), ("hard",), "games", 6, budget_ms=2)
+    diff = mean_ci([r.diff for r in run(cfg)])
+    with capsys.disabled():
+        low, high = diff["ci95"]
+        print(
+            f"\nexpert - hard, two players, 6 game pairs to 200, budget 2 ms: "
+            f"{diff['mean']:+.2f} points per hand, 95% CI [{low:+.2f}, {high:+.2f}]"
+        )
+    assert diff["ci95"][0] > 0
