@@ -3,32 +3,50 @@
 Robustness: legal actions in random positions of every preset, with think-time
 figures (p50/p99 printed; only a generous bound asserted).  Determinization:
 sampled deals never contradict what the seat has seen.  Tactics: hand-built
-positions where one card is clearly right.  Bidding: the obvious bids.
+positions where one card is clearly right.  Bidding: the obvious bids.  Two
+players: the draw's discards out of play in sampled deals, the obvious draws,
+and a short tournament against Hard.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import random
 import time
 
 import pytest
 from rules_helpers import CONFIGS, bid_all, deal, play_tricks
 
-from spades_engine import BLIND_NIL, LOOK, Bid, Match, PassCards, Phase, Play, preset
+from spades_engine import (
+    BLIND_NIL,
+    DRAW_DISCARD,
+    DRAW_KEEP,
+    LOOK,
+    Bid,
+    Match,
+    PassCards,
+    Phase,
+    Play,
+    preset,
+)
 from spades_engine.actions import Action
 from spades_engine.bots import random_legal
-from spades_engine.bots.determinize import knowledge_from_view, sample_deal
+from spades_engine.bots.choices import simple_draw
+from spades_engine.bots.determinize import Knowledge, _deal, knowledge_from_view, sample_deal
 from spades_engine.bots.expert import _candidates, expert
-from spades_engine.cards import SUIT_MASKS, mask_of, parse_card, parse_hand
+from spades_engine.cards import BIG_JOKER, SUIT_MASKS, mask_of, parse_card, parse_hand
+from spades_engine.tournament import Config, mean_ci, run
 from spades_engine.view import SeatView
 
 BUDGET_MS = 20
+TWO = preset("german", players=2)
+TABLES = {**CONFIGS, "german-2": TWO}
 
 
 def _long(name: str) -> Match:
-    """A match of ``CONFIGS[name]`` that keeps dealing."""
-    return Match(CONFIGS[name].replace(target_score=10**9, mercy_score=None), seed=len(name))
+    """A match of ``TABLES[name]`` that keeps dealing."""
+    return Match(TABLES[name].replace(target_score=10**9, mercy_score=None), seed=len(name))
 
 
 def _act(m: Match, rng: random.Random) -> tuple[int, SeatView]:
@@ -45,7 +63,7 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
+@pytest.mark.parametrize("name", sorted(TABLES))
 def test_expert_plays_only_legal_actions_within_its_budget(name: str) -> None:
     """Expert and random-legal share the seats action by action (so random blind
     nils bring exchanges for Expert to pass in and play after) for two hands.
@@ -75,7 +93,7 @@ def test_expert_plays_only_legal_actions_within_its_budget(name: str) -> None:
         f"wall p50 {_pct(wall, 0.5):.1f} p99 {_pct(wall, 0.99):.1f} max {max(wall):.1f} ms; "
         f"cpu p50 {_pct(cpu, 0.5):.1f} p99 {_pct(cpu, 0.99):.1f} ms; {sorted(kinds)}"
     )
-    assert {"Bid", "Play"} <= kinds
+    assert {"Bid", "Play"} | ({"Draw"} if name == "german-2" else set()) <= kinds
     assert _pct(cpu, 0.5) <= BUDGET_MS
     assert _pct(cpu, 0.99) <= 3 * BUDGET_MS
 
@@ -204,6 +222,17 @@ def test_a_card_of_the_trick_in_progress_separates_two_of_mine() -> None:
     hand = mask_of(view.hand or ())
     legal = [a.card for a in view.legal_actions if isinstance(a, Play)]
     assert _candidates(view, legal, hand) == [parse_card("9H"), parse_card("QH")]
+
+
+def test_cards_with_only_my_discards_between_them_are_tried_once() -> None:
+    """Two players' draw: a card the viewer discarded is out of play, so it
+    separates nothing (the view is a four-player one given the JH as a discard)."""
+    view = _seat0_after(["2H", "AH", "KH"])
+    hand = mask_of(view.hand or ())
+    legal = [a.card for a in view.legal_actions if isinstance(a, Play)]
+    assert _candidates(view, legal, hand) == [parse_card("9H"), parse_card("QH")]
+    gone = dataclasses.replace(view, discards=(parse_card("JH"),))
+    assert _candidates(gone, legal, hand) == [parse_card("9H")]
 
 
 # -- tactics ---------------------------------------------------------------------------------
@@ -367,3 +396,153 @@ def test_no_blind_nil_beside_a_partners_nil() -> None:
     side = view.rules.side_of(view.to_act)
     behind = (0, 320) if side == 0 else (320, 0)
     assert expert(dataclasses.replace(view, scores=behind), 1, BUDGET_MS) == LOOK
+
+
+# -- two players (the draw) ------------------------------------------------------------------
+
+
+def test_two_player_deals_keep_the_draws_discards_out_of_play() -> None:
+    """At every decision of two-player hands (the draw, the bids, the play), each
+    sampled deal gives the opponent exactly its hand size and none of the cards
+    the viewer kept, discarded, is looking at or saw played, and respects the
+    voids it has shown; the rest of the unseen cards go to no hand."""
+    m = _long("german-2")
+    rng = random.Random(12)
+    phases: set[Phase] = set()
+    voids_seen = 0
+    while m.hand_number < 3:
+        seat, view = m.to_act, m.view(m.to_act)
+        opp = 1 - seat
+        truth = m.state.hand.hands
+        k = knowledge_from_view(view)
+        known = mask_of(view.hand or ()) | mask_of(view.discards) | view.played_cards()
+        if view.stock_top is not None:
+            known |= 1 << view.stock_top
+        assert k.unseen == TWO.deck_mask & ~known
+        assert truth[opp] & ~k.unseen == 0  # the opponent's real cards are all unseen
+        assert k.out_of_play == k.unseen.bit_count() - view.hand_sizes[opp]
+        for suit in range(4):
+            if k.voids[opp] >> suit & 1:
+                assert not truth[opp] & SUIT_MASKS[suit]
+        voids_seen += k.voids[opp] != 0
+        phases.add(view.phase)
+        for _ in range(3):
+            hands = sample_deal(k, rng)
+            assert hands[seat] == truth[seat]
+            assert hands[opp].bit_count() == view.hand_sizes[opp]
+            assert not hands[opp] & known
+            for suit in range(4):
+                if k.voids[opp] >> suit & 1:
+                    assert not hands[opp] & SUIT_MASKS[suit]
+        m.apply(seat, random_legal(view, rng.getrandbits(32)))
+    assert phases == {Phase.DRAW, Phase.BIDDING, Phase.PLAYING}
+    assert voids_seen
+
+
+def test_a_pool_larger_than_the_hands_is_dealt_uniformly() -> None:
+    """Unconstrained, the opponent's cards are a uniform draw from the unseen pool:
+    26 unseen cards, 13 to the opponent, so each card is there half the time."""
+    m = Match(TWO, seed=4)
+    while m.phase is Phase.DRAW:
+        view = m.view(m.to_act)
+        m.apply(m.to_act, simple_draw(view))
+    k = knowledge_from_view(m.view(m.to_act))
+    assert (k.unseen.bit_count(), k.out_of_play) == (26, 13)
+    rng = random.Random(3)
+    n = 2000
+    held = dict.fromkeys(range(64), 0)
+    for _ in range(n):
+        opp = sample_deal(k, rng)[1 - k.seat]
+        for c in range(64):
+            held[c] += opp >> c & 1
+    for c in range(64):
+        if k.unseen >> c & 1:
+            assert abs(held[c] / n - 0.5) < 0.05, c  # about 4.5 standard deviations
+        else:
+            assert held[c] == 0
+
+
+def test_voids_send_a_suit_out_of_play() -> None:
+    """An opponent void in every side suit holds only spades: with room for three
+    cards and three unseen spades, it gets exactly those, and every other unseen
+    card is out of play; the card-by-card check of Hall's condition agrees."""
+    mine = parse_hand("AS KS QS JS TS 9S 8S 7S 6S 5S")
+    spades = parse_hand("4S 3S 2S")
+    others = parse_hand("2H 3H 4H 5H 3C 4C 5C 3D 4D 5D")
+    k = Knowledge(
+        seat=0,
+        hand=mine,
+        unseen=spades | others,
+        sizes=(10, 3),
+        voids=(0, 0b0111),
+        pinned=(0, 0),
+        played=(0, 0),
+        out_of_play=10,
+    )
+    rng = random.Random(1)
+    for _ in range(20):
+        assert sample_deal(k, rng) == [mine, spades]
+        assert _deal(k, rng, checked=True) == [mine, spades]
+    # one spade fewer than the room: no deal fits, and the sampler says so
+    short = dataclasses.replace(k, unseen=k.unseen & ~parse_hand("2S"), out_of_play=9)
+    with pytest.raises(ValueError, match="no deal"):
+        sample_deal(short, rng)
+
+
+def _draw_until(tops: set[int]) -> SeatView:
+    """A two-player draw, both seats drawing by the simple rule, at the first
+    turn (with at least 10 cards left in the stock) whose top card is in ``tops``."""
+    for seed in range(100):
+        m = Match(TWO, seed=seed)
+        while m.phase is Phase.DRAW:
+            view = m.view(m.to_act)
+            if view.stock_top in tops and view.stock_size >= 10:
+                return view
+            m.apply(m.to_act, simple_draw(view))
+    raise AssertionError("no such position in 100 seeds")
+
+
+@pytest.fixture
+def search_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The draw decided by the search's mean alone, never by the simple rule it
+    otherwise falls back on when unsure (so these tests judge the search)."""
+    monkeypatch.setattr(importlib.import_module("spades_engine.bots.expert"), "DRAW_Z", 0.0)
+
+
+@pytest.mark.usefixtures("search_alone")
+def test_it_keeps_the_big_joker() -> None:
+    view = _draw_until({BIG_JOKER})
+    for seed in range(3):
+        assert expert(view, seed, BUDGET_MS) == DRAW_KEEP
+
+
+@pytest.mark.usefixtures("search_alone")
+def test_it_discards_the_lowest_card_of_a_side_suit() -> None:
+    """The lowest card of a side suit (the 2C and 2D are out of this deck) hardly
+    ever takes a trick; the next card, a random unseen one, often would."""
+    view = _draw_until({parse_card("3C"), parse_card("3D"), parse_card("2H")})
+    for seed in range(3):
+        assert expert(view, seed, BUDGET_MS) == DRAW_DISCARD
+
+
+def test_with_no_budget_it_draws_by_the_simple_rule() -> None:
+    """One sample tells nothing about its noise: the simple rule stands."""
+    m = Match(TWO, seed=6)
+    while m.phase is Phase.DRAW:
+        view = m.view(m.to_act)
+        action = expert(view, 1, 0)
+        assert action == simple_draw(view)
+        m.apply(m.to_act, action)
+
+
+def test_it_beats_hard_with_two_players(capsys: pytest.CaptureFixture[str]) -> None:
+    """A short duplicate tournament (whole games, both seatings) at a small budget."""
+    cfg = Config(TWO.replace(target_score=200), ("expert",), ("hard",), "games", 6, budget_ms=2)
+    diff = mean_ci([r.diff for r in run(cfg)])
+    with capsys.disabled():
+        low, high = diff["ci95"]
+        print(
+            f"\nexpert - hard, two players, 6 game pairs to 200, budget 2 ms: "
+            f"{diff['mean']:+.2f} points per hand, 95% CI [{low:+.2f}, {high:+.2f}]"
+        )
+    assert diff["ci95"][0] > 0

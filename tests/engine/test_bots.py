@@ -646,6 +646,7 @@ def test_every_level_plays_whole_legal_matches_with_two_players(level: str) -> N
             if m.phase is Phase.DRAW:
                 top = view.stock_top
                 assert top is not None and isinstance(action, Draw)
-                assert action.keep == (top >> 4 == 3 or top & 15 >= 9), (top, action)
+                if level != "expert":  # Expert draws by search
+                    assert action.keep == (top >> 4 == 3 or top & 15 >= 9), (top, action)
             m.apply(seat, action)
         assert m.state.hand_tricks and all(sum(t) == 13 for t in m.state.hand_tricks)

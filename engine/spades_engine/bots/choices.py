@@ -36,11 +36,17 @@ def draws(view: SeatView) -> bool:
     return bool(view.legal_actions) and isinstance(view.legal_actions[0], Draw)
 
 
+def keeps_top(top: int) -> bool:
+    """The simple rule of the draw on a card: keep it when it is a spade (a
+    joker included) or an honour (jack or higher)."""
+    return top >> 4 == SPADES or top & 15 >= DRAW_HONOUR_RANK
+
+
 def simple_draw(view: SeatView) -> Action:
-    """Two players' draw, every level's rule: keep the top card when it is a
-    spade (a joker included) or an honour (jack or higher), else take the next."""
+    """Two players' draw, every level's rule (:func:`keeps_top`): keep the top
+    card when it is a spade or an honour, else take the next."""
     top = view.stock_top
-    keep = top is not None and (top >> 4 == SPADES or top & 15 >= DRAW_HONOUR_RANK)
+    keep = top is not None and keeps_top(top)
     want = DRAW_KEEP if keep else DRAW_DISCARD
     return want if want in view.legal_actions else view.legal_actions[0]
 

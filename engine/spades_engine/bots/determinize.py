@@ -11,7 +11,12 @@ that samples with it still sees only what its seat may see.  What is known:
   before trump was broken (by the ruleset's ``spades_broken`` rule) held
   nothing but trump;
 * the blind nil exchange: the cards the viewer passed are in the partner's hand
-  (until the partner plays them).
+  (until the partner plays them);
+* two players' draw: the viewer's own discards are out of play, and the top
+  card of the stock it is looking at is in nobody's hand.  The other unseen
+  cards are more than the opponent holds (its discards, and during the draw
+  the rest of the stock, are among them): the ones a deal does not place are
+  out of play.
 
 :func:`sample_deal` deals the unseen cards at random under those constraints,
 and :func:`bid_weight` says how likely a deal is given the bids that were made,
@@ -40,6 +45,7 @@ class Knowledge:
     voids: tuple[int, ...]  # suits (bit = suit) each seat is known to hold none of
     pinned: tuple[int, ...]  # cards known to be in each seat's hand (never the viewer's)
     played: tuple[int, ...]  # cards each seat has played this hand
+    out_of_play: int = 0  # unseen cards in no hand: two players' discards and stock
 
 
 def knowledge_from_view(view: SeatView) -> Knowledge:
@@ -71,31 +77,40 @@ def knowledge_from_view(view: SeatView) -> Knowledge:
             if c >> 4 == trump and (not trumping or led != trump):
                 broken = True  # with trumping, only a trump played to a side suit
     gone = hand | view.played_cards()
+    for c in view.discards:
+        gone |= 1 << c
+    if view.stock_top is not None:
+        gone |= 1 << view.stock_top
     pinned = [0] * n
     if view.passed and view.received:  # the exchange is done: the partner has my cards
         partner = (seat + 2) % 4
         for c in view.passed:
             if not gone >> c & 1:
                 pinned[partner] |= 1 << c
+    unseen = view.rules.deck_mask & ~gone
+    held = sum(view.hand_sizes) - view.hand_sizes[seat]
     return Knowledge(
         seat=seat,
         hand=hand,
-        unseen=view.rules.deck_mask & ~gone,
+        unseen=unseen,
         sizes=view.hand_sizes,
         voids=tuple(voids),
         pinned=tuple(pinned),
         played=tuple(played),
+        out_of_play=unseen.bit_count() - held,
     )
 
 
 def sample_deal(k: Knowledge, rng: random.Random) -> list[int]:
     """A random deal of the unseen cards: hand masks by seat, the viewer's own
-    hand included, respecting sizes, voids and pinned cards.
+    hand included, respecting sizes, voids and pinned cards.  Unseen cards
+    beyond the other seats' room (``k.out_of_play``) go to no hand.
 
     Cards are dealt one at a time, the suits with the fewest possible holders
-    first, each to a seat with room drawn in proportion to its room: with no
-    constraints that is exactly a shuffle and deal.  A dead end (every seat
-    that may hold the card is full) is retried; after a few, each card is
+    first, each to a seat with room drawn in proportion to its room, the cards
+    out of play being one more holder, of any suit, with room for all of them:
+    with no constraints that is exactly a shuffle and deal.  A dead end (every
+    seat that may hold the card is full) is retried; after a few, each card is
     placed only where the rest can still be dealt (Hall's condition on suits),
     which always succeeds when the knowledge is consistent.
     """
@@ -125,6 +140,13 @@ def _deal(k: Knowledge, rng: random.Random, checked: bool) -> list[int] | None:
     left = [(free >> 16 * suit & 0xFFFF).bit_count() for suit in range(4)]
     order = sorted((suit for suit in range(4) if left[suit]), key=lambda su: len(holders[su]))
     rnd = rng.random
+    # The cards no hand takes: one holder more, of every suit, so the order
+    # of the suits (fewest holders first) stays as it is.
+    if k.out_of_play > 0:
+        room.append(k.out_of_play)
+        hands.append(0)
+        for seats in holders:
+            seats.append(n)
     for suit in order:
         chunk = free >> 16 * suit & 0xFFFF
         ranks = [r for r in range(16) if chunk >> r & 1]
@@ -146,12 +168,15 @@ def _deal(k: Knowledge, rng: random.Random, checked: bool) -> list[int] | None:
                     break
             room[pick] -= 1
             hands[pick] |= 1 << (16 * suit + r)
+    if k.out_of_play > 0:
+        hands.pop()
     return hands
 
 
 def _still_dealable(left: list[int], room: list[int], holders: list[list[int]], s: int) -> bool:
     """Whether the cards ``left`` (by suit) still fit once seat ``s`` takes one more
-    card: every set of suits fits in the room of the seats that may hold them."""
+    card: every set of suits fits in the room of the seats that may hold them
+    (the holder of the cards out of play, when there is one, among them)."""
     room[s] -= 1
     ok = True
     for subset in range(1, 16):

@@ -1,12 +1,5 @@
 """The Expert bot: determinized Monte-Carlo search over the simulation kernel.
 
-Two players (the draw of RULES.md 3.1): Expert draws by the simple rule every
-level shares (``choices.simple_draw``) and then bids and plays as Hard.  Its
-search deals every unseen card to the other seats, and under the draw half of
-the unseen cards are discards out of play (13 the viewer never saw): sampling
-that needs the determinization to deal a pool larger than the hands, which is
-not built yet.
-
 ``expert(view, seed, budget_ms)`` decides from the seat's view alone.
 
 Play.  Deal the unseen cards at random to the other seats, consistent with all
@@ -50,6 +43,24 @@ whose trump is not spades is played on the view with that suit and spades
 swapped (:mod:`.trump`), so determinization, rollout policy and kernel all
 treat the named suit as trump.  Bidding stays spade-based.
 
+Two players (the draw of RULES.md 3.1).  Bidding and play are the searches
+above; the determinization sets the viewer's own discards aside and deals the
+opponent its hand from the other unseen cards, the rest (its discards) going
+out of play.  Each turn of the draw is searched too.  A sample shuffles the
+unseen cards (neither kept, discarded, nor the top card) into the rest of the
+stock, the opponent's kept cards and its discards; on it the seat keeps the
+top card, or discards it and keeps the next, the rest of the draw goes by the
+simple rule (``choices.keeps_top``) for both players, and the 13 tricks by the
+rollout policy, both players taking all they can.  Each player is valued as
+bidding what it took (at least 1), as the bidding search values a partner
+still to bid: Expert bids by search once its hand is known, so a card is worth
+the tricks it takes.  Under a fixed bid rule (Hard's estimate, rounded) a card
+would be scored instead by whether it moves that bid across the tricks the
+hand takes, which rewards low cards over spades.  Both choices are played on
+the same samples, and the simple rule stands unless the mean difference
+clears :data:`DRAW_Z` standard errors: most turns are close calls, which the
+noise of a few dozen samples would otherwise decide.
+
 The clock.  ``engine/`` reads no clock; a bot's time budget needs one, so the
 bots package reads ``time.perf_counter`` — in this module only, and only to
 stop: that is the one exception.  The work itself is counted, not timed: deals
@@ -66,19 +77,30 @@ import random
 import time
 from collections.abc import Sequence
 
-from ..actions import BLIND_NIL, EXCHANGE, LOOK, NO_EXCHANGE, Action, Bid, PassCards, Play, play
-from ..cards import SPADE_MASK, SPADES
+from ..actions import (
+    BLIND_NIL,
+    DRAW_DISCARD,
+    DRAW_KEEP,
+    EXCHANGE,
+    LOOK,
+    NO_EXCHANGE,
+    Action,
+    Bid,
+    PassCards,
+    Play,
+    play,
+)
+from ..cards import SPADE_MASK, SPADES, cards_of
 from ..events import SideScore
 from ..kernel import SimState, first_leader
 from ..kernel import play as kernel_play
 from ..ruleset import SUICIDE_MIN_BID, BagRule, Ruleset, Scoring, SpadesBroken
 from ..scoring import match_winner, score_hand
 from ..view import SeatView
-from .choices import draws, simple_draw, wants_exchange
+from .choices import draws, keeps_top, wants_exchange
 from .determinize import Knowledge, bid_weight, knowledge_from_view, sample_deal
 from .deuces import deuces_aware
 from .hand_eval import expected_tricks
-from .hard import hard_bot
 from .rollout import Table, playout
 from .trump import names_trump, naming, swap_mask, trump_aware
 
@@ -94,6 +116,15 @@ SAMPLE_US = 100.0
 
 ROLLOUT_US = 3.0
 """Calibration: microseconds to start one rollout and score its result."""
+
+DRAW_US = 0.5
+"""Calibration: microseconds to simulate one turn of the two players' draw by
+the simple rule (about 0.2 on the reference machine, rounded up)."""
+
+DRAW_Z = 1.0
+"""Two players' draw: how many standard errors the search's difference between
+keeping and discarding the top card must clear to overrule the simple rule
+(``bench/expert_draw.py --draw-z`` measures other values)."""
 
 WORK_SHARE = 0.7
 """The share of the budget that the calibrated work count fills."""
@@ -129,12 +160,10 @@ def expert(view: SeatView, seed: int, budget_ms: int = 200) -> Action:
         raise ValueError(f"seat {view.seat} has no legal action now")
     if len(legal) == 1:
         return legal[0]
-    if draws(view):  # two players' draw: the simple rule (see the module notes)
-        return simple_draw(view)
-    if view.rules.players == 2:  # no determinization of the draw's discards yet
-        return hard_bot(view, seed, budget_ms)
     rng = random.Random(seed)
     budget = _Budget(budget_ms, start)
+    if draws(view):
+        return _choose_draw(view, rng, budget)
     first = legal[0]
     if isinstance(first, Play):
         return _choose_card(view, rng, budget)
@@ -159,10 +188,11 @@ class _Budget:
         self.work_us = budget_ms * 1000 * WORK_SHARE
         self.deadline = start + budget_ms * TIME_SHARE / 1000
 
-    def spend(self, rollouts: int, cards: int) -> bool:
+    def spend(self, rollouts: int, cards: int, extra_us: float = 0.0) -> bool:
         """Count the work of one sampled deal, played out ``rollouts`` times for
-        ``cards`` simulated cards in all; True when the budget is used up."""
-        self.work_us -= SAMPLE_US + rollouts * ROLLOUT_US + cards * CARD_US
+        ``cards`` simulated cards in all, plus ``extra_us`` of other work; True
+        when the budget is used up."""
+        self.work_us -= SAMPLE_US + rollouts * ROLLOUT_US + cards * CARD_US + extra_us
         return self.work_us <= 0 or time.perf_counter() >= self.deadline
 
 
@@ -229,6 +259,8 @@ def _candidates(view: SeatView, cards: Sequence[int], hand: int) -> list[int]:
     nothing between them but the viewer's cards and cards of finished tricks
     (a card in the trick in progress does separate two of mine)."""
     gone = ~view.rules.deck_mask
+    for d in view.discards:  # two players' draw: out of play, so they separate nothing
+        gone |= 1 << d
     for t in view.tricks:
         for played in t.cards:
             gone |= 1 << played
@@ -305,6 +337,85 @@ def _choose_trump(view: SeatView, rng: random.Random, budget: _Budget) -> Action
         if budget.spend(4, work):
             break
     return naming(view, max(range(4), key=lambda s: (totals[s], s)))
+
+
+# -- the draw (two players) ---------------------------------------------------
+
+
+def _choose_draw(view: SeatView, rng: random.Random, budget: _Budget) -> Action:
+    """Two players' draw: keep the top card or take the next, by search.
+
+    Each sample completes what the seat cannot see: the unseen cards (neither
+    kept, discarded nor the top card) shuffled into the rest of the stock, the
+    opponent's kept cards and its discards.  Both choices are played on the
+    same sample: the rest of the draw by the simple rule for both players, then
+    the 13 tricks by the rollout policy, each player taking what it can and
+    valued as bidding what it took (see the module notes for why not a bid
+    rule).  The simple rule stands unless the paired difference of the two
+    choices is more than :data:`DRAW_Z` standard errors from zero."""
+    seat = view.seat
+    top = view.stock_top
+    assert seat is not None and top is not None and view.hand is not None
+    rules = view.rules
+    opp = 1 - seat
+    mine = 0
+    for c in view.hand:
+        mine |= 1 << c
+    gone = mine | 1 << top
+    for c in view.discards:
+        gone |= 1 << c
+    unseen = cards_of(rules.deck_mask & ~gone)
+    below = view.stock_size - 1  # the stock under the top card, in order
+    held = view.hand_sizes[opp]
+    side = rules.side_of(seat)
+    trumping = rules.spades_broken is SpadesBroken.TRUMPING
+    table = Table(rules, [None] * rules.players)  # no bids yet: both play to take tricks
+    values: dict[tuple[int, ...], float] = {}
+    work = 2 * rules.tricks_per_hand * rules.players
+    extra = below // 2 * DRAW_US
+    rnd = rng.random
+    n = 0
+    total = total_sq = 0.0  # of keep's value minus discard's, per sample
+    while True:
+        rng.shuffle(unseen)
+        hands = [0, 0]
+        hands[opp] = sum(1 << c for c in unseen[below : below + held])
+        # The later turns see the same cards whatever this one keeps, and the
+        # simple rule looks at nothing else: one finish serves both choices.
+        hands[seat] = mine
+        _finish_draw(hands, unseen, below, opp)
+        rest = hands[seat]
+        diff = 0.0
+        for kept in (unseen[0], top):  # diff ends as keep's value minus discard's
+            hands[seat] = rest | 1 << kept
+            st = SimState(hands, first_leader(rules, hands, view.dealer), trumping=trumping)
+            won = tuple(playout(st, table, rnd, NOISE))
+            v = values.get(won)
+            if v is None:
+                bids = [max(1, w) for w in won]
+                v = values[won] = _side_value(
+                    rules, bids, view.blind, won, view.scores, view.bags, side
+                )
+            diff = v - diff
+        n += 1
+        total += diff
+        total_sq += diff * diff
+        if budget.spend(2, work, extra):
+            break
+    keep = keeps_top(top)
+    mean = total / n
+    if n > 1 and mean * mean > DRAW_Z * DRAW_Z * max(total_sq - n * mean * mean, 0.0) / (n - 1) / n:
+        keep = mean > 0
+    return DRAW_KEEP if keep else DRAW_DISCARD
+
+
+def _finish_draw(hands: list[int], stock: Sequence[int], end: int, drawer: int) -> None:
+    """The draw's turns on ``stock[1:end]`` (two cards a turn, ``drawer`` first,
+    then in turn), each by the simple rule, the kept cards added to ``hands``."""
+    for i in range(1, end, 2):
+        c = stock[i]
+        hands[drawer] |= 1 << (c if keeps_top(c) else stock[i + 1])
+        drawer = 1 - drawer
 
 
 # -- bidding ------------------------------------------------------------------
