@@ -57,7 +57,11 @@ def main() -> None:
     start = time.perf_counter()
     results = run(cfg, jobs=args.jobs)
     summary = summarize(
-        cfg, results, preset_name=args.preset, jobs=args.jobs, elapsed_s=time.perf_counter() - start
+        cfg,
+        results,
+        preset_name=f"{args.preset} players=2",
+        jobs=args.jobs,
+        elapsed_s=time.perf_counter() - start,
     )
     print(format_report(summary))
 

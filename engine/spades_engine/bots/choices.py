@@ -43,8 +43,9 @@ def keeps_top(top: int) -> bool:
 
 
 def simple_draw(view: SeatView) -> Action:
-    """Two players' draw, every level's rule (:func:`keeps_top`): keep the top
-    card when it is a spade or an honour, else take the next."""
+    """Two players' draw by the rule of Easy, Normal and Hard (:func:`keeps_top`),
+    which Expert's search also draws by when it is unsure: keep the top card
+    when it is a spade or an honour, else take the next."""
     top = view.stock_top
     keep = top is not None and keeps_top(top)
     want = DRAW_KEEP if keep else DRAW_DISCARD

@@ -55,11 +55,12 @@ rollout policy, both players taking all they can.  Each player is valued as
 bidding what it took (at least 1), as the bidding search values a partner
 still to bid: Expert bids by search once its hand is known, so a card is worth
 the tricks it takes.  Under a fixed bid rule (Hard's estimate, rounded) a card
-would be scored instead by whether it moves that bid across the tricks the
-hand takes, which rewards low cards over spades.  Both choices are played on
+would be scored instead mostly by whether it moves that bid across the tricks
+the hand takes, not by the tricks it adds.  Both choices are played on
 the same samples, and the simple rule stands unless the mean difference
 clears :data:`DRAW_Z` standard errors: most turns are close calls, which the
-noise of a few dozen samples would otherwise decide.
+noise of a few dozen samples would otherwise decide (measured against Expert
+drawing by the simple rule: docs/bots.md, "Two players").
 
 The clock.  ``engine/`` reads no clock; a bot's time budget needs one, so the
 bots package reads ``time.perf_counter`` — in this module only, and only to
