@@ -29,9 +29,10 @@ TABLES: dict[str, Ruleset] = {
     "suicide": preset("classic", suicide=True),
     "auction": preset("classic", auction_trump=True),
     "deuces": preset("classic", jokers=True, deuces_high=True),
-    "two": preset("german", players=2),
 }
-"""The tables by short name: each preset of RULES.md that changed, and each variant."""
+"""The tables by short name: each preset of RULES.md that changed, and each variant
+but two players, whose hands are drawn, not dealt, so single deals cannot be
+repeated: docs/bots.md measures that table in whole games."""
 
 PAIRS = (("normal", "easy"), ("hard", "normal"), ("expert", "hard"))
 
