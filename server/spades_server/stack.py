@@ -44,6 +44,7 @@ import re
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -340,6 +341,9 @@ class Stack:
         self.log_dir = Path(args.log_dir)
         self._tmp = tempfile.TemporaryDirectory(prefix="spades-stack-")
         self.tmp = Path(self._tmp.name)
+        # Envoy's port; 0 asks for a free one, chosen here because the CORS
+        # origin of the page (rendered into the config) names it.
+        self.port: int = args.port or free_port(args.host)
 
     # signals -----------------------------------------------------------------
     def on_signal(self, signum: int, _frame: FrameType | None) -> None:
@@ -421,14 +425,14 @@ class Stack:
 
         ports = EnvoyPorts(
             listen_host=args.host,
-            listen_port=args.port,
+            listen_port=self.port,
             server_host=server_host.strip("[]"),
             server_port=server_port,
             web_host=web_host,
             web_port=web_port,
             admin_host="127.0.0.1",
             admin_port=0,
-            origins=tuple(parse_origins(args.cors_origins, args.host, args.port)),
+            origins=tuple(parse_origins(args.cors_origins, args.host, self.port)),
         )
         config = self.tmp / "envoy.yaml"
         config.write_text(render_config(Path(args.envoy_config), ports))
@@ -446,8 +450,8 @@ class Stack:
             env,
         )  # fmt: skip
         self.wait_for("Envoy's admin /ready", lambda: envoy_ready(admin_file), envoy)
-        url = page_origin(args.host, args.port) + "/"
-        listener = (_LOOPBACK.get(args.host, args.host), args.port)
+        url = page_origin(args.host, self.port) + "/"
+        listener = (_LOOPBACK.get(args.host, args.host), self.port)
         self.wait_for(
             "the server's health through Envoy (gRPC-Web)", lambda: healthy(*listener), envoy
         )
@@ -488,6 +492,15 @@ class Stack:
                     )
         self._tmp.cleanup()
         return clean
+
+
+def free_port(host: str) -> int:
+    """A port nobody listens on now (the tests' stacks; a race only with
+    another process choosing at the same instant)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.bind((host, 0))
+        port: int = probe.getsockname()[1]
+        return port
 
 
 def operator_token(server_args: Sequence[str]) -> str:
@@ -578,7 +591,8 @@ def _listen_flags(p: argparse.ArgumentParser) -> None:
         "--port",
         type=int,
         default=int(_env("SPADES_WEB_PORT", "8080")),
-        help="Envoy's port: the web table, gRPC-Web, Connect and gRPC [SPADES_WEB_PORT, 8080]",
+        help="Envoy's port: the web table, gRPC-Web, Connect and gRPC (0: a free one) "
+        "[SPADES_WEB_PORT, 8080]",
     )
     p.add_argument(
         "--cors-origins",
@@ -663,7 +677,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"Spades is up: open {url}", flush=True)
         print(f"operator token: {token}", flush=True)
         print(
-            f"(Envoy also carries native gRPC on port {args.port}; logs in {args.log_dir}/; "
+            f"(Envoy also carries native gRPC on port {stack.port}; logs in {args.log_dir}/; "
             "Ctrl-C stops everything)",
             flush=True,
         )
