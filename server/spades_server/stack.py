@@ -302,7 +302,14 @@ class Child:
         self.name = name
         self.log = log
         with open(log, "wb") as out:
-            self.proc = subprocess.Popen(
+            self.proc = self._spawn(argv, out, env)
+
+    @staticmethod
+    def _spawn(
+        argv: Sequence[str], out: BinaryIO, env: Mapping[str, str]
+    ) -> subprocess.Popen[bytes]:
+        try:
+            return subprocess.Popen(
                 list(argv),
                 stdin=subprocess.DEVNULL,
                 stdout=out,
@@ -312,6 +319,8 @@ class Child:
                 start_new_session=True,
                 preexec_fn=_die_with_parent(),  # noqa: PLW1509 (no thread runs here)
             )
+        except OSError as e:
+            raise StackError(f"cannot start {argv[0]}: {e}") from None
 
     def alive(self) -> bool:
         return self.proc.poll() is None
