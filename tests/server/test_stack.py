@@ -187,6 +187,10 @@ def test_native_grpc_through_envoy_and_a_clean_stop(launch: type[Launcher], tmp_
             timeout=RPC_TIMEOUT,
         )
         assert [e.WhichOneof("kind") for e in polled.events[:2]] == ["hand_started", "hand_shown"]
+        # Any other gRPC service gets UNIMPLEMENTED from Envoy, not the web page.
+        other = channel.unary_unary("/grpc.reflection.v1alpha.ServerReflection/Info")
+        f = expect_failure(grpc.StatusCode.UNIMPLEMENTED, other, b"", timeout=RPC_TIMEOUT)
+        assert f.message == "not served on this address"
 
     # The web table is not built: the page says how, and nothing else is served.
     status, ctype, body = get(url + "/")
