@@ -633,7 +633,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         default=_env("SPADES_WEB_DIR", str(WEB_DIST)),
         help="the built web table [SPADES_WEB_DIR, clients/web/dist]",
     )
-    run.add_argument("--envoy", default=_env("SPADES_ENVOY", ""), help="the envoy binary")
+    run.add_argument(
+        "--envoy",
+        default=_env("SPADES_ENVOY", ""),
+        help="the envoy binary [SPADES_ENVOY, default: .venv/bin/envoy, else envoy on PATH]",
+    )
     run.add_argument(
         "--envoy-concurrency",
         type=int,
@@ -645,8 +649,18 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         default=_env("SPADES_LOG_DIR", ".data/logs"),
         help="where each child's output goes, NAME.log [SPADES_LOG_DIR, .data/logs]",
     )
-    run.add_argument("--ready-timeout-seconds", type=float, default=60.0)
-    run.add_argument("--stop-timeout-seconds", type=float, default=20.0)
+    run.add_argument(
+        "--ready-timeout-seconds",
+        type=float,
+        default=60.0,
+        help="how long each child may take to be ready before the stack gives up [60]",
+    )
+    run.add_argument(
+        "--stop-timeout-seconds",
+        type=float,
+        default=20.0,
+        help="how long each child may take to exit after SIGTERM before SIGKILL [20]",
+    )
 
     ren = sub.add_parser("render", help="print the Envoy config with its placeholders filled in")
     _listen_flags(ren)
