@@ -12,13 +12,17 @@ PROTO := proto/spades/v1/spades.proto
 STUBS := $(GEN)/spades/v1/spades_pb2.py
 export PYTHONHASHSEED := 0
 
-.PHONY: install proto test lint buf bench run clean test-clients lint-clients
+.PHONY: install proto test lint buf envoy-config bench run clean test-clients lint-clients
 
 # Each client (clients/<language>/) brings its own build and tests in a
 # fragment, clients/<language>/client.mk, which appends its targets here.
 .DEFAULT_GOAL := install
 CLIENT_TESTS :=
 CLIENT_LINTS :=
+# What `make run` builds first: the web table's fragment (clients/web/) sets it
+# to its dist/; without that fragment nothing is built and the page served says
+# how to build the table.
+WEB_DIST ?=
 include $(wildcard clients/*/client.mk)
 
 install: $(INSTALLED) $(STUBS)
@@ -63,7 +67,13 @@ buf: $(BUF)
 	  cd proto && ../$(BUF) breaking --against '../.git#branch=origin/main,subdir=proto'; \
 	else echo "buf breaking: no proto on origin/main yet, skipped"; fi
 
-lint: install buf
+# The Envoy config, rendered with the launcher's defaults, as Envoy reads it.
+envoy-config: install
+	mkdir -p build/envoy
+	$(PYTHON) -m spades_server.stack render > build/envoy/envoy.yaml
+	$(VENV)/bin/envoy --mode validate --disable-hot-restart --log-level error -c build/envoy/envoy.yaml
+
+lint: install buf envoy-config
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
 	$(PYTHON) -m mypy
@@ -80,10 +90,13 @@ bench: install
 	$(PYTHON) bench/grpc_floor.py --act bidi
 	$(PYTHON) bench/grpc_floor.py
 
-# The database lives under .data/ (ignored by git), not in the project's root.
-run: install
+# The server, Envoy and the web table (python -m spades_server.stack): prints
+# the one URL to open and the operator token; Ctrl-C stops all three. The
+# database lives under .data/ (ignored by git), not in the project's root, and
+# so do the logs (.data/logs/).
+run: install $(WEB_DIST)
 	mkdir -p .data
-	SPADES_DB=$${SPADES_DB:-.data/spades.db} $(PYTHON) -m spades_server.main
+	SPADES_DB=$${SPADES_DB:-.data/spades.db} $(PYTHON) -m spades_server.stack
 
 clean:
 	rm -rf $(VENV) $(GEN) build clients/python/src/spades_client/_gen \

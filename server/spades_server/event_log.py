@@ -12,6 +12,7 @@ the batch and call nothing per event.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -98,6 +99,12 @@ class EventLog:
         self._waiters.append(fut)
         return fut
 
+    def forget(self, fut: asyncio.Future[None]) -> None:
+        """Drop a waiter that stopped waiting (a poll that timed out), so that a
+        log with no change for a long time does not pile them up."""
+        with contextlib.suppress(ValueError):
+            self._waiters.remove(fut)
+
     def wake(self) -> None:
         waiters, self._waiters = self._waiters, []
         for fut in waiters:
@@ -167,5 +174,53 @@ class EventLog:
                 if outbox is not None:
                     outbox.wake = woken
                 await woken
+        finally:
+            self.streams -= 1
+
+    async def poll(
+        self, seat: int | None, after_seq: int, wait_s: float
+    ) -> tuple[bytes, int, bool]:
+        """One PollEvents answer: what ``pump`` would send next from
+        ``after_seq``, waiting up to ``wait_s`` for it when there is nothing yet.
+
+        Returns the batch (framed events joined, as ``pump`` sends it: up to
+        ``STREAM_BATCH``), the sequence number it ends at (the next
+        ``after_seq``: the log's end when the events after the batch are all
+        hidden from this viewer), and whether visible events remain after it.
+        A poll counts against ``max_streams`` while it runs, like a stream: a
+        viewer waiting is a viewer of the match."""
+        if self.streams >= self.max_streams:
+            raise exhausted("TOO_MANY_STREAMS", f"at most {self.max_streams} streams per match")
+        self.streams += 1
+        try:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + wait_s
+            pos = min(after_seq, self.last_seq)
+            bit = convert.viewer_bit(seat)
+            masks, framed = self.masks, self.framed
+            while True:
+                batch: list[bytes] = []
+                while pos < self.last_seq and len(batch) < STREAM_BATCH:
+                    if masks[pos] & bit:
+                        batch.append(framed[pos])
+                    pos += 1
+                if batch:
+                    end = self.last_seq
+                    more = any(masks[i] & bit for i in range(pos, end))
+                    return b"".join(batch), pos, more
+                if self.interrupted:
+                    raise unavailable(
+                        "STREAM_INTERRUPTED",
+                        f"events end at sequence {pos} here; poll again with after_seq={pos}",
+                    )
+                left = deadline - loop.time()
+                if left <= 0:
+                    return b"", pos, False
+                woken = self.waiter()
+                try:
+                    async with asyncio.timeout(left):
+                        await woken
+                except TimeoutError:
+                    self.forget(woken)
         finally:
             self.streams -= 1

@@ -177,6 +177,14 @@ OPTIONS = (
         "sustained actions per second per seat token (bursts of twice that)",
         float,
     ),
+    _Opt(
+        "--poll-max-wait-ms",
+        "SPADES_POLL_MAX_WAIT_MS",
+        "25000",
+        "the longest a PollEvents call waits for an event before answering empty (a larger "
+        "wait_ms is cut to this); below the idle timeouts of common proxies (30 s and more)",
+        int,
+    ),
     _Opt("--snapshot-every", "SPADES_SNAPSHOT_EVERY", "64", "actions between match snapshots", int),
     _Opt(
         "--unload-after-seconds",
@@ -243,6 +251,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "connection_age_seconds",
         "keepalive_seconds",
         "min_client_ping_seconds",
+        "poll_max_wait_ms",
     ):
         if getattr(args, flag) < 0:
             p.error(f"--{flag.replace('_', '-')} must be 0 or more")
@@ -325,7 +334,7 @@ async def serve(args: argparse.Namespace) -> None:
 
     calls.configure(request_timeout_s=args.request_timeout_seconds, max_calls=args.max_calls)
     server = grpc.aio.server(options=grpc_options(args))
-    add_to_server(SpadesService(registry, operator_token), server)
+    add_to_server(SpadesService(registry, operator_token, args.poll_max_wait_ms), server)
     health_servicer = health.aio.HealthServicer()
     calls.add_service(server, health_pb2.DESCRIPTOR.services_by_name["Health"], health_servicer)
     calls.add_service(

@@ -57,6 +57,10 @@ MAX_ACTION_ID = 64
 MAX_MATCH_ID = 64  # ids this server makes are 16 characters
 MAX_PRESET = 32
 MAX_TURN_TIMER_MS = 3_600_000
+DEFAULT_POLL_MAX_WAIT_MS = 25_000
+# A PollEvents wait ends this long before the call's deadline, so that its
+# (empty) answer arrives before the client gives up on the call.
+POLL_DEADLINE_MARGIN_S = 0.5
 _BOT_LEVELS = frozenset(pb.BotLevel.values())
 
 
@@ -205,9 +209,15 @@ def _streaming(
 
 
 class SpadesService:
-    def __init__(self, registry: Registry, operator_token: str) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        operator_token: str,
+        poll_max_wait_ms: int = DEFAULT_POLL_MAX_WAIT_MS,
+    ) -> None:
         self.registry = registry
         self.operator_token = operator_token
+        self.poll_max_wait_ms = poll_max_wait_ms
 
     # -- helpers -------------------------------------------------------------------
     def _operator(self, context: grpc.aio.ServicerContext[Any, Any]) -> None:
@@ -482,10 +492,39 @@ class SpadesService:
         await session.event_log.pump(None, request.after_seq, context.write, first_sent)
 
     @_unary
+    async def PollEvents(
+        self, request: pb.PollEventsRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.PollEventsResponse:
+        if request.wait_ms < 0:
+            raise invalid("BAD_WAIT_MS", "wait_ms must be 0 (answer at once) or more", "wait_ms")
+        wait_s = min(request.wait_ms, self.poll_max_wait_ms) / 1000
+        remaining = context.time_remaining()
+        if remaining is not None:
+            wait_s = min(wait_s, max(0.0, remaining - POLL_DEADLINE_MARGIN_S))
+        # A seat's view with a seat token, the public one with no credential at
+        # all; any other authorization (an operator token, a malformed or
+        # unknown token, another scheme) is refused as on every seat call,
+        # never answered with the public view.
+        seat: int | None
+        if _has_authorization(context):
+            session, seat = await self._seat(context, request.match_id)
+        else:
+            session = await self.registry.get(self._match_id(request.match_id))
+            seat = None
+            structlog.contextvars.bind_contextvars(match_id=session.match_id, seat="spectator")
+        data, last_seq, more = await session.event_log.poll(seat, request.after_seq, wait_s)
+        events = pb.StreamEventsResponse.FromString(data).events if data else ()
+        return pb.PollEventsResponse(events=events, last_seq=last_seq, more=more)
+
+    @_unary
     async def Ping(
         self, request: pb.PingRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.PingResponse:
         return pb.PingResponse()
+
+
+def _has_authorization(context: grpc.aio.ServicerContext[Any, Any]) -> bool:
+    return any(key.lower() == "authorization" for key, _ in context.invocation_metadata() or ())
 
 
 # Actions on Play calls are counted and timed as if each were an RPC of this name.

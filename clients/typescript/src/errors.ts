@@ -1,6 +1,6 @@
 // Refusals as one error type, whether they came as the status of a unary call
 // or as ActionResult.error on a Play call.
-import { fromBinary } from "@bufbuild/protobuf";
+import { fromBinary, type MessageShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { BadRequestSchema, ErrorInfoSchema, type BadRequest, type ErrorInfo } from "./gen/google/rpc/error_details_pb.js";
 import type { ActionError } from "./gen/spades/v1/spades_pb.js";
@@ -40,6 +40,29 @@ export interface FieldViolation {
 }
 
 const ERROR_INFO = "google.rpc.ErrorInfo";
+
+/**
+ * A detail whose type is written as a type URL (`type.googleapis.com/google.rpc.ErrorInfo`)
+ * rather than the type's name, which is all `findDetails` matches: Envoy's
+ * connect_grpc_bridge (1.40) copies google.protobuf.Any's type_url into a
+ * Connect error's details as it is.
+ */
+function detailByTypeUrl<Desc extends typeof ErrorInfoSchema | typeof BadRequestSchema>(
+  err: ConnectError,
+  schema: Desc,
+): MessageShape<Desc> | undefined {
+  for (const detail of err.details) {
+    if ("desc" in detail || detail.type.slice(detail.type.lastIndexOf("/") + 1) !== schema.typeName) {
+      continue;
+    }
+    try {
+      return fromBinary(schema, detail.value);
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
+}
 const BAD_REQUEST = "google.rpc.BadRequest";
 
 /**
@@ -99,8 +122,8 @@ export class SpadesError extends Error {
       return reason;
     }
     const err = ConnectError.from(reason);
-    const info = err.findDetails(ErrorInfoSchema)[0];
-    const bad = err.findDetails(BadRequestSchema)[0];
+    const info = err.findDetails(ErrorInfoSchema)[0] ?? detailByTypeUrl(err, ErrorInfoSchema);
+    const bad = err.findDetails(BadRequestSchema)[0] ?? detailByTypeUrl(err, BadRequestSchema);
     return SpadesError.build(err.code, err.rawMessage, info, bad, reason);
   }
 

@@ -3430,6 +3430,144 @@ func (x *SpectateResponse) GetEvents() []*MatchEvent {
 	return nil
 }
 
+// Request of PollEvents.
+type PollEventsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The match id (with a seat token it may be empty; if set, it must be the
+	// token's match). Needed without a credential.
+	MatchId string `protobuf:"bytes,1,opt,name=match_id,json=matchId,proto3" json:"match_id,omitempty"`
+	// Deliver events with a sequence number above this (0: from the start): the
+	// previous response's `last_seq`.
+	AfterSeq uint64 `protobuf:"varint,2,opt,name=after_seq,json=afterSeq,proto3" json:"after_seq,omitempty"`
+	// How long to wait for an event when there is none yet, in milliseconds:
+	// 0 answers at once; the server waits at most its --poll-max-wait-ms
+	// (25000 by default), and ends the wait early enough to answer before the
+	// call's deadline. Negative is refused (BAD_WAIT_MS).
+	WaitMs        int32 `protobuf:"varint,3,opt,name=wait_ms,json=waitMs,proto3" json:"wait_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PollEventsRequest) Reset() {
+	*x = PollEventsRequest{}
+	mi := &file_spades_v1_spades_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PollEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PollEventsRequest) ProtoMessage() {}
+
+func (x *PollEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_spades_v1_spades_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PollEventsRequest.ProtoReflect.Descriptor instead.
+func (*PollEventsRequest) Descriptor() ([]byte, []int) {
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *PollEventsRequest) GetMatchId() string {
+	if x != nil {
+		return x.MatchId
+	}
+	return ""
+}
+
+func (x *PollEventsRequest) GetAfterSeq() uint64 {
+	if x != nil {
+		return x.AfterSeq
+	}
+	return 0
+}
+
+func (x *PollEventsRequest) GetWaitMs() int32 {
+	if x != nil {
+		return x.WaitMs
+	}
+	return 0
+}
+
+// Response of PollEvents.
+type PollEventsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Events in sequence order, at most 256, that this viewer may see, after
+	// the request's `after_seq`; empty when none came within the wait.
+	// Sequence numbers skip the events hidden from this viewer.
+	Events []*MatchEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	// Where this response ends: the `after_seq` of the next poll. At least the
+	// last event's number; past it when the events after it are hidden from
+	// this viewer (they are skipped, not waited for again).
+	LastSeq uint64 `protobuf:"varint,2,opt,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"`
+	// True when the batch was cut at 256 and more events may be seen already:
+	// poll again without waiting.
+	More          bool `protobuf:"varint,3,opt,name=more,proto3" json:"more,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PollEventsResponse) Reset() {
+	*x = PollEventsResponse{}
+	mi := &file_spades_v1_spades_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PollEventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PollEventsResponse) ProtoMessage() {}
+
+func (x *PollEventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_spades_v1_spades_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PollEventsResponse.ProtoReflect.Descriptor instead.
+func (*PollEventsResponse) Descriptor() ([]byte, []int) {
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *PollEventsResponse) GetEvents() []*MatchEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *PollEventsResponse) GetLastSeq() uint64 {
+	if x != nil {
+		return x.LastSeq
+	}
+	return 0
+}
+
+func (x *PollEventsResponse) GetMore() bool {
+	if x != nil {
+		return x.More
+	}
+	return false
+}
+
 // Request of SendChat.
 type SendChatRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3443,7 +3581,7 @@ type SendChatRequest struct {
 
 func (x *SendChatRequest) Reset() {
 	*x = SendChatRequest{}
-	mi := &file_spades_v1_spades_proto_msgTypes[40]
+	mi := &file_spades_v1_spades_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3455,7 +3593,7 @@ func (x *SendChatRequest) String() string {
 func (*SendChatRequest) ProtoMessage() {}
 
 func (x *SendChatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[40]
+	mi := &file_spades_v1_spades_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3468,7 +3606,7 @@ func (x *SendChatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendChatRequest.ProtoReflect.Descriptor instead.
 func (*SendChatRequest) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{40}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SendChatRequest) GetMatchId() string {
@@ -3496,7 +3634,7 @@ type SendChatResponse struct {
 
 func (x *SendChatResponse) Reset() {
 	*x = SendChatResponse{}
-	mi := &file_spades_v1_spades_proto_msgTypes[41]
+	mi := &file_spades_v1_spades_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3508,7 +3646,7 @@ func (x *SendChatResponse) String() string {
 func (*SendChatResponse) ProtoMessage() {}
 
 func (x *SendChatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[41]
+	mi := &file_spades_v1_spades_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3521,7 +3659,7 @@ func (x *SendChatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendChatResponse.ProtoReflect.Descriptor instead.
 func (*SendChatResponse) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{41}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SendChatResponse) GetSeq() uint64 {
@@ -3542,7 +3680,7 @@ type ExportMatchRequest struct {
 
 func (x *ExportMatchRequest) Reset() {
 	*x = ExportMatchRequest{}
-	mi := &file_spades_v1_spades_proto_msgTypes[42]
+	mi := &file_spades_v1_spades_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3554,7 +3692,7 @@ func (x *ExportMatchRequest) String() string {
 func (*ExportMatchRequest) ProtoMessage() {}
 
 func (x *ExportMatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[42]
+	mi := &file_spades_v1_spades_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3567,7 +3705,7 @@ func (x *ExportMatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportMatchRequest.ProtoReflect.Descriptor instead.
 func (*ExportMatchRequest) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{42}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ExportMatchRequest) GetMatchId() string {
@@ -3592,7 +3730,7 @@ type ExportMatchResponse struct {
 
 func (x *ExportMatchResponse) Reset() {
 	*x = ExportMatchResponse{}
-	mi := &file_spades_v1_spades_proto_msgTypes[43]
+	mi := &file_spades_v1_spades_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3604,7 +3742,7 @@ func (x *ExportMatchResponse) String() string {
 func (*ExportMatchResponse) ProtoMessage() {}
 
 func (x *ExportMatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[43]
+	mi := &file_spades_v1_spades_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3617,7 +3755,7 @@ func (x *ExportMatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportMatchResponse.ProtoReflect.Descriptor instead.
 func (*ExportMatchResponse) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{43}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ExportMatchResponse) GetSnapshot() []byte {
@@ -3656,7 +3794,7 @@ type ImportMatchRequest struct {
 
 func (x *ImportMatchRequest) Reset() {
 	*x = ImportMatchRequest{}
-	mi := &file_spades_v1_spades_proto_msgTypes[44]
+	mi := &file_spades_v1_spades_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3668,7 +3806,7 @@ func (x *ImportMatchRequest) String() string {
 func (*ImportMatchRequest) ProtoMessage() {}
 
 func (x *ImportMatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[44]
+	mi := &file_spades_v1_spades_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3681,7 +3819,7 @@ func (x *ImportMatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportMatchRequest.ProtoReflect.Descriptor instead.
 func (*ImportMatchRequest) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{44}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ImportMatchRequest) GetSnapshot() []byte {
@@ -3718,7 +3856,7 @@ type ImportMatchResponse struct {
 
 func (x *ImportMatchResponse) Reset() {
 	*x = ImportMatchResponse{}
-	mi := &file_spades_v1_spades_proto_msgTypes[45]
+	mi := &file_spades_v1_spades_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3730,7 +3868,7 @@ func (x *ImportMatchResponse) String() string {
 func (*ImportMatchResponse) ProtoMessage() {}
 
 func (x *ImportMatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[45]
+	mi := &file_spades_v1_spades_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3743,7 +3881,7 @@ func (x *ImportMatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportMatchResponse.ProtoReflect.Descriptor instead.
 func (*ImportMatchResponse) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{45}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ImportMatchResponse) GetMatch() *MatchSummary {
@@ -3769,7 +3907,7 @@ type PingRequest struct {
 
 func (x *PingRequest) Reset() {
 	*x = PingRequest{}
-	mi := &file_spades_v1_spades_proto_msgTypes[46]
+	mi := &file_spades_v1_spades_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3781,7 +3919,7 @@ func (x *PingRequest) String() string {
 func (*PingRequest) ProtoMessage() {}
 
 func (x *PingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[46]
+	mi := &file_spades_v1_spades_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3794,7 +3932,7 @@ func (x *PingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PingRequest.ProtoReflect.Descriptor instead.
 func (*PingRequest) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{46}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{48}
 }
 
 // Response of Ping.
@@ -3806,7 +3944,7 @@ type PingResponse struct {
 
 func (x *PingResponse) Reset() {
 	*x = PingResponse{}
-	mi := &file_spades_v1_spades_proto_msgTypes[47]
+	mi := &file_spades_v1_spades_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3818,7 +3956,7 @@ func (x *PingResponse) String() string {
 func (*PingResponse) ProtoMessage() {}
 
 func (x *PingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[47]
+	mi := &file_spades_v1_spades_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3831,7 +3969,7 @@ func (x *PingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PingResponse.ProtoReflect.Descriptor instead.
 func (*PingResponse) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{47}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{49}
 }
 
 // A finished trick.
@@ -3849,7 +3987,7 @@ type Trick struct {
 
 func (x *Trick) Reset() {
 	*x = Trick{}
-	mi := &file_spades_v1_spades_proto_msgTypes[48]
+	mi := &file_spades_v1_spades_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3861,7 +3999,7 @@ func (x *Trick) String() string {
 func (*Trick) ProtoMessage() {}
 
 func (x *Trick) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[48]
+	mi := &file_spades_v1_spades_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3874,7 +4012,7 @@ func (x *Trick) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Trick.ProtoReflect.Descriptor instead.
 func (*Trick) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{48}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Trick) GetLeader() int32 {
@@ -3927,7 +4065,7 @@ type SideScore struct {
 
 func (x *SideScore) Reset() {
 	*x = SideScore{}
-	mi := &file_spades_v1_spades_proto_msgTypes[49]
+	mi := &file_spades_v1_spades_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3939,7 +4077,7 @@ func (x *SideScore) String() string {
 func (*SideScore) ProtoMessage() {}
 
 func (x *SideScore) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[49]
+	mi := &file_spades_v1_spades_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3952,7 +4090,7 @@ func (x *SideScore) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SideScore.ProtoReflect.Descriptor instead.
 func (*SideScore) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{49}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *SideScore) GetSide() int32 {
@@ -4040,7 +4178,7 @@ type SeatBid struct {
 
 func (x *SeatBid) Reset() {
 	*x = SeatBid{}
-	mi := &file_spades_v1_spades_proto_msgTypes[50]
+	mi := &file_spades_v1_spades_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4052,7 +4190,7 @@ func (x *SeatBid) String() string {
 func (*SeatBid) ProtoMessage() {}
 
 func (x *SeatBid) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[50]
+	mi := &file_spades_v1_spades_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4065,7 +4203,7 @@ func (x *SeatBid) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeatBid.ProtoReflect.Descriptor instead.
 func (*SeatBid) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{50}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *SeatBid) GetHasBid() bool {
@@ -4170,7 +4308,7 @@ type SeatView struct {
 
 func (x *SeatView) Reset() {
 	*x = SeatView{}
-	mi := &file_spades_v1_spades_proto_msgTypes[51]
+	mi := &file_spades_v1_spades_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4182,7 +4320,7 @@ func (x *SeatView) String() string {
 func (*SeatView) ProtoMessage() {}
 
 func (x *SeatView) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[51]
+	mi := &file_spades_v1_spades_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4195,7 +4333,7 @@ func (x *SeatView) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeatView.ProtoReflect.Descriptor instead.
 func (*SeatView) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{51}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *SeatView) GetSeat() int32 {
@@ -4454,7 +4592,7 @@ type HandResult struct {
 
 func (x *HandResult) Reset() {
 	*x = HandResult{}
-	mi := &file_spades_v1_spades_proto_msgTypes[52]
+	mi := &file_spades_v1_spades_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4466,7 +4604,7 @@ func (x *HandResult) String() string {
 func (*HandResult) ProtoMessage() {}
 
 func (x *HandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[52]
+	mi := &file_spades_v1_spades_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4479,7 +4617,7 @@ func (x *HandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandResult.ProtoReflect.Descriptor instead.
 func (*HandResult) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{52}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *HandResult) GetSides() []*SideScore {
@@ -4525,7 +4663,7 @@ type MatchEvent struct {
 
 func (x *MatchEvent) Reset() {
 	*x = MatchEvent{}
-	mi := &file_spades_v1_spades_proto_msgTypes[53]
+	mi := &file_spades_v1_spades_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4537,7 +4675,7 @@ func (x *MatchEvent) String() string {
 func (*MatchEvent) ProtoMessage() {}
 
 func (x *MatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[53]
+	mi := &file_spades_v1_spades_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4550,7 +4688,7 @@ func (x *MatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatchEvent.ProtoReflect.Descriptor instead.
 func (*MatchEvent) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{53}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *MatchEvent) GetSeq() uint64 {
@@ -4885,7 +5023,7 @@ type HandStarted struct {
 
 func (x *HandStarted) Reset() {
 	*x = HandStarted{}
-	mi := &file_spades_v1_spades_proto_msgTypes[54]
+	mi := &file_spades_v1_spades_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4897,7 +5035,7 @@ func (x *HandStarted) String() string {
 func (*HandStarted) ProtoMessage() {}
 
 func (x *HandStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[54]
+	mi := &file_spades_v1_spades_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4910,7 +5048,7 @@ func (x *HandStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandStarted.ProtoReflect.Descriptor instead.
 func (*HandStarted) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{54}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *HandStarted) GetHandNumber() int32 {
@@ -4954,7 +5092,7 @@ type HandShown struct {
 
 func (x *HandShown) Reset() {
 	*x = HandShown{}
-	mi := &file_spades_v1_spades_proto_msgTypes[55]
+	mi := &file_spades_v1_spades_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4966,7 +5104,7 @@ func (x *HandShown) String() string {
 func (*HandShown) ProtoMessage() {}
 
 func (x *HandShown) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[55]
+	mi := &file_spades_v1_spades_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4979,7 +5117,7 @@ func (x *HandShown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandShown.ProtoReflect.Descriptor instead.
 func (*HandShown) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{55}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *HandShown) GetSeat() int32 {
@@ -5007,7 +5145,7 @@ type LookedAtCards struct {
 
 func (x *LookedAtCards) Reset() {
 	*x = LookedAtCards{}
-	mi := &file_spades_v1_spades_proto_msgTypes[56]
+	mi := &file_spades_v1_spades_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5019,7 +5157,7 @@ func (x *LookedAtCards) String() string {
 func (*LookedAtCards) ProtoMessage() {}
 
 func (x *LookedAtCards) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[56]
+	mi := &file_spades_v1_spades_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5032,7 +5170,7 @@ func (x *LookedAtCards) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookedAtCards.ProtoReflect.Descriptor instead.
 func (*LookedAtCards) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{56}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *LookedAtCards) GetSeat() int32 {
@@ -5057,7 +5195,7 @@ type BidMade struct {
 
 func (x *BidMade) Reset() {
 	*x = BidMade{}
-	mi := &file_spades_v1_spades_proto_msgTypes[57]
+	mi := &file_spades_v1_spades_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5069,7 +5207,7 @@ func (x *BidMade) String() string {
 func (*BidMade) ProtoMessage() {}
 
 func (x *BidMade) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[57]
+	mi := &file_spades_v1_spades_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5082,7 +5220,7 @@ func (x *BidMade) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BidMade.ProtoReflect.Descriptor instead.
 func (*BidMade) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{57}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *BidMade) GetSeat() int32 {
@@ -5119,7 +5257,7 @@ type BiddingClosed struct {
 
 func (x *BiddingClosed) Reset() {
 	*x = BiddingClosed{}
-	mi := &file_spades_v1_spades_proto_msgTypes[58]
+	mi := &file_spades_v1_spades_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5131,7 +5269,7 @@ func (x *BiddingClosed) String() string {
 func (*BiddingClosed) ProtoMessage() {}
 
 func (x *BiddingClosed) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[58]
+	mi := &file_spades_v1_spades_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5144,7 +5282,7 @@ func (x *BiddingClosed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BiddingClosed.ProtoReflect.Descriptor instead.
 func (*BiddingClosed) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{58}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *BiddingClosed) GetBids() []int32 {
@@ -5174,7 +5312,7 @@ type ExchangeDecided struct {
 
 func (x *ExchangeDecided) Reset() {
 	*x = ExchangeDecided{}
-	mi := &file_spades_v1_spades_proto_msgTypes[59]
+	mi := &file_spades_v1_spades_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5186,7 +5324,7 @@ func (x *ExchangeDecided) String() string {
 func (*ExchangeDecided) ProtoMessage() {}
 
 func (x *ExchangeDecided) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[59]
+	mi := &file_spades_v1_spades_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5199,7 +5337,7 @@ func (x *ExchangeDecided) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeDecided.ProtoReflect.Descriptor instead.
 func (*ExchangeDecided) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{59}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ExchangeDecided) GetSeat() int32 {
@@ -5229,7 +5367,7 @@ type TrumpNamed struct {
 
 func (x *TrumpNamed) Reset() {
 	*x = TrumpNamed{}
-	mi := &file_spades_v1_spades_proto_msgTypes[60]
+	mi := &file_spades_v1_spades_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5241,7 +5379,7 @@ func (x *TrumpNamed) String() string {
 func (*TrumpNamed) ProtoMessage() {}
 
 func (x *TrumpNamed) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[60]
+	mi := &file_spades_v1_spades_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5254,7 +5392,7 @@ func (x *TrumpNamed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrumpNamed.ProtoReflect.Descriptor instead.
 func (*TrumpNamed) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{60}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *TrumpNamed) GetSeat() int32 {
@@ -5286,7 +5424,7 @@ type CardsDrawn struct {
 
 func (x *CardsDrawn) Reset() {
 	*x = CardsDrawn{}
-	mi := &file_spades_v1_spades_proto_msgTypes[61]
+	mi := &file_spades_v1_spades_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5298,7 +5436,7 @@ func (x *CardsDrawn) String() string {
 func (*CardsDrawn) ProtoMessage() {}
 
 func (x *CardsDrawn) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[61]
+	mi := &file_spades_v1_spades_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5311,7 +5449,7 @@ func (x *CardsDrawn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CardsDrawn.ProtoReflect.Descriptor instead.
 func (*CardsDrawn) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{61}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *CardsDrawn) GetSeat() int32 {
@@ -5346,7 +5484,7 @@ type DrawTaken struct {
 
 func (x *DrawTaken) Reset() {
 	*x = DrawTaken{}
-	mi := &file_spades_v1_spades_proto_msgTypes[62]
+	mi := &file_spades_v1_spades_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5358,7 +5496,7 @@ func (x *DrawTaken) String() string {
 func (*DrawTaken) ProtoMessage() {}
 
 func (x *DrawTaken) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[62]
+	mi := &file_spades_v1_spades_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5371,7 +5509,7 @@ func (x *DrawTaken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrawTaken.ProtoReflect.Descriptor instead.
 func (*DrawTaken) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{62}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *DrawTaken) GetSeat() int32 {
@@ -5394,7 +5532,7 @@ type ExchangeStarted struct {
 
 func (x *ExchangeStarted) Reset() {
 	*x = ExchangeStarted{}
-	mi := &file_spades_v1_spades_proto_msgTypes[63]
+	mi := &file_spades_v1_spades_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5406,7 +5544,7 @@ func (x *ExchangeStarted) String() string {
 func (*ExchangeStarted) ProtoMessage() {}
 
 func (x *ExchangeStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[63]
+	mi := &file_spades_v1_spades_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5419,7 +5557,7 @@ func (x *ExchangeStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeStarted.ProtoReflect.Descriptor instead.
 func (*ExchangeStarted) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{63}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ExchangeStarted) GetSeats() []int32 {
@@ -5447,7 +5585,7 @@ type CardsChosen struct {
 
 func (x *CardsChosen) Reset() {
 	*x = CardsChosen{}
-	mi := &file_spades_v1_spades_proto_msgTypes[64]
+	mi := &file_spades_v1_spades_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5459,7 +5597,7 @@ func (x *CardsChosen) String() string {
 func (*CardsChosen) ProtoMessage() {}
 
 func (x *CardsChosen) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[64]
+	mi := &file_spades_v1_spades_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5472,7 +5610,7 @@ func (x *CardsChosen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CardsChosen.ProtoReflect.Descriptor instead.
 func (*CardsChosen) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{64}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *CardsChosen) GetSeat() int32 {
@@ -5497,7 +5635,7 @@ type CardsPassed struct {
 
 func (x *CardsPassed) Reset() {
 	*x = CardsPassed{}
-	mi := &file_spades_v1_spades_proto_msgTypes[65]
+	mi := &file_spades_v1_spades_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5509,7 +5647,7 @@ func (x *CardsPassed) String() string {
 func (*CardsPassed) ProtoMessage() {}
 
 func (x *CardsPassed) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[65]
+	mi := &file_spades_v1_spades_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5522,7 +5660,7 @@ func (x *CardsPassed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CardsPassed.ProtoReflect.Descriptor instead.
 func (*CardsPassed) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{65}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *CardsPassed) GetFromSeat() int32 {
@@ -5559,7 +5697,7 @@ type CardPlayed struct {
 
 func (x *CardPlayed) Reset() {
 	*x = CardPlayed{}
-	mi := &file_spades_v1_spades_proto_msgTypes[66]
+	mi := &file_spades_v1_spades_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5571,7 +5709,7 @@ func (x *CardPlayed) String() string {
 func (*CardPlayed) ProtoMessage() {}
 
 func (x *CardPlayed) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[66]
+	mi := &file_spades_v1_spades_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5584,7 +5722,7 @@ func (x *CardPlayed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CardPlayed.ProtoReflect.Descriptor instead.
 func (*CardPlayed) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{66}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *CardPlayed) GetSeat() int32 {
@@ -5618,7 +5756,7 @@ type TrickWon struct {
 
 func (x *TrickWon) Reset() {
 	*x = TrickWon{}
-	mi := &file_spades_v1_spades_proto_msgTypes[67]
+	mi := &file_spades_v1_spades_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5630,7 +5768,7 @@ func (x *TrickWon) String() string {
 func (*TrickWon) ProtoMessage() {}
 
 func (x *TrickWon) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[67]
+	mi := &file_spades_v1_spades_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5643,7 +5781,7 @@ func (x *TrickWon) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrickWon.ProtoReflect.Descriptor instead.
 func (*TrickWon) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{67}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *TrickWon) GetTrickNumber() int32 {
@@ -5693,7 +5831,7 @@ type HandScored struct {
 
 func (x *HandScored) Reset() {
 	*x = HandScored{}
-	mi := &file_spades_v1_spades_proto_msgTypes[68]
+	mi := &file_spades_v1_spades_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5705,7 +5843,7 @@ func (x *HandScored) String() string {
 func (*HandScored) ProtoMessage() {}
 
 func (x *HandScored) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[68]
+	mi := &file_spades_v1_spades_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5718,7 +5856,7 @@ func (x *HandScored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandScored.ProtoReflect.Descriptor instead.
 func (*HandScored) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{68}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *HandScored) GetHandNumber() int32 {
@@ -5771,7 +5909,7 @@ type MatchEnded struct {
 
 func (x *MatchEnded) Reset() {
 	*x = MatchEnded{}
-	mi := &file_spades_v1_spades_proto_msgTypes[69]
+	mi := &file_spades_v1_spades_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5783,7 +5921,7 @@ func (x *MatchEnded) String() string {
 func (*MatchEnded) ProtoMessage() {}
 
 func (x *MatchEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[69]
+	mi := &file_spades_v1_spades_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5796,7 +5934,7 @@ func (x *MatchEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatchEnded.ProtoReflect.Descriptor instead.
 func (*MatchEnded) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{69}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *MatchEnded) GetWinner() int32 {
@@ -5835,7 +5973,7 @@ type SeatControlChanged struct {
 
 func (x *SeatControlChanged) Reset() {
 	*x = SeatControlChanged{}
-	mi := &file_spades_v1_spades_proto_msgTypes[70]
+	mi := &file_spades_v1_spades_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5847,7 +5985,7 @@ func (x *SeatControlChanged) String() string {
 func (*SeatControlChanged) ProtoMessage() {}
 
 func (x *SeatControlChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[70]
+	mi := &file_spades_v1_spades_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5860,7 +5998,7 @@ func (x *SeatControlChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeatControlChanged.ProtoReflect.Descriptor instead.
 func (*SeatControlChanged) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{70}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *SeatControlChanged) GetSeat() int32 {
@@ -5897,7 +6035,7 @@ type ChatMessage struct {
 
 func (x *ChatMessage) Reset() {
 	*x = ChatMessage{}
-	mi := &file_spades_v1_spades_proto_msgTypes[71]
+	mi := &file_spades_v1_spades_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5909,7 +6047,7 @@ func (x *ChatMessage) String() string {
 func (*ChatMessage) ProtoMessage() {}
 
 func (x *ChatMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[71]
+	mi := &file_spades_v1_spades_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5922,7 +6060,7 @@ func (x *ChatMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatMessage.ProtoReflect.Descriptor instead.
 func (*ChatMessage) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{71}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ChatMessage) GetSeat() int32 {
@@ -6153,7 +6291,15 @@ const file_spades_v1_spades_proto_rawDesc = "" +
 	"\tafter_seq\x18\x02 \x01(\x04R\bafterSeq\"r\n" +
 	"\x10SpectateResponse\x12/\n" +
 	"\x05event\x18\x01 \x01(\v2\x15.spades.v1.MatchEventB\x02\x18\x01R\x05event\x12-\n" +
-	"\x06events\x18\x02 \x03(\v2\x15.spades.v1.MatchEventR\x06events\"@\n" +
+	"\x06events\x18\x02 \x03(\v2\x15.spades.v1.MatchEventR\x06events\"d\n" +
+	"\x11PollEventsRequest\x12\x19\n" +
+	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12\x1b\n" +
+	"\tafter_seq\x18\x02 \x01(\x04R\bafterSeq\x12\x17\n" +
+	"\await_ms\x18\x03 \x01(\x05R\x06waitMs\"r\n" +
+	"\x12PollEventsResponse\x12-\n" +
+	"\x06events\x18\x01 \x03(\v2\x15.spades.v1.MatchEventR\x06events\x12\x19\n" +
+	"\blast_seq\x18\x02 \x01(\x04R\alastSeq\x12\x12\n" +
+	"\x04more\x18\x03 \x01(\bR\x04more\"@\n" +
 	"\x0fSendChatRequest\x12\x19\n" +
 	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\"$\n" +
@@ -6421,7 +6567,7 @@ const file_spades_v1_spades_proto_rawDesc = "" +
 	"\rPHASE_PLAYING\x10\x03\x12\x14\n" +
 	"\x10PHASE_MATCH_OVER\x10\x04\x12\x0e\n" +
 	"\n" +
-	"PHASE_DRAW\x10\x052\x84\b\n" +
+	"PHASE_DRAW\x10\x052\xcf\b\n" +
 	"\rSpadesService\x12L\n" +
 	"\vCreateMatch\x12\x1d.spades.v1.CreateMatchRequest\x1a\x1e.spades.v1.CreateMatchResponse\x12C\n" +
 	"\bGetMatch\x12\x1a.spades.v1.GetMatchRequest\x1a\x1b.spades.v1.GetMatchResponse\x12L\n" +
@@ -6436,7 +6582,9 @@ const file_spades_v1_spades_proto_rawDesc = "" +
 	"\bSendChat\x12\x1a.spades.v1.SendChatRequest\x1a\x1b.spades.v1.SendChatResponse\x12L\n" +
 	"\vExportMatch\x12\x1d.spades.v1.ExportMatchRequest\x1a\x1e.spades.v1.ExportMatchResponse\x12L\n" +
 	"\vImportMatch\x12\x1d.spades.v1.ImportMatchRequest\x1a\x1e.spades.v1.ImportMatchResponse\x127\n" +
-	"\x04Ping\x12\x16.spades.v1.PingRequest\x1a\x17.spades.v1.PingResponseb\x06proto3"
+	"\x04Ping\x12\x16.spades.v1.PingRequest\x1a\x17.spades.v1.PingResponse\x12I\n" +
+	"\n" +
+	"PollEvents\x12\x1c.spades.v1.PollEventsRequest\x1a\x1d.spades.v1.PollEventsResponseb\x06proto3"
 
 var (
 	file_spades_v1_spades_proto_rawDescOnce sync.Once
@@ -6451,7 +6599,7 @@ func file_spades_v1_spades_proto_rawDescGZIP() []byte {
 }
 
 var file_spades_v1_spades_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
-var file_spades_v1_spades_proto_msgTypes = make([]protoimpl.MessageInfo, 72)
+var file_spades_v1_spades_proto_msgTypes = make([]protoimpl.MessageInfo, 74)
 var file_spades_v1_spades_proto_goTypes = []any{
 	(Suit)(0),                      // 0: spades.v1.Suit
 	(Rank)(0),                      // 1: spades.v1.Rank
@@ -6503,39 +6651,41 @@ var file_spades_v1_spades_proto_goTypes = []any{
 	(*ActionError)(nil),            // 47: spades.v1.ActionError
 	(*SpectateRequest)(nil),        // 48: spades.v1.SpectateRequest
 	(*SpectateResponse)(nil),       // 49: spades.v1.SpectateResponse
-	(*SendChatRequest)(nil),        // 50: spades.v1.SendChatRequest
-	(*SendChatResponse)(nil),       // 51: spades.v1.SendChatResponse
-	(*ExportMatchRequest)(nil),     // 52: spades.v1.ExportMatchRequest
-	(*ExportMatchResponse)(nil),    // 53: spades.v1.ExportMatchResponse
-	(*ImportMatchRequest)(nil),     // 54: spades.v1.ImportMatchRequest
-	(*ImportMatchResponse)(nil),    // 55: spades.v1.ImportMatchResponse
-	(*PingRequest)(nil),            // 56: spades.v1.PingRequest
-	(*PingResponse)(nil),           // 57: spades.v1.PingResponse
-	(*Trick)(nil),                  // 58: spades.v1.Trick
-	(*SideScore)(nil),              // 59: spades.v1.SideScore
-	(*SeatBid)(nil),                // 60: spades.v1.SeatBid
-	(*SeatView)(nil),               // 61: spades.v1.SeatView
-	(*HandResult)(nil),             // 62: spades.v1.HandResult
-	(*MatchEvent)(nil),             // 63: spades.v1.MatchEvent
-	(*HandStarted)(nil),            // 64: spades.v1.HandStarted
-	(*HandShown)(nil),              // 65: spades.v1.HandShown
-	(*LookedAtCards)(nil),          // 66: spades.v1.LookedAtCards
-	(*BidMade)(nil),                // 67: spades.v1.BidMade
-	(*BiddingClosed)(nil),          // 68: spades.v1.BiddingClosed
-	(*ExchangeDecided)(nil),        // 69: spades.v1.ExchangeDecided
-	(*TrumpNamed)(nil),             // 70: spades.v1.TrumpNamed
-	(*CardsDrawn)(nil),             // 71: spades.v1.CardsDrawn
-	(*DrawTaken)(nil),              // 72: spades.v1.DrawTaken
-	(*ExchangeStarted)(nil),        // 73: spades.v1.ExchangeStarted
-	(*CardsChosen)(nil),            // 74: spades.v1.CardsChosen
-	(*CardsPassed)(nil),            // 75: spades.v1.CardsPassed
-	(*CardPlayed)(nil),             // 76: spades.v1.CardPlayed
-	(*TrickWon)(nil),               // 77: spades.v1.TrickWon
-	(*HandScored)(nil),             // 78: spades.v1.HandScored
-	(*MatchEnded)(nil),             // 79: spades.v1.MatchEnded
-	(*SeatControlChanged)(nil),     // 80: spades.v1.SeatControlChanged
-	(*ChatMessage)(nil),            // 81: spades.v1.ChatMessage
-	(*anypb.Any)(nil),              // 82: google.protobuf.Any
+	(*PollEventsRequest)(nil),      // 50: spades.v1.PollEventsRequest
+	(*PollEventsResponse)(nil),     // 51: spades.v1.PollEventsResponse
+	(*SendChatRequest)(nil),        // 52: spades.v1.SendChatRequest
+	(*SendChatResponse)(nil),       // 53: spades.v1.SendChatResponse
+	(*ExportMatchRequest)(nil),     // 54: spades.v1.ExportMatchRequest
+	(*ExportMatchResponse)(nil),    // 55: spades.v1.ExportMatchResponse
+	(*ImportMatchRequest)(nil),     // 56: spades.v1.ImportMatchRequest
+	(*ImportMatchResponse)(nil),    // 57: spades.v1.ImportMatchResponse
+	(*PingRequest)(nil),            // 58: spades.v1.PingRequest
+	(*PingResponse)(nil),           // 59: spades.v1.PingResponse
+	(*Trick)(nil),                  // 60: spades.v1.Trick
+	(*SideScore)(nil),              // 61: spades.v1.SideScore
+	(*SeatBid)(nil),                // 62: spades.v1.SeatBid
+	(*SeatView)(nil),               // 63: spades.v1.SeatView
+	(*HandResult)(nil),             // 64: spades.v1.HandResult
+	(*MatchEvent)(nil),             // 65: spades.v1.MatchEvent
+	(*HandStarted)(nil),            // 66: spades.v1.HandStarted
+	(*HandShown)(nil),              // 67: spades.v1.HandShown
+	(*LookedAtCards)(nil),          // 68: spades.v1.LookedAtCards
+	(*BidMade)(nil),                // 69: spades.v1.BidMade
+	(*BiddingClosed)(nil),          // 70: spades.v1.BiddingClosed
+	(*ExchangeDecided)(nil),        // 71: spades.v1.ExchangeDecided
+	(*TrumpNamed)(nil),             // 72: spades.v1.TrumpNamed
+	(*CardsDrawn)(nil),             // 73: spades.v1.CardsDrawn
+	(*DrawTaken)(nil),              // 74: spades.v1.DrawTaken
+	(*ExchangeStarted)(nil),        // 75: spades.v1.ExchangeStarted
+	(*CardsChosen)(nil),            // 76: spades.v1.CardsChosen
+	(*CardsPassed)(nil),            // 77: spades.v1.CardsPassed
+	(*CardPlayed)(nil),             // 78: spades.v1.CardPlayed
+	(*TrickWon)(nil),               // 79: spades.v1.TrickWon
+	(*HandScored)(nil),             // 80: spades.v1.HandScored
+	(*MatchEnded)(nil),             // 81: spades.v1.MatchEnded
+	(*SeatControlChanged)(nil),     // 82: spades.v1.SeatControlChanged
+	(*ChatMessage)(nil),            // 83: spades.v1.ChatMessage
+	(*anypb.Any)(nil),              // 84: google.protobuf.Any
 }
 var file_spades_v1_spades_proto_depIdxs = []int32{
 	0,   // 0: spades.v1.Card.suit:type_name -> spades.v1.Suit
@@ -6562,8 +6712,8 @@ var file_spades_v1_spades_proto_depIdxs = []int32{
 	18,  // 21: spades.v1.CreateMatchResponse.seat_tokens:type_name -> spades.v1.SeatToken
 	15,  // 22: spades.v1.GetMatchResponse.match:type_name -> spades.v1.MatchSummary
 	15,  // 23: spades.v1.ListMatchesResponse.matches:type_name -> spades.v1.MatchSummary
-	61,  // 24: spades.v1.ClaimSeatResponse.view:type_name -> spades.v1.SeatView
-	61,  // 25: spades.v1.GetViewResponse.view:type_name -> spades.v1.SeatView
+	63,  // 24: spades.v1.ClaimSeatResponse.view:type_name -> spades.v1.SeatView
+	63,  // 25: spades.v1.GetViewResponse.view:type_name -> spades.v1.SeatView
 	30,  // 26: spades.v1.Action.bid:type_name -> spades.v1.BidAction
 	31,  // 27: spades.v1.Action.blind_nil:type_name -> spades.v1.BlindNilAction
 	32,  // 28: spades.v1.Action.look:type_name -> spades.v1.LookAction
@@ -6576,99 +6726,102 @@ var file_spades_v1_spades_proto_depIdxs = []int32{
 	0,   // 35: spades.v1.NameTrumpAction.suit:type_name -> spades.v1.Suit
 	10,  // 36: spades.v1.PlayCardAction.card:type_name -> spades.v1.Card
 	29,  // 37: spades.v1.SubmitActionRequest.action:type_name -> spades.v1.Action
-	63,  // 38: spades.v1.SubmitActionResponse.events:type_name -> spades.v1.MatchEvent
-	63,  // 39: spades.v1.StreamEventsResponse.event:type_name -> spades.v1.MatchEvent
-	63,  // 40: spades.v1.StreamEventsResponse.events:type_name -> spades.v1.MatchEvent
+	65,  // 38: spades.v1.SubmitActionResponse.events:type_name -> spades.v1.MatchEvent
+	65,  // 39: spades.v1.StreamEventsResponse.event:type_name -> spades.v1.MatchEvent
+	65,  // 40: spades.v1.StreamEventsResponse.events:type_name -> spades.v1.MatchEvent
 	43,  // 41: spades.v1.PlayRequest.open:type_name -> spades.v1.PlayOpen
 	44,  // 42: spades.v1.PlayRequest.action:type_name -> spades.v1.PlayAction
 	29,  // 43: spades.v1.PlayAction.action:type_name -> spades.v1.Action
 	46,  // 44: spades.v1.PlayResponse.results:type_name -> spades.v1.ActionResult
-	63,  // 45: spades.v1.PlayResponse.events:type_name -> spades.v1.MatchEvent
+	65,  // 45: spades.v1.PlayResponse.events:type_name -> spades.v1.MatchEvent
 	47,  // 46: spades.v1.ActionResult.error:type_name -> spades.v1.ActionError
-	82,  // 47: spades.v1.ActionError.details:type_name -> google.protobuf.Any
-	63,  // 48: spades.v1.SpectateResponse.event:type_name -> spades.v1.MatchEvent
-	63,  // 49: spades.v1.SpectateResponse.events:type_name -> spades.v1.MatchEvent
-	15,  // 50: spades.v1.ExportMatchResponse.match:type_name -> spades.v1.MatchSummary
-	13,  // 51: spades.v1.ImportMatchRequest.seats:type_name -> spades.v1.SeatConfig
-	15,  // 52: spades.v1.ImportMatchResponse.match:type_name -> spades.v1.MatchSummary
-	18,  // 53: spades.v1.ImportMatchResponse.seat_tokens:type_name -> spades.v1.SeatToken
-	10,  // 54: spades.v1.Trick.cards:type_name -> spades.v1.Card
-	12,  // 55: spades.v1.SeatView.ruleset:type_name -> spades.v1.ResolvedRuleset
-	9,   // 56: spades.v1.SeatView.phase:type_name -> spades.v1.Phase
-	60,  // 57: spades.v1.SeatView.bids:type_name -> spades.v1.SeatBid
-	10,  // 58: spades.v1.SeatView.hand:type_name -> spades.v1.Card
-	10,  // 59: spades.v1.SeatView.trick:type_name -> spades.v1.Card
-	58,  // 60: spades.v1.SeatView.tricks:type_name -> spades.v1.Trick
-	10,  // 61: spades.v1.SeatView.passed:type_name -> spades.v1.Card
-	10,  // 62: spades.v1.SeatView.received:type_name -> spades.v1.Card
-	29,  // 63: spades.v1.SeatView.legal_actions:type_name -> spades.v1.Action
-	14,  // 64: spades.v1.SeatView.seats:type_name -> spades.v1.SeatInfo
-	62,  // 65: spades.v1.SeatView.results:type_name -> spades.v1.HandResult
-	69,  // 66: spades.v1.SeatView.exchange_decisions:type_name -> spades.v1.ExchangeDecided
-	0,   // 67: spades.v1.SeatView.trump:type_name -> spades.v1.Suit
-	10,  // 68: spades.v1.SeatView.stock_top:type_name -> spades.v1.Card
-	10,  // 69: spades.v1.SeatView.discards:type_name -> spades.v1.Card
-	59,  // 70: spades.v1.HandResult.sides:type_name -> spades.v1.SideScore
-	64,  // 71: spades.v1.MatchEvent.hand_started:type_name -> spades.v1.HandStarted
-	65,  // 72: spades.v1.MatchEvent.hand_shown:type_name -> spades.v1.HandShown
-	66,  // 73: spades.v1.MatchEvent.looked_at_cards:type_name -> spades.v1.LookedAtCards
-	67,  // 74: spades.v1.MatchEvent.bid_made:type_name -> spades.v1.BidMade
-	68,  // 75: spades.v1.MatchEvent.bidding_closed:type_name -> spades.v1.BiddingClosed
-	73,  // 76: spades.v1.MatchEvent.exchange_started:type_name -> spades.v1.ExchangeStarted
-	74,  // 77: spades.v1.MatchEvent.cards_chosen:type_name -> spades.v1.CardsChosen
-	75,  // 78: spades.v1.MatchEvent.cards_passed:type_name -> spades.v1.CardsPassed
-	76,  // 79: spades.v1.MatchEvent.card_played:type_name -> spades.v1.CardPlayed
-	77,  // 80: spades.v1.MatchEvent.trick_won:type_name -> spades.v1.TrickWon
-	78,  // 81: spades.v1.MatchEvent.hand_scored:type_name -> spades.v1.HandScored
-	79,  // 82: spades.v1.MatchEvent.match_ended:type_name -> spades.v1.MatchEnded
-	80,  // 83: spades.v1.MatchEvent.seat_control_changed:type_name -> spades.v1.SeatControlChanged
-	81,  // 84: spades.v1.MatchEvent.chat_message:type_name -> spades.v1.ChatMessage
-	69,  // 85: spades.v1.MatchEvent.exchange_decided:type_name -> spades.v1.ExchangeDecided
-	70,  // 86: spades.v1.MatchEvent.trump_named:type_name -> spades.v1.TrumpNamed
-	71,  // 87: spades.v1.MatchEvent.cards_drawn:type_name -> spades.v1.CardsDrawn
-	72,  // 88: spades.v1.MatchEvent.draw_taken:type_name -> spades.v1.DrawTaken
-	10,  // 89: spades.v1.HandShown.cards:type_name -> spades.v1.Card
-	0,   // 90: spades.v1.TrumpNamed.suit:type_name -> spades.v1.Suit
-	10,  // 91: spades.v1.CardsDrawn.kept:type_name -> spades.v1.Card
-	10,  // 92: spades.v1.CardsDrawn.discarded:type_name -> spades.v1.Card
-	10,  // 93: spades.v1.CardsPassed.cards:type_name -> spades.v1.Card
-	10,  // 94: spades.v1.CardPlayed.card:type_name -> spades.v1.Card
-	10,  // 95: spades.v1.TrickWon.cards:type_name -> spades.v1.Card
-	59,  // 96: spades.v1.HandScored.sides:type_name -> spades.v1.SideScore
-	8,   // 97: spades.v1.SeatControlChanged.control:type_name -> spades.v1.SeatControl
-	16,  // 98: spades.v1.SpadesService.CreateMatch:input_type -> spades.v1.CreateMatchRequest
-	19,  // 99: spades.v1.SpadesService.GetMatch:input_type -> spades.v1.GetMatchRequest
-	21,  // 100: spades.v1.SpadesService.ListMatches:input_type -> spades.v1.ListMatchesRequest
-	23,  // 101: spades.v1.SpadesService.ClaimSeat:input_type -> spades.v1.ClaimSeatRequest
-	25,  // 102: spades.v1.SpadesService.LeaveSeat:input_type -> spades.v1.LeaveSeatRequest
-	27,  // 103: spades.v1.SpadesService.GetView:input_type -> spades.v1.GetViewRequest
-	38,  // 104: spades.v1.SpadesService.SubmitAction:input_type -> spades.v1.SubmitActionRequest
-	40,  // 105: spades.v1.SpadesService.StreamEvents:input_type -> spades.v1.StreamEventsRequest
-	42,  // 106: spades.v1.SpadesService.Play:input_type -> spades.v1.PlayRequest
-	48,  // 107: spades.v1.SpadesService.Spectate:input_type -> spades.v1.SpectateRequest
-	50,  // 108: spades.v1.SpadesService.SendChat:input_type -> spades.v1.SendChatRequest
-	52,  // 109: spades.v1.SpadesService.ExportMatch:input_type -> spades.v1.ExportMatchRequest
-	54,  // 110: spades.v1.SpadesService.ImportMatch:input_type -> spades.v1.ImportMatchRequest
-	56,  // 111: spades.v1.SpadesService.Ping:input_type -> spades.v1.PingRequest
-	17,  // 112: spades.v1.SpadesService.CreateMatch:output_type -> spades.v1.CreateMatchResponse
-	20,  // 113: spades.v1.SpadesService.GetMatch:output_type -> spades.v1.GetMatchResponse
-	22,  // 114: spades.v1.SpadesService.ListMatches:output_type -> spades.v1.ListMatchesResponse
-	24,  // 115: spades.v1.SpadesService.ClaimSeat:output_type -> spades.v1.ClaimSeatResponse
-	26,  // 116: spades.v1.SpadesService.LeaveSeat:output_type -> spades.v1.LeaveSeatResponse
-	28,  // 117: spades.v1.SpadesService.GetView:output_type -> spades.v1.GetViewResponse
-	39,  // 118: spades.v1.SpadesService.SubmitAction:output_type -> spades.v1.SubmitActionResponse
-	41,  // 119: spades.v1.SpadesService.StreamEvents:output_type -> spades.v1.StreamEventsResponse
-	45,  // 120: spades.v1.SpadesService.Play:output_type -> spades.v1.PlayResponse
-	49,  // 121: spades.v1.SpadesService.Spectate:output_type -> spades.v1.SpectateResponse
-	51,  // 122: spades.v1.SpadesService.SendChat:output_type -> spades.v1.SendChatResponse
-	53,  // 123: spades.v1.SpadesService.ExportMatch:output_type -> spades.v1.ExportMatchResponse
-	55,  // 124: spades.v1.SpadesService.ImportMatch:output_type -> spades.v1.ImportMatchResponse
-	57,  // 125: spades.v1.SpadesService.Ping:output_type -> spades.v1.PingResponse
-	112, // [112:126] is the sub-list for method output_type
-	98,  // [98:112] is the sub-list for method input_type
-	98,  // [98:98] is the sub-list for extension type_name
-	98,  // [98:98] is the sub-list for extension extendee
-	0,   // [0:98] is the sub-list for field type_name
+	84,  // 47: spades.v1.ActionError.details:type_name -> google.protobuf.Any
+	65,  // 48: spades.v1.SpectateResponse.event:type_name -> spades.v1.MatchEvent
+	65,  // 49: spades.v1.SpectateResponse.events:type_name -> spades.v1.MatchEvent
+	65,  // 50: spades.v1.PollEventsResponse.events:type_name -> spades.v1.MatchEvent
+	15,  // 51: spades.v1.ExportMatchResponse.match:type_name -> spades.v1.MatchSummary
+	13,  // 52: spades.v1.ImportMatchRequest.seats:type_name -> spades.v1.SeatConfig
+	15,  // 53: spades.v1.ImportMatchResponse.match:type_name -> spades.v1.MatchSummary
+	18,  // 54: spades.v1.ImportMatchResponse.seat_tokens:type_name -> spades.v1.SeatToken
+	10,  // 55: spades.v1.Trick.cards:type_name -> spades.v1.Card
+	12,  // 56: spades.v1.SeatView.ruleset:type_name -> spades.v1.ResolvedRuleset
+	9,   // 57: spades.v1.SeatView.phase:type_name -> spades.v1.Phase
+	62,  // 58: spades.v1.SeatView.bids:type_name -> spades.v1.SeatBid
+	10,  // 59: spades.v1.SeatView.hand:type_name -> spades.v1.Card
+	10,  // 60: spades.v1.SeatView.trick:type_name -> spades.v1.Card
+	60,  // 61: spades.v1.SeatView.tricks:type_name -> spades.v1.Trick
+	10,  // 62: spades.v1.SeatView.passed:type_name -> spades.v1.Card
+	10,  // 63: spades.v1.SeatView.received:type_name -> spades.v1.Card
+	29,  // 64: spades.v1.SeatView.legal_actions:type_name -> spades.v1.Action
+	14,  // 65: spades.v1.SeatView.seats:type_name -> spades.v1.SeatInfo
+	64,  // 66: spades.v1.SeatView.results:type_name -> spades.v1.HandResult
+	71,  // 67: spades.v1.SeatView.exchange_decisions:type_name -> spades.v1.ExchangeDecided
+	0,   // 68: spades.v1.SeatView.trump:type_name -> spades.v1.Suit
+	10,  // 69: spades.v1.SeatView.stock_top:type_name -> spades.v1.Card
+	10,  // 70: spades.v1.SeatView.discards:type_name -> spades.v1.Card
+	61,  // 71: spades.v1.HandResult.sides:type_name -> spades.v1.SideScore
+	66,  // 72: spades.v1.MatchEvent.hand_started:type_name -> spades.v1.HandStarted
+	67,  // 73: spades.v1.MatchEvent.hand_shown:type_name -> spades.v1.HandShown
+	68,  // 74: spades.v1.MatchEvent.looked_at_cards:type_name -> spades.v1.LookedAtCards
+	69,  // 75: spades.v1.MatchEvent.bid_made:type_name -> spades.v1.BidMade
+	70,  // 76: spades.v1.MatchEvent.bidding_closed:type_name -> spades.v1.BiddingClosed
+	75,  // 77: spades.v1.MatchEvent.exchange_started:type_name -> spades.v1.ExchangeStarted
+	76,  // 78: spades.v1.MatchEvent.cards_chosen:type_name -> spades.v1.CardsChosen
+	77,  // 79: spades.v1.MatchEvent.cards_passed:type_name -> spades.v1.CardsPassed
+	78,  // 80: spades.v1.MatchEvent.card_played:type_name -> spades.v1.CardPlayed
+	79,  // 81: spades.v1.MatchEvent.trick_won:type_name -> spades.v1.TrickWon
+	80,  // 82: spades.v1.MatchEvent.hand_scored:type_name -> spades.v1.HandScored
+	81,  // 83: spades.v1.MatchEvent.match_ended:type_name -> spades.v1.MatchEnded
+	82,  // 84: spades.v1.MatchEvent.seat_control_changed:type_name -> spades.v1.SeatControlChanged
+	83,  // 85: spades.v1.MatchEvent.chat_message:type_name -> spades.v1.ChatMessage
+	71,  // 86: spades.v1.MatchEvent.exchange_decided:type_name -> spades.v1.ExchangeDecided
+	72,  // 87: spades.v1.MatchEvent.trump_named:type_name -> spades.v1.TrumpNamed
+	73,  // 88: spades.v1.MatchEvent.cards_drawn:type_name -> spades.v1.CardsDrawn
+	74,  // 89: spades.v1.MatchEvent.draw_taken:type_name -> spades.v1.DrawTaken
+	10,  // 90: spades.v1.HandShown.cards:type_name -> spades.v1.Card
+	0,   // 91: spades.v1.TrumpNamed.suit:type_name -> spades.v1.Suit
+	10,  // 92: spades.v1.CardsDrawn.kept:type_name -> spades.v1.Card
+	10,  // 93: spades.v1.CardsDrawn.discarded:type_name -> spades.v1.Card
+	10,  // 94: spades.v1.CardsPassed.cards:type_name -> spades.v1.Card
+	10,  // 95: spades.v1.CardPlayed.card:type_name -> spades.v1.Card
+	10,  // 96: spades.v1.TrickWon.cards:type_name -> spades.v1.Card
+	61,  // 97: spades.v1.HandScored.sides:type_name -> spades.v1.SideScore
+	8,   // 98: spades.v1.SeatControlChanged.control:type_name -> spades.v1.SeatControl
+	16,  // 99: spades.v1.SpadesService.CreateMatch:input_type -> spades.v1.CreateMatchRequest
+	19,  // 100: spades.v1.SpadesService.GetMatch:input_type -> spades.v1.GetMatchRequest
+	21,  // 101: spades.v1.SpadesService.ListMatches:input_type -> spades.v1.ListMatchesRequest
+	23,  // 102: spades.v1.SpadesService.ClaimSeat:input_type -> spades.v1.ClaimSeatRequest
+	25,  // 103: spades.v1.SpadesService.LeaveSeat:input_type -> spades.v1.LeaveSeatRequest
+	27,  // 104: spades.v1.SpadesService.GetView:input_type -> spades.v1.GetViewRequest
+	38,  // 105: spades.v1.SpadesService.SubmitAction:input_type -> spades.v1.SubmitActionRequest
+	40,  // 106: spades.v1.SpadesService.StreamEvents:input_type -> spades.v1.StreamEventsRequest
+	42,  // 107: spades.v1.SpadesService.Play:input_type -> spades.v1.PlayRequest
+	48,  // 108: spades.v1.SpadesService.Spectate:input_type -> spades.v1.SpectateRequest
+	52,  // 109: spades.v1.SpadesService.SendChat:input_type -> spades.v1.SendChatRequest
+	54,  // 110: spades.v1.SpadesService.ExportMatch:input_type -> spades.v1.ExportMatchRequest
+	56,  // 111: spades.v1.SpadesService.ImportMatch:input_type -> spades.v1.ImportMatchRequest
+	58,  // 112: spades.v1.SpadesService.Ping:input_type -> spades.v1.PingRequest
+	50,  // 113: spades.v1.SpadesService.PollEvents:input_type -> spades.v1.PollEventsRequest
+	17,  // 114: spades.v1.SpadesService.CreateMatch:output_type -> spades.v1.CreateMatchResponse
+	20,  // 115: spades.v1.SpadesService.GetMatch:output_type -> spades.v1.GetMatchResponse
+	22,  // 116: spades.v1.SpadesService.ListMatches:output_type -> spades.v1.ListMatchesResponse
+	24,  // 117: spades.v1.SpadesService.ClaimSeat:output_type -> spades.v1.ClaimSeatResponse
+	26,  // 118: spades.v1.SpadesService.LeaveSeat:output_type -> spades.v1.LeaveSeatResponse
+	28,  // 119: spades.v1.SpadesService.GetView:output_type -> spades.v1.GetViewResponse
+	39,  // 120: spades.v1.SpadesService.SubmitAction:output_type -> spades.v1.SubmitActionResponse
+	41,  // 121: spades.v1.SpadesService.StreamEvents:output_type -> spades.v1.StreamEventsResponse
+	45,  // 122: spades.v1.SpadesService.Play:output_type -> spades.v1.PlayResponse
+	49,  // 123: spades.v1.SpadesService.Spectate:output_type -> spades.v1.SpectateResponse
+	53,  // 124: spades.v1.SpadesService.SendChat:output_type -> spades.v1.SendChatResponse
+	55,  // 125: spades.v1.SpadesService.ExportMatch:output_type -> spades.v1.ExportMatchResponse
+	57,  // 126: spades.v1.SpadesService.ImportMatch:output_type -> spades.v1.ImportMatchResponse
+	59,  // 127: spades.v1.SpadesService.Ping:output_type -> spades.v1.PingResponse
+	51,  // 128: spades.v1.SpadesService.PollEvents:output_type -> spades.v1.PollEventsResponse
+	114, // [114:129] is the sub-list for method output_type
+	99,  // [99:114] is the sub-list for method input_type
+	99,  // [99:99] is the sub-list for extension type_name
+	99,  // [99:99] is the sub-list for extension extendee
+	0,   // [0:99] is the sub-list for field type_name
 }
 
 func init() { file_spades_v1_spades_proto_init() }
@@ -6693,7 +6846,7 @@ func file_spades_v1_spades_proto_init() {
 		(*PlayRequest_Action)(nil),
 	}
 	file_spades_v1_spades_proto_msgTypes[34].OneofWrappers = []any{}
-	file_spades_v1_spades_proto_msgTypes[53].OneofWrappers = []any{
+	file_spades_v1_spades_proto_msgTypes[55].OneofWrappers = []any{
 		(*MatchEvent_HandStarted)(nil),
 		(*MatchEvent_HandShown)(nil),
 		(*MatchEvent_LookedAtCards)(nil),
@@ -6719,7 +6872,7 @@ func file_spades_v1_spades_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_spades_v1_spades_proto_rawDesc), len(file_spades_v1_spades_proto_rawDesc)),
 			NumEnums:      10,
-			NumMessages:   72,
+			NumMessages:   74,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -45,6 +45,7 @@ const (
 	SpadesService_ExportMatch_FullMethodName  = "/spades.v1.SpadesService/ExportMatch"
 	SpadesService_ImportMatch_FullMethodName  = "/spades.v1.SpadesService/ImportMatch"
 	SpadesService_Ping_FullMethodName         = "/spades.v1.SpadesService/Ping"
+	SpadesService_PollEvents_FullMethodName   = "/spades.v1.SpadesService/PollEvents"
 )
 
 // SpadesServiceClient is the client API for SpadesService service.
@@ -85,6 +86,15 @@ type SpadesServiceClient interface {
 	ImportMatch(ctx context.Context, in *ImportMatchRequest, opts ...grpc.CallOption) (*ImportMatchResponse, error)
 	// Does nothing: a baseline for latency measurements.
 	Ping(ctx context.Context, in *PingRequest, opts ...grpc.CallOption) (*PingResponse, error)
+	// The events after a sequence number on one unary call (a long poll), for
+	// clients and proxies that buffer server streams, Unity WebGL's web
+	// requests among them. With a seat token, the seat's events as
+	// StreamEvents delivers them; with no authorization header at all, the
+	// public events as Spectate does (any other credential is refused). Answers
+	// at once when there are events after `after_seq`, else as soon as one
+	// comes, or empty after `wait_ms`. Poll again with `after_seq` = the
+	// response's `last_seq`: no event is missed or delivered twice.
+	PollEvents(ctx context.Context, in *PollEventsRequest, opts ...grpc.CallOption) (*PollEventsResponse, error)
 }
 
 type spadesServiceClient struct {
@@ -256,6 +266,16 @@ func (c *spadesServiceClient) Ping(ctx context.Context, in *PingRequest, opts ..
 	return out, nil
 }
 
+func (c *spadesServiceClient) PollEvents(ctx context.Context, in *PollEventsRequest, opts ...grpc.CallOption) (*PollEventsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PollEventsResponse)
+	err := c.cc.Invoke(ctx, SpadesService_PollEvents_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SpadesServiceServer is the server API for SpadesService service.
 // All implementations must embed UnimplementedSpadesServiceServer
 // for forward compatibility.
@@ -294,6 +314,15 @@ type SpadesServiceServer interface {
 	ImportMatch(context.Context, *ImportMatchRequest) (*ImportMatchResponse, error)
 	// Does nothing: a baseline for latency measurements.
 	Ping(context.Context, *PingRequest) (*PingResponse, error)
+	// The events after a sequence number on one unary call (a long poll), for
+	// clients and proxies that buffer server streams, Unity WebGL's web
+	// requests among them. With a seat token, the seat's events as
+	// StreamEvents delivers them; with no authorization header at all, the
+	// public events as Spectate does (any other credential is refused). Answers
+	// at once when there are events after `after_seq`, else as soon as one
+	// comes, or empty after `wait_ms`. Poll again with `after_seq` = the
+	// response's `last_seq`: no event is missed or delivered twice.
+	PollEvents(context.Context, *PollEventsRequest) (*PollEventsResponse, error)
 	mustEmbedUnimplementedSpadesServiceServer()
 }
 
@@ -345,6 +374,9 @@ func (UnimplementedSpadesServiceServer) ImportMatch(context.Context, *ImportMatc
 }
 func (UnimplementedSpadesServiceServer) Ping(context.Context, *PingRequest) (*PingResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Ping not implemented")
+}
+func (UnimplementedSpadesServiceServer) PollEvents(context.Context, *PollEventsRequest) (*PollEventsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PollEvents not implemented")
 }
 func (UnimplementedSpadesServiceServer) mustEmbedUnimplementedSpadesServiceServer() {}
 func (UnimplementedSpadesServiceServer) testEmbeddedByValue()                       {}
@@ -594,6 +626,24 @@ func _SpadesService_Ping_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SpadesService_PollEvents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PollEventsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SpadesServiceServer).PollEvents(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SpadesService_PollEvents_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SpadesServiceServer).PollEvents(ctx, req.(*PollEventsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SpadesService_ServiceDesc is the grpc.ServiceDesc for SpadesService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -644,6 +694,10 @@ var SpadesService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Ping",
 			Handler:    _SpadesService_Ping_Handler,
+		},
+		{
+			MethodName: "PollEvents",
+			Handler:    _SpadesService_PollEvents_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
