@@ -418,11 +418,12 @@ class Stack:
         env["SPADES_OPERATOR_TOKEN"] = token  # the environment, not argv: ps shows argv
 
         web_dir = Path(args.web_dir).resolve()
-        static = self.spawn(
-            "static",
-            [sys.executable, "-m", "spades_server.stack", "static", "--dir", str(web_dir)],
-            env,
-        )
+        # The web table's files and its POST /api/new-match (spades_server.webapp),
+        # which calls the service with the operator token through Envoy's listener.
+        listen = _LOOPBACK.get(args.host, args.host)
+        target = f"[{listen}]:{self.port}" if ":" in listen else f"{listen}:{self.port}"
+        web = [sys.executable, "-m", "spades_server.stack", "static", "--dir", str(web_dir)]
+        static = self.spawn("static", [*web, "--api-target", target], env)
         m = self.wait_line(static, STATIC_READY)
         web_host, web_port = m["host"], int(m["port"])
 
@@ -675,6 +676,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     static.add_argument("--dir", required=True)
     static.add_argument("--host", default="127.0.0.1")
     static.add_argument("--port", type=int, default=0)
+    static.add_argument(
+        "--api-target",
+        default="",
+        help="serve the web table's /api/ too (spades_server.webapp), calling the service here",
+    )
 
     argv = list(argv)
     server_args: list[str] = []
@@ -721,6 +727,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
         if args.command == "static":
+            if args.api_target:
+                from . import webapp  # imported here: it imports this module
+
+                flags = ["--dir", args.dir, "--host", args.host, "--port", str(args.port)]
+                return webapp.main([*flags, "--target", args.api_target])
             return serve_static(Path(args.dir), args.host, args.port)
         if args.command == "render":
             ports = EnvoyPorts(

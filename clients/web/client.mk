@@ -1,0 +1,64 @@
+# The web table (clients/web/): its npm packages (`npm ci` again only when
+# package-lock.json changes), the Vite build into clients/web/dist/ (which
+# `make run` serves), `tsc --noEmit` for the lint, and the browser tests:
+# Debian's Chromium driven by Playwright against the real stack
+# (python -m spades_server.stack: spades-server, Envoy, the web table's server).
+# The page imports the TypeScript client's built output, so it is built first.
+WEB_DIR := clients/web
+WEB_INSTALLED := $(WEB_DIR)/node_modules/.installed
+WEB_TS_BUILT := clients/typescript/dist/.built
+WEB_SOURCES := $(wildcard $(WEB_DIR)/src/*.ts $(WEB_DIR)/src/*.tsx $(WEB_DIR)/src/*.css) \
+  $(WEB_DIR)/index.html $(WEB_DIR)/vite.config.ts $(WEB_DIR)/tsconfig.json
+WEB_TESTS_BUILT := $(WEB_DIR)/build/test/.built
+WEB_CHROMIUM := $(or $(SPADES_CHROMIUM),/usr/bin/chromium)
+# What `make run` builds first (the root Makefile's `run: install $(WEB_DIST)`).
+WEB_DIST := $(WEB_DIR)/dist/index.html
+
+CLIENT_TESTS += test-client-web
+CLIENT_LINTS += lint-client-web
+.PHONY: web-dist web-chromium test-client-web lint-client-web clean-client-web
+
+# The rules below must not become the Makefile's default goal (install).
+_WEB_DEFAULT_GOAL := $(.DEFAULT_GOAL)
+
+# Playwright never downloads a browser here: the tests use the system's Chromium.
+$(WEB_INSTALLED): $(WEB_DIR)/package-lock.json $(WEB_DIR)/package.json
+	cd $(WEB_DIR) && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund
+	touch $@
+
+$(WEB_DIST): $(WEB_INSTALLED) $(WEB_TS_BUILT) $(WEB_SOURCES)
+	cd $(WEB_DIR) && node_modules/.bin/vite build --logLevel warn
+
+web-dist: $(WEB_DIST)
+
+$(WEB_TESTS_BUILT): $(WEB_INSTALLED) $(WEB_TS_BUILT) $(wildcard $(WEB_DIR)/test/*.ts) $(WEB_DIR)/tsconfig.test.json
+	rm -rf $(WEB_DIR)/build
+	cd $(WEB_DIR) && node_modules/.bin/tsc -p tsconfig.test.json
+	touch $@
+
+# Debian's chromium, installed when missing and we are root (as CI is);
+# otherwise a clear failure.
+web-chromium:
+	@if [ -x "$(WEB_CHROMIUM)" ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing Debian's chromium for the web table's tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  test -x "$(WEB_CHROMIUM)" || { echo "chromium installed, but $(WEB_CHROMIUM) is not there" >&2; exit 1; }; \
+	else \
+	  echo "the web table's tests need Chromium at $(WEB_CHROMIUM): run 'apt-get install -y chromium' as root, or set SPADES_CHROMIUM to a Chromium binary" >&2; \
+	  exit 1; \
+	fi
+
+WEB_ENV := SPADES_PYTHON=$(abspath $(PYTHON)) SPADES_CHROMIUM=$(WEB_CHROMIUM)
+
+test-client-web: $(WEB_DIST) $(WEB_TESTS_BUILT) $(STUBS) web-chromium
+	cd $(WEB_DIR) && $(WEB_ENV) node --test --test-concurrency=1 build/test/*.test.js
+
+lint-client-web: $(WEB_INSTALLED) $(WEB_TS_BUILT)
+	cd $(WEB_DIR) && node_modules/.bin/tsc -p tsconfig.json --noEmit && node_modules/.bin/tsc -p tsconfig.test.json --noEmit
+
+clean: clean-client-web
+clean-client-web:
+	rm -rf $(WEB_DIR)/node_modules $(WEB_DIR)/dist $(WEB_DIR)/build
+
+.DEFAULT_GOAL := $(_WEB_DEFAULT_GOAL)

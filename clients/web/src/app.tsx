@@ -1,0 +1,188 @@
+// The page: the route in the URL's fragment (#/, #/play/<match>, #/watch/<match>),
+// and a boundary that turns any failure into a message, never a blank page.
+import { Component, type ComponentChildren } from "preact";
+import { useEffect, useMemo, useState } from "preact/hooks";
+import type { SpadesClient } from "@spades/client";
+import { SeatController, WatchController, type TableState } from "./controllers.js";
+import { problemOf, type Problem } from "./errors.js";
+import { Lobby } from "./lobby.js";
+import { forgetSeat, loadSeat, saveSeat, savedMatchId } from "./storage.js";
+import { ProblemBox, Table } from "./table.js";
+
+type Route = { page: "lobby" } | { page: "play"; matchId: string } | { page: "watch"; matchId: string };
+
+export function parseRoute(hash: string): Route {
+  const m = /^#\/(play|watch)\/([^/?#]+)$/.exec(hash);
+  if (m !== null) {
+    let id: string;
+    try {
+      id = decodeURIComponent(m[2]!);
+    } catch {
+      return { page: "lobby" };
+    }
+    return { page: m[1] as "play" | "watch", matchId: id };
+  }
+  return { page: "lobby" };
+}
+
+function useRoute(): Route {
+  const [hash, setHash] = useState(window.location.hash);
+  useEffect(() => {
+    const on = (): void => setHash(window.location.hash);
+    window.addEventListener("hashchange", on);
+    return () => window.removeEventListener("hashchange", on);
+  }, []);
+  return parseRoute(hash);
+}
+
+function go(hash: string): void {
+  window.location.hash = hash;
+}
+
+function useController<C extends SeatController | WatchController>(make: () => C, key: string): [C, TableState] {
+  const controller = useMemo(make, [key]);
+  const [state, setState] = useState(controller.state);
+  useEffect(() => {
+    setState(controller.state);
+    const off = controller.subscribe(() => setState(controller.state));
+    void controller.start();
+    return () => {
+      off();
+      controller.stop();
+    };
+  }, [controller]);
+  return [controller, state];
+}
+
+function PlayPage(props: { client: SpadesClient; matchId: string }) {
+  const saved = loadSeat(props.matchId);
+  if (saved === undefined) {
+    return (
+      <main class="page">
+        <ProblemBox
+          problem={{
+            title: "No seat here",
+            text: `This tab holds no seat at match ${props.matchId}. A seat's token lives only in the tab that started the match.`,
+            reason: "",
+            code: "",
+            rule: undefined,
+            transient: false,
+          }}
+        />
+        <p>
+          <a href={`#/watch/${encodeURIComponent(props.matchId)}`}>Watch this match</a> or <a href="#/">start a new one</a>.
+        </p>
+      </main>
+    );
+  }
+  return <Seated client={props.client} matchId={props.matchId} />;
+}
+
+function Seated(props: { client: SpadesClient; matchId: string }) {
+  const [controller, state] = useController(() => {
+    const saved = loadSeat(props.matchId)!;
+    return new SeatController(props.client.seat(saved.token), saved);
+  }, `play:${props.matchId}`);
+  return (
+    <Table
+      state={state}
+      matchId={props.matchId}
+      spectator={false}
+      actions={{
+        act: (action, key) => void controller.act(action, key),
+        dismissNotice: () => controller.dismissNotice(),
+        dismissScored: () => controller.dismissScored(),
+        reconnect: () => (state.view === undefined ? void controller.start() : controller.listen()),
+        leave: () => {
+          void controller.leave().then(() => {
+            forgetSeat();
+            go("#/");
+          });
+        },
+        newMatch: () => {
+          controller.stop();
+          forgetSeat();
+          go("#/");
+        },
+      }}
+    />
+  );
+}
+
+function WatchPage(props: { client: SpadesClient; matchId: string }) {
+  const [controller, state] = useController(() => new WatchController(props.client, props.matchId), `watch:${props.matchId}`);
+  return (
+    <Table
+      state={state}
+      matchId={props.matchId}
+      spectator={true}
+      actions={{
+        dismissNotice: () => controller.dismissNotice(),
+        dismissScored: () => controller.dismissScored(),
+        reconnect: () => controller.listen(),
+        leave: () => go("#/"),
+        newMatch: () => go("#/"),
+      }}
+    />
+  );
+}
+
+export function App(props: { client: SpadesClient }) {
+  const route = useRoute();
+  switch (route.page) {
+    case "play":
+      return <PlayPage client={props.client} matchId={route.matchId} key={`play:${route.matchId}`} />;
+    case "watch":
+      return <WatchPage client={props.client} matchId={route.matchId} key={`watch:${route.matchId}`} />;
+    default:
+      return (
+        <Lobby
+          savedMatch={savedMatchId()}
+          onSeat={(matchId, seat, token) => {
+            saveSeat({ matchId, seat, token, lastSeq: "0", log: [] });
+            go(`#/play/${encodeURIComponent(matchId)}`);
+          }}
+        />
+      );
+  }
+}
+
+/** Catches what a component throws while drawing: the page shows it and a way on. */
+export class ErrorBoundary extends Component<{ children: ComponentChildren }, { problem: Problem | undefined }> {
+  override state = { problem: undefined as Problem | undefined };
+
+  static override getDerivedStateFromError(error: unknown): { problem: Problem } {
+    return { problem: problemOf(error) };
+  }
+
+  override componentDidCatch(error: unknown): void {
+    console.error("the page failed", error);
+  }
+
+  override render() {
+    const p = this.state.problem;
+    if (p === undefined) {
+      return this.props.children;
+    }
+    return (
+      <main class="page crashed" data-crashed>
+        <h1>♠ Spades</h1>
+        <ProblemBox problem={{ ...p, title: "This page hit a problem" }} />
+        <p>
+          <button type="button" onClick={() => window.location.reload()}>
+            Reload
+          </button>{" "}
+          <button
+            type="button"
+            onClick={() => {
+              this.setState({ problem: undefined });
+              go("#/");
+            }}
+          >
+            Back to the lobby
+          </button>
+        </p>
+      </main>
+    );
+  }
+}

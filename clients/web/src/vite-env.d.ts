@@ -1,0 +1,2 @@
+// Vite's CSS imports, for tsc.
+declare module "*.css";

@@ -1,0 +1,570 @@
+// The web table in a real browser (Debian's Chromium, driven by Playwright)
+// against the real stack (spades-server + Envoy + the web table's server, as
+// `make run` starts them): a whole hand played by clicking, a reload
+// mid-hand, an illegal click, a spectator who never sees a hidden card
+// (checked against the match's export), and readable errors. Screenshots of
+// the positions go to build/web-screenshots/.
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import type { Browser, Page } from "playwright";
+import { SCREENSHOTS, clientModule, launchBrowser, phonePage, startStack, type ClientModule, type Stack } from "./stack.js";
+
+const MOVE_TIMEOUT_MS = 20_000;
+const HAND_TIMEOUT_MS = 120_000;
+
+type Move = "bid" | "play" | "scored" | "over" | "problem";
+
+interface Snapshot {
+  phase: string;
+  hand: string[];
+  legal: string[];
+  /** Finished tricks of this hand, in order: [code, seat]. */
+  history: [string, number][];
+  /** The trick in progress: [code, seat]. */
+  trick: [string, number][];
+  /** The last finished trick shown between tricks. */
+  lastTrick: [string, number][];
+  log: string[];
+  logText: string[];
+  problems: string[];
+}
+
+/** What the page shows, read off its DOM (data- attributes the table sets for this). */
+function snapshot(page: Page): Promise<Snapshot> {
+  return page.evaluate(() => {
+    const codes = (sel: string): string[] => [...document.querySelectorAll(sel)].map((e) => e.getAttribute("data-card") ?? "");
+    const placed = (sel: string): [string, number][] =>
+      [...document.querySelectorAll(sel)].map((e) => [e.getAttribute("data-card") ?? "", Number(e.getAttribute("data-seat"))]);
+    return {
+      phase: document.querySelector("main")?.getAttribute("data-phase") ?? "",
+      hand: codes("[data-hand=visible] [data-card]"),
+      legal: codes("[data-hand=visible] [data-card][data-legal=true]"),
+      history: placed("[data-history] [data-card]"),
+      trick: placed("[data-trick=live] [data-card]"),
+      lastTrick: placed("[data-trick=last] [data-card]"),
+      log: [...document.querySelectorAll("[data-log] li[data-seq]")].map((e) => e.getAttribute("data-seq") ?? ""),
+      logText: [...document.querySelectorAll("[data-log] li[data-seq]")].map((e) => e.textContent ?? ""),
+      problems: [...document.querySelectorAll("[data-problem]")].map((e) => `${e.getAttribute("data-problem")}: ${e.textContent}`),
+    };
+  });
+}
+
+/** Waits until the page asks the player for something, or the hand is over. */
+async function nextMove(page: Page): Promise<Move> {
+  const handle = await page.waitForFunction(
+    () => {
+      if (document.querySelector("[data-dialog=hand-result]")) return "scored";
+      if (document.querySelector("[data-match-over]")) return "over";
+      if (document.querySelector("[data-problem]")) return "problem";
+      if (document.querySelector(".card.sending")) return false;
+      if (document.querySelector(".actions [data-action^=bid-]:not([disabled])")) return "bid";
+      if (document.querySelector("[data-hand=visible] [data-legal=true]")) return "play";
+      return false;
+    },
+    undefined,
+    { timeout: MOVE_TIMEOUT_MS, polling: 50 },
+  );
+  return (await handle.jsonValue()) as Move;
+}
+
+/** What the page offers now: its action buttons' names, "card" (a card to play), "pass", "scored", "over", "problem". */
+async function available(page: Page): Promise<string[]> {
+  const handle = await page.waitForFunction(
+    () => {
+      const out: string[] = [];
+      if (document.querySelector("[data-dialog=hand-result]")) out.push("scored");
+      if (document.querySelector("[data-match-over]")) out.push("over");
+      if (document.querySelector("[data-problem]")) out.push("problem");
+      if (document.querySelector(".card.sending")) return false;
+      for (const b of document.querySelectorAll(".actions [data-action]:not([disabled])")) out.push(b.getAttribute("data-action") ?? "");
+      if (document.querySelector(".actions [data-action=pass]")) out.push("pass");
+      else if (document.querySelector("[data-hand=visible] [data-legal=true]")) out.push("card");
+      return out.length > 0 ? out : false;
+    },
+    undefined,
+    { timeout: MOVE_TIMEOUT_MS, polling: 50 },
+  );
+  return (await handle.jsonValue()) as string[];
+}
+
+/** Clicks a card and waits until it has left the hand (or the hand is over: the next one may hold it again). */
+async function playCard(page: Page, code: string): Promise<void> {
+  await page.click(`[data-hand=visible] [data-card="${code}"]`);
+  await page.waitForFunction(
+    (c) => !document.querySelector(`[data-hand=visible] [data-card="${c}"]`) || document.querySelector("[data-dialog=hand-result]") !== null,
+    code,
+    { timeout: MOVE_TIMEOUT_MS },
+  );
+}
+
+async function bid(page: Page, preferred = 3): Promise<number> {
+  const offered = await page.$$eval(".actions [data-action^=bid-]", (bs) => bs.map((b) => Number(b.getAttribute("data-action")!.slice(4))));
+  const tricks = offered.includes(preferred) ? preferred : offered[Math.floor(offered.length / 2)]!;
+  await page.click(`[data-action=bid-${tricks}]`);
+  await page.waitForSelector(".actions [data-action^=bid-]", { state: "detached", timeout: MOVE_TIMEOUT_MS });
+  return tricks;
+}
+
+async function newMatchFromLobby(page: Page, url: string, seed: string): Promise<string> {
+  await page.goto(url);
+  await page.waitForSelector("[data-form=new-match]");
+  await page.fill("input[name=seed]", seed);
+  for (const i of [0, 1, 2]) {
+    await page.selectOption(`select[name=bot-${i}]`, "2"); // easy bots
+  }
+  await page.click("[data-action=start]");
+  await page.waitForSelector("[data-hand=visible]");
+  const id = await page.getAttribute("[data-match-id]", "textContent");
+  return (await page.textContent("[data-match-id]")) ?? id ?? "";
+}
+
+/** Runs a test's body on a fresh phone page; on failure, a screenshot of where it stood. */
+async function onPhone(browser: Browser, name: string, body: (page: Page, errors: string[]) => Promise<void>): Promise<void> {
+  const { context, page, errors } = await phonePage(browser);
+  try {
+    await body(page, errors);
+    assert.deepEqual(errors.filter((e) => !/Failed to load resource/.test(e)), [], "errors on the page");
+  } catch (e) {
+    await shot(page, `failed-${name}.png`).catch(() => undefined);
+    throw e;
+  } finally {
+    await context.close();
+  }
+}
+
+async function shot(page: Page, name: string, fullPage = true): Promise<void> {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: join(SCREENSHOTS, name), fullPage });
+}
+
+/** Every card played in the hand `hand` by the game record of the match's export, in order: [code, seat]. */
+async function recordPlays(mod: ClientModule, stack: Stack, matchId: string, hand: number): Promise<[string, number][]> {
+  const client = mod.connect(stack.address, { operatorToken: stack.operatorToken });
+  const res = await client.rpc.exportMatch({ matchId }, { headers: { authorization: `Bearer ${stack.operatorToken}` }, timeoutMs: 10_000 });
+  const record = JSON.parse(res.recordJson) as { ruleset: { players: number }; actions: [number, string][] };
+  const players = record.ruleset.players;
+  const perHand = players === 4 ? 52 : 0;
+  assert.ok(perHand > 0, "a four-player table");
+  const plays = record.actions.filter(([, a]) => a.startsWith("play ")).map(([seat, a]): [string, number] => [a.slice(5), seat]);
+  return plays.slice(hand * perHand, (hand + 1) * perHand);
+}
+
+function noDuplicates(values: string[], what: string): void {
+  const seen = new Set<string>();
+  for (const v of values) {
+    assert.ok(!seen.has(v), `${what}: ${v} twice in ${values.join(" ")}`);
+    seen.add(v);
+  }
+}
+
+async function overflowX(page: Page): Promise<number> {
+  return page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+}
+
+describe("the web table in Chromium against the real stack", { timeout: 600_000 }, () => {
+  let stack: Stack;
+  let browser: Browser;
+  let mod: ClientModule;
+
+  before(async () => {
+    mod = await clientModule();
+    stack = await startStack("table");
+    browser = await launchBrowser();
+  });
+  after(async () => {
+    await browser?.close();
+    await stack?.stop();
+  });
+
+  it("plays a whole hand by clicking against bots, at phone width", async () => {
+    await onPhone(browser, "hand", async (page) => {
+      await page.goto(stack.url);
+      await page.waitForSelector("[data-form=new-match]");
+      await shot(page, "lobby.png");
+      const matchId = await newMatchFromLobby(page, stack.url, "1101");
+      const mine: string[] = [];
+      const deadline = Date.now() + HAND_TIMEOUT_MS;
+      let bids = 0;
+      for (;;) {
+        assert.ok(Date.now() < deadline, "the hand was not over in time");
+        const move = await nextMove(page);
+        if (move === "scored") break;
+        assert.notEqual(move, "problem", (await snapshot(page)).problems.join("; "));
+        assert.notEqual(move, "over");
+        if (move === "bid") {
+          await shot(page, "bidding.png");
+          await bid(page);
+          bids++;
+          continue;
+        }
+        const s = await snapshot(page);
+        assert.ok(s.legal.length > 0 && s.legal.every((c) => s.hand.includes(c)));
+        if (mine.length === 5) {
+          await shot(page, "playing.png");
+        }
+        const card = s.legal[0]!;
+        await playCard(page, card);
+        mine.push(card);
+      }
+      assert.equal(bids, 1);
+      assert.equal(mine.length, 13);
+      assert.equal(await overflowX(page), 0, "nothing wider than the phone");
+      // The hand's result, and the whole hand in the log: 52 cards, 13 tricks.
+      const dialog = await page.textContent("[data-dialog=hand-result]");
+      assert.match(dialog ?? "", /Hand 1/);
+      assert.match(dialog ?? "", /Score/);
+      await shot(page, "hand-result.png", false);
+      const s = await snapshot(page);
+      assert.equal(s.logText.filter((t) => / plays? /.test(t)).length, 52, s.logText.join("\n"));
+      assert.equal(s.logText.filter((t) => / wins? trick /.test(t)).length, 13);
+      noDuplicates(s.log, "log");
+      // The server's record agrees card for card with what was clicked.
+      const plays = await recordPlays(mod, stack, matchId, 0);
+      assert.equal(plays.length, 52);
+      assert.deepEqual(
+        plays.filter(([, seat]) => seat === 0).map(([c]) => c),
+        mine,
+      );
+      await page.click("[data-action=continue]");
+      await page.waitForSelector("[data-dialog=hand-result]", { state: "detached" });
+    });
+  });
+
+  it("resumes after a reload mid-hand: every card once, none missing, the log without gap or repeat", async () => {
+    await onPhone(browser, "reload", async (page) => {
+      const matchId = await newMatchFromLobby(page, stack.url, "2202");
+      for (let played = 0; played < 4; ) {
+        const move = await nextMove(page);
+        assert.ok(move === "bid" || move === "play", move);
+        if (move === "bid") {
+          await bid(page);
+        } else {
+          await playCard(page, (await snapshot(page)).legal[0]!);
+          played++;
+        }
+      }
+      assert.equal(await nextMove(page), "play");
+      const before = await snapshot(page);
+      await page.reload();
+      await page.waitForSelector("[data-hand=visible]");
+      await page.waitForSelector("[data-link=live]");
+      assert.equal(await nextMove(page), "play");
+      const afterReload = await snapshot(page);
+      await shot(page, "after-reload.png");
+
+      // The same table: the hand, this hand's tricks and the trick in progress.
+      assert.deepEqual(afterReload.hand, before.hand);
+      assert.deepEqual(afterReload.history, before.history);
+      assert.deepEqual(afterReload.trick, before.trick);
+      // Every card on the table once; the hand and the player's cards played are the cards dealt.
+      const shown = [...afterReload.hand, ...afterReload.history.map(([c]) => c), ...afterReload.trick.map(([c]) => c)];
+      noDuplicates(shown, "cards shown");
+      const token = await page.evaluate(() => (JSON.parse(sessionStorage.getItem("spades.seat")!) as { token: string }).token);
+      const client = mod.connect(stack.address, { operatorToken: stack.operatorToken });
+      const seat = client.seat(token);
+      const events: import("../../typescript/dist/src/node.js").MatchEvent[] = [];
+      const view = await seat.getView();
+      const stream = mod.streamEvents(seat);
+      for await (const e of stream) {
+        events.push(e);
+        if (e.seq >= view.asOfSeq) break;
+      }
+      stream.close();
+      const dealt = events.find((e) => e.kind.case === "handShown");
+      assert.ok(dealt !== undefined && dealt.kind.case === "handShown");
+      const minePlayed = [...afterReload.history, ...afterReload.trick].filter(([, s]) => s === 0).map(([c]) => c);
+      assert.deepEqual([...afterReload.hand, ...minePlayed].sort(), dealt.kind.value.cards.map(codeOf).sort());
+      // The cards on the table are the record's, in order.
+      const plays = await recordPlays(mod, stack, matchId, 0);
+      assert.deepEqual([...afterReload.history, ...afterReload.trick], plays);
+      // The log: the lines before the reload, then the rest; each event once, none missing.
+      assert.deepEqual(afterReload.log.slice(0, before.log.length), before.log);
+      noDuplicates(afterReload.log, "log");
+      assert.deepEqual(
+        afterReload.log,
+        events.map((e) => String(e.seq)),
+      );
+
+      // And the hand goes on from there to its end.
+      for (let n = 0; ; n++) {
+        assert.ok(n < 40, "the hand did not end");
+        const move = await nextMove(page);
+        if (move === "scored") break;
+        assert.equal(move, "play", (await snapshot(page)).problems.join("; "));
+        await playCard(page, (await snapshot(page)).legal[0]!);
+      }
+      const end = await snapshot(page);
+      noDuplicates(end.log, "log");
+      assert.equal(end.logText.filter((t) => / plays? /.test(t)).length, 52);
+      const saved = await page.evaluate(() => (JSON.parse(sessionStorage.getItem("spades.seat")!) as { lastSeq: string }).lastSeq);
+      assert.equal(saved, end.log.at(-1));
+    });
+  });
+
+  it("refuses an illegal click with the rule, and changes nothing", async () => {
+    await onPhone(browser, "illegal", async (page) => {
+      const matchId = await newMatchFromLobby(page, stack.url, "3303");
+      // A card during the bidding: the server says why not.
+      assert.equal(await nextMove(page), "bid");
+      const first = (await snapshot(page)).hand[0]!;
+      assert.equal(await page.getAttribute(`[data-card="${first}"]`, "aria-disabled"), "true");
+      await page.click(`[data-hand=visible] [data-card="${first}"]`, { force: true }); // a person clicks a dimmed card too
+      const phase = await page.waitForSelector("[data-problem=WRONG_PHASE]");
+      assert.match((await phase.textContent()) ?? "", /not allowed during bidding/i);
+      await page.click("[data-problem] button.close");
+      await bid(page);
+      // Then, at the first turn with a card that may not be played, that card.
+      let refused: string | undefined;
+      for (let n = 0; n < 13 && refused === undefined; n++) {
+        const move = await nextMove(page);
+        assert.equal(move, "play", (await snapshot(page)).problems.join("; "));
+        const s = await snapshot(page);
+        const illegal = s.hand.find((c) => !s.legal.includes(c));
+        if (illegal === undefined) {
+          await playCard(page, s.legal[0]!);
+          continue;
+        }
+        await page.click(`[data-hand=visible] [data-card="${illegal}"]`, { force: true });
+        const box = await page.waitForSelector("[data-problem]");
+        const reason = await box.getAttribute("data-problem");
+        assert.ok(reason === "MUST_FOLLOW_SUIT" || reason === "SPADES_NOT_BROKEN", `${reason}`);
+        const text = (await box.textContent()) ?? "";
+        assert.match(text, /Not allowed:/);
+        assert.match(text, /Rule: /);
+        await shot(page, "illegal-click.png");
+        const after = await snapshot(page);
+        assert.deepEqual(after.hand, s.hand, "the card stays in the hand");
+        assert.deepEqual(after.trick, s.trick, "nothing was played");
+        const plays = await recordPlays(mod, stack, matchId, 0);
+        assert.ok(!plays.some(([c, seat]) => c === illegal && seat === 0));
+        // A legal card is still taken, and the message goes.
+        await playCard(page, s.legal[0]!);
+        await page.waitForSelector("[data-problem]", { state: "detached" });
+        refused = illegal;
+      }
+      assert.ok(refused !== undefined, "no turn offered an illegal card");
+    });
+  });
+
+  it("shows a spectator only public cards, checked against the match's export", async () => {
+    // A match made as the page makes it; its seat played from here, slowly.
+    const origin = new URL(stack.url).origin;
+    const res = await fetch(new URL("/api/new-match", stack.url), {
+      method: "POST",
+      headers: { "content-type": "application/json", origin },
+      body: JSON.stringify({ seed: "4404", botLevels: [2, 3, 4] }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    assert.equal(res.status, 200);
+    const made = (await res.json()) as { matchId: string; token: string };
+    const client = mod.connect(stack.address, { operatorToken: stack.operatorToken });
+    const seat = client.seat(made.token);
+    await seat.claim();
+
+    await onPhone(browser, "spectator", async (page) => {
+      await page.goto(`${stack.url}#/watch/${made.matchId}`);
+      await page.waitForSelector("main.spectator [data-link=live]");
+      assert.equal(await page.$("[data-hand]"), null, "a spectator has no hand");
+      assert.equal(await page.$("[data-actions]"), null, "nor actions");
+      let samples = 0;
+      let inSecondHand = 0;
+      for (let acted = 0; inSecondHand < 3 && acted < 60; acted++) {
+        const view = await myTurn(seat);
+        if (view.legalActions.length === 0) {
+          break; // the match is over
+        }
+        const hand = view.handNumber;
+        // The table is still (the bots wait for seat 0): the record has every card played.
+        const plays = (await recordPlays(mod, stack, made.matchId, hand)).map(([c]) => c);
+        await page.waitForFunction(
+          ({ n, h }) =>
+            document.querySelector("main")?.getAttribute("data-hand-number") === String(h) &&
+            document.querySelectorAll("[data-history] [data-card], [data-trick=live] [data-card]").length === n,
+          { n: plays.length, h: hand },
+          { timeout: MOVE_TIMEOUT_MS },
+        );
+        const s = await snapshot(page);
+        const shown = [...s.history, ...s.trick, ...s.lastTrick].map(([c]) => c);
+        const held = view.hand.map(codeOf);
+        for (const c of shown) {
+          assert.ok(!held.includes(c), `the spectator sees ${c}, which seat 0 still holds`);
+          assert.ok(plays.includes(c), `the spectator sees ${c}, which the record has not played in hand ${hand + 1}`);
+        }
+        // This hand's tricks and the trick in progress are exactly the record's plays, in order.
+        assert.deepEqual([...s.history, ...s.trick].map(([c]) => c), plays);
+        const everyCard = await page.$$eval("[data-card]", (es) => es.map((e) => e.getAttribute("data-card") ?? ""));
+        assert.ok(everyCard.every((c) => plays.includes(c)), everyCard.join(" "));
+        samples++;
+        if (samples === 8) {
+          await shot(page, "spectator.png");
+        }
+        if (hand >= 1) {
+          inSecondHand++;
+        }
+        await seat.submitAction(view.legalActions[0]!, { expectedSeq: view.asOfSeq });
+      }
+      assert.ok(samples >= 14, `${samples} samples`);
+      // The scores the spectator built from the events are the server's.
+      const summary = await client.getMatch(made.matchId);
+      await page.waitForFunction((n) => document.querySelectorAll("[data-scores] [data-result]").length >= n, summary.handNumber, {
+        timeout: MOVE_TIMEOUT_MS,
+      });
+      for (const [side, score] of summary.scores.entries()) {
+        assert.equal(await page.textContent(`[data-score="${side}"]`).then((t) => Number.parseInt(t ?? "", 10)), score);
+      }
+    });
+  });
+
+  it("offers the variants' actions: blind nil and the exchange, the optional exchange, auction trump, the draw", async () => {
+    const tables: { name: string; setup: (page: Page) => Promise<void>; prefer: string[]; expect: string[]; shotAt?: string }[] = [
+      {
+        name: "blind nil, compulsory exchange",
+        setup: async (page) => page.check("input[name=blindNil]"),
+        prefer: ["blind-nil"],
+        expect: ["blind-nil", "pass"],
+        shotAt: "pass",
+      },
+      {
+        name: "polish: blind nil, optional exchange",
+        setup: async (page) => {
+          await page.check("input[name=preset][value=polish]");
+          await page.check("input[name=blindNil]");
+        },
+        prefer: ["blind-nil", "exchange-take"],
+        expect: ["blind-nil", "exchange-take", "pass"],
+      },
+      {
+        name: "auction trump",
+        setup: async (page) => page.check("input[name=auctionTrump]"),
+        prefer: ["bid-13", "trump-hearts"],
+        expect: ["bid-13", "trump-hearts"],
+        shotAt: "trump-hearts",
+      },
+      {
+        name: "two players' draw",
+        setup: async (page) => {
+          await page.check("input[name=preset][value=german]");
+          await page.selectOption("select[name=players]", "2");
+        },
+        prefer: ["draw-keep"],
+        expect: ["draw-keep"],
+        shotAt: "draw-keep",
+      },
+      {
+        name: "five players",
+        setup: async (page) => {
+          await page.check("input[name=preset][value=german]");
+          await page.selectOption("select[name=players]", "5");
+        },
+        prefer: [],
+        expect: ["card"],
+        shotAt: "card",
+      },
+    ];
+    for (const [i, table] of tables.entries()) {
+      await onPhone(browser, `variant-${i}`, async (page) => {
+        await page.goto(stack.url);
+        await page.waitForSelector("[data-form=new-match]");
+        await table.setup(page);
+        await page.fill("input[name=seed]", String(5500 + i));
+        await page.click("[data-action=start]");
+        await page.waitForSelector("[data-hand]");
+        const seen = new Set<string>();
+        let cards = 0;
+        for (let n = 0; cards < 2; n++) {
+          assert.ok(n < 60, `${table.name}: no end in sight; seen ${[...seen].join(" ")}`);
+          const offered = await available(page);
+          assert.ok(!offered.includes("problem"), `${table.name}: ${(await snapshot(page)).problems.join("; ")}`);
+          const choice = table.prefer.find((a) => offered.includes(a)) ?? offered.find((a) => a.startsWith("bid-") || a === "card" || a === "pass" || a.startsWith("draw-") || a === "look") ?? offered[0]!;
+          if (choice === table.shotAt && !seen.has(choice)) {
+            await shot(page, `variant-${table.shotAt}.png`);
+          }
+          seen.add(choice);
+          if (choice === "card") {
+            await playCard(page, (await snapshot(page)).legal[0]!);
+            cards++;
+          } else if (choice === "pass") {
+            const count = await page.$$eval(".actions [data-action=pass]", () => Number(/Choose (\d)/.exec(document.querySelector(".actions")?.textContent ?? "")?.[1] ?? "0"));
+            const hand = (await snapshot(page)).hand;
+            for (const c of hand.slice(0, count)) {
+              await page.click(`[data-hand=visible] [data-card="${c}"]`);
+            }
+            await page.click("[data-action=pass]:not([disabled])");
+            await page.waitForSelector("[data-action=pass]", { state: "detached" });
+          } else if (choice === "scored" || choice === "over") {
+            break;
+          } else {
+            await page.click(`.actions [data-action="${choice}"]`);
+            await page.waitForFunction((a) => !document.querySelector(`.actions [data-action="${a}"]:not([disabled])`) || document.querySelector(".card.sending") === null, choice);
+            await page.waitForTimeout(50);
+          }
+        }
+        for (const a of table.expect) {
+          assert.ok(seen.has(a), `${table.name}: the page never offered ${a} (it offered ${[...seen].join(" ")})`);
+        }
+        if (table.expect.includes("trump-hearts")) {
+          assert.match((await page.textContent(".facts")) ?? "", /trump ♥ hearts/);
+        }
+        assert.equal(await overflowX(page), 0, `${table.name}: nothing wider than the phone`);
+      });
+    }
+  });
+
+  it("says what went wrong, never a blank page", async () => {
+    await onPhone(browser, "errors", async (page) => {
+      // No seat in this tab.
+      await page.goto(`${stack.url}#/play/abc123`);
+      await page.waitForSelector("[role=alert]");
+      assert.match((await page.textContent("[role=alert]")) ?? "", /No seat here/);
+      // A token the server does not know.
+      const res = await fetch(new URL("/api/new-match", stack.url), {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "{}",
+        signal: AbortSignal.timeout(10_000),
+      });
+      const made = (await res.json()) as { matchId: string };
+      await page.evaluate((id) => {
+        sessionStorage.setItem("spades.seat", JSON.stringify({ matchId: id, seat: 0, token: `${id}.forged`, lastSeq: "0", log: [] }));
+      }, made.matchId);
+      await page.goto(`${stack.url}#/play/${made.matchId}`);
+      await page.reload();
+      const auth = await page.waitForSelector("[data-problem=UNAUTHENTICATED]");
+      assert.match((await auth.textContent()) ?? "", /not known to the server/);
+      // A match that does not exist, watched.
+      await page.goto(`${stack.url}#/watch/no-such-match`);
+      const missing = await page.waitForSelector("[data-problem=MATCH_NOT_FOUND]");
+      assert.match((await missing.textContent()) ?? "", /no match with that id/);
+      // Variants that cannot be played together: the server's reason and words.
+      await page.goto(stack.url);
+      await page.check("input[name=auctionTrump]");
+      await page.check("input[name=deucesHigh]");
+      await page.click("[data-action=start]");
+      const rules = await page.waitForSelector("[data-problem=INVALID_RULESET]");
+      assert.match((await rules.textContent()) ?? "", /auction|deuces/i);
+      await shot(page, "error-rules.png");
+    });
+  });
+});
+
+/** A card's record name from its wire suit and rank (jokers aside: none at these tables). */
+function codeOf(c: { suit: number; rank: number }): string {
+  return "??23456789TJQKA"[c.rank]! + "?CDHS"[c.suit]!;
+}
+
+type SeatClient = ReturnType<ReturnType<ClientModule["connect"]>["seat"]>;
+
+/** Polls the seat's view until it may act (or the match is over), bounded. */
+async function myTurn(seat: SeatClient): Promise<Awaited<ReturnType<SeatClient["getView"]>>> {
+  const deadline = Date.now() + MOVE_TIMEOUT_MS;
+  for (;;) {
+    const view = await seat.getView();
+    if (view.legalActions.length > 0 || view.winner >= 0) {
+      return view;
+    }
+    assert.ok(Date.now() < deadline, "seat 0's turn did not come");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
