@@ -51,6 +51,29 @@ function stripUndefined<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
+/**
+ * The attempt number after a stream's call failed with the transient `error`
+ * (`attempt`: the count so far), or the error to end the stream with once
+ * `r.maxAttempts` are used up. A call that got through (its headers came, or
+ * it stayed up `resetAfterMs`: a quiet resumed stream gets no headers before
+ * its first event) and then lost its connection is a new drop, so the count
+ * starts again; a status the server sent (UNAVAILABLE while it drains, which
+ * has a reason) or a call that never got through is one more attempt.
+ */
+export function nextAttempt(attempt: number, error: SpadesError, gotThrough: boolean, r: ResolvedRetry): number | SpadesError {
+  const next = (gotThrough && error.reason === "" ? 0 : attempt) + 1;
+  if (next <= r.maxAttempts) {
+    return next;
+  }
+  return new SpadesError(error.code, `gave up after ${r.maxAttempts} reconnection attempts: ${error.message}`, {
+    reason: error.reason,
+    domain: error.domain,
+    metadata: { ...error.metadata },
+    fieldViolations: [...error.fieldViolations],
+    cause: error,
+  });
+}
+
 /** The delay before attempt `attempt` (1 for the first retry), in milliseconds. */
 export function backoffDelay(attempt: number, r: ResolvedRetry): number {
   const base = Math.min(r.maxDelayMs, r.initialDelayMs * r.multiplier ** Math.max(0, attempt - 1));

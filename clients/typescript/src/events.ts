@@ -3,7 +3,7 @@
 // bidirectional Play call (browsers through gRPC-Web or Connect), which act
 // with SeatClient.submitAction.
 import { Code, type CallOptions } from "@connectrpc/connect";
-import { backoffDelay, canceled, connectionLost, isTransient, resolveRetry, sleep, type ResolvedRetry, type RetryOptions } from "./backoff.js";
+import { backoffDelay, canceled, connectionLost, isTransient, nextAttempt, resolveRetry, sleep, type ResolvedRetry, type RetryOptions } from "./backoff.js";
 import type { SeatClient, SpadesClient } from "./client.js";
 import { SpadesError } from "./errors.js";
 import type { MatchEvent } from "./gen/spades/v1/spades_pb.js";
@@ -145,25 +145,12 @@ export class EventStream implements AsyncIterable<MatchEvent> {
         this.fail(error);
         return;
       }
-      // A call that got through (headers, a message, or resetAfterMs up) and
-      // then dropped is a new drop; a status the server sent (UNAVAILABLE
-      // while it drains) or a call that never got through is one more attempt.
-      if ((answered || Date.now() - openedAt >= this.retry.resetAfterMs) && error.reason === "") {
-        attempt = 0;
-      }
-      attempt++;
-      if (attempt > this.retry.maxAttempts) {
-        this.fail(
-          new SpadesError(error.code, `gave up after ${this.retry.maxAttempts} reconnection attempts: ${error.message}`, {
-            reason: error.reason,
-            domain: error.domain,
-            metadata: { ...error.metadata },
-            fieldViolations: [...error.fieldViolations],
-            cause: error,
-          }),
-        );
+      const next = nextAttempt(attempt, error, answered || Date.now() - openedAt >= this.retry.resetAfterMs, this.retry);
+      if (next instanceof SpadesError) {
+        this.fail(next);
         return;
       }
+      attempt = next;
       const delayMs = backoffDelay(attempt, this.retry);
       this.options.onReconnect?.({ attempt, delayMs, error, afterSeq: this.seq });
       try {

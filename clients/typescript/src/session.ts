@@ -2,7 +2,7 @@
 // with their results, and resuming by itself after a dropped connection.
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Code, type Client } from "@connectrpc/connect";
-import { backoffDelay, canceled, connectionLost, isTransient, resolveRetry, sleep, type ResolvedRetry, type RetryOptions } from "./backoff.js";
+import { backoffDelay, canceled, connectionLost, isTransient, nextAttempt, resolveRetry, sleep, type ResolvedRetry, type RetryOptions } from "./backoff.js";
 import { SpadesError } from "./errors.js";
 import { AsyncQueue } from "./queue.js";
 import type {
@@ -237,27 +237,12 @@ export class SeatSession implements AsyncIterable<MatchEvent> {
         this.fail(error);
         return;
       }
-      // A call the server took (its headers came, or the call stayed up for
-      // resetAfterMs: a quiet resumed stream gets no headers before its first
-      // event) and whose connection then dropped is a new drop, not one more
-      // failed attempt. A status the server sent (UNAVAILABLE while it drains)
-      // is one, and so is a call that never got through.
-      if ((answered || Date.now() - openedAt >= this.retry.resetAfterMs) && error.reason === "") {
-        attempt = 0;
-      }
-      attempt++;
-      if (attempt > this.retry.maxAttempts) {
-        this.fail(
-          new SpadesError(error.code, `gave up after ${this.retry.maxAttempts} reconnection attempts: ${error.message}`, {
-            reason: error.reason,
-            domain: error.domain,
-            metadata: { ...error.metadata },
-            fieldViolations: [...error.fieldViolations],
-            cause: error,
-          }),
-        );
+      const next = nextAttempt(attempt, error, answered || Date.now() - openedAt >= this.retry.resetAfterMs, this.retry);
+      if (next instanceof SpadesError) {
+        this.fail(next);
         return;
       }
+      attempt = next;
       const delayMs = backoffDelay(attempt, this.retry);
       this.options.onReconnect?.({ attempt, delayMs, error, afterSeq: this.seq });
       try {
