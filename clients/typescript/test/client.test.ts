@@ -26,60 +26,10 @@ import {
   type SpadesClient,
 } from "../src/node.js";
 import { PKG, startServer, within, type Server } from "./harness.js";
+import { EventReader as Collector } from "./reader.js";
 
 const WAIT_MS = 30_000;
 const FAST = { initialDelayMs: 20, maxDelayMs: 500, maxAttempts: 10 };
-
-/** Reads a session's events in the background; waits for them on demand. */
-class Collector {
-  readonly events: MatchEvent[] = [];
-  error: unknown;
-  readonly done: Promise<void>;
-  private wake: (() => void) | undefined;
-
-  constructor(session: SeatSession) {
-    this.done = (async () => {
-      try {
-        for await (const event of session) {
-          this.events.push(event);
-          this.notify();
-        }
-      } catch (e) {
-        this.error = e;
-      } finally {
-        this.notify();
-      }
-    })();
-  }
-
-  private notify(): void {
-    const wake = this.wake;
-    this.wake = undefined;
-    wake?.();
-  }
-
-  /** Waits until more than `seen` events are in (or the session ended). */
-  async next(seen: number): Promise<void> {
-    const deadline = Date.now() + WAIT_MS;
-    while (this.events.length <= seen && this.error === undefined) {
-      const left = deadline - Date.now();
-      if (left <= 0) {
-        throw new Error(`no event after ${seen} in ${WAIT_MS} ms`);
-      }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, left);
-        this.wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-    }
-  }
-
-  count(kind: MatchEvent["kind"]["case"]): number {
-    return this.events.filter((e) => e.kind.case === kind).length;
-  }
-}
 
 /** A match with seat 0 human and three bots, seed fixed; returns the claimed seat. */
 async function newMatch(client: SpadesClient, seed = 11n): Promise<SeatClient> {

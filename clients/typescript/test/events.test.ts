@@ -23,63 +23,10 @@ import {
   type SpadesClient,
 } from "../src/node.js";
 import { startServer, within, type Server } from "./harness.js";
+import { EventReader as Reader } from "./reader.js";
 
 const WAIT_MS = 30_000;
 const FAST = { initialDelayMs: 20, maxDelayMs: 500, maxAttempts: 10 };
-
-/** Reads a stream in the background; waits for its events on demand. */
-class Reader {
-  readonly events: MatchEvent[] = [];
-  error: unknown;
-  readonly done: Promise<void>;
-  private wake: (() => void) | undefined;
-
-  constructor(stream: EventStream) {
-    this.done = (async () => {
-      try {
-        for await (const event of stream) {
-          this.events.push(event);
-          this.notify();
-        }
-      } catch (e) {
-        this.error = e;
-      } finally {
-        this.notify();
-      }
-    })();
-  }
-
-  private notify(): void {
-    const wake = this.wake;
-    this.wake = undefined;
-    wake?.();
-  }
-
-  /** Waits until `until()` holds (checked after each event), or fails after WAIT_MS. */
-  async waitFor(what: string, until: () => boolean): Promise<void> {
-    const deadline = Date.now() + WAIT_MS;
-    while (!until()) {
-      if (this.error !== undefined) {
-        throw new Error(`the stream ended before ${what}`, { cause: this.error });
-      }
-      const left = deadline - Date.now();
-      if (left <= 0) {
-        throw new Error(`timed out waiting for ${what}`);
-      }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, Math.min(left, 200));
-        this.wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-    }
-  }
-
-  has(kind: MatchEvent["kind"]["case"]): boolean {
-    return this.events.some((e) => e.kind.case === kind);
-  }
-}
 
 function seqs(events: readonly MatchEvent[]): string[] {
   return events.map((e) => `${e.seq} ${e.kind.case}`);
