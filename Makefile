@@ -93,10 +93,14 @@ bench: install
 # The server, Envoy and the web table (python -m spades_server.stack): prints
 # the one URL to open and the operator token; Ctrl-C stops all three. The
 # database lives under .data/ (ignored by git), not in the project's root, and
-# so do the logs (.data/logs/).
+# so do the logs (.data/logs/). The bots pause 700 ms before each action so
+# that a person can follow their cards (SPADES_BOT_DELAY_MS=0 for none). make
+# itself exits 130 after Ctrl-C (it dies by the signal, as make does); the
+# stack has stopped its three children by then.
 run: install $(WEB_DIST)
 	mkdir -p .data
-	SPADES_DB=$${SPADES_DB:-.data/spades.db} $(PYTHON) -m spades_server.stack
+	SPADES_DB=$${SPADES_DB:-.data/spades.db} SPADES_BOT_DELAY_MS=$${SPADES_BOT_DELAY_MS:-700} \
+	  $(PYTHON) -m spades_server.stack
 
 clean:
 	rm -rf $(VENV) $(GEN) build clients/python/src/spades_client/_gen \
