@@ -12,7 +12,7 @@ PROTO := proto/spades/v1/spades.proto
 STUBS := $(GEN)/spades/v1/spades_pb2.py
 export PYTHONHASHSEED := 0
 
-.PHONY: install proto test lint buf envoy-config bench run clean test-clients lint-clients
+.PHONY: install proto test lint buf envoy-config bench run clean test-clients lint-clients redis-server
 
 # Each client (clients/<language>/) brings its own build and tests in a
 # fragment, clients/<language>/client.mk, which appends its targets here.
@@ -48,9 +48,23 @@ proto:
 	find $(GEN) -type d -exec touch {}/__init__.py \;
 	find $(GEN) -name '*.py*' -exec sed -i 's/^from spades\.v1 import/from spades_server.gen.spades.v1 import/; s/^import spades\.v1\./import spades_server.gen.spades.v1./' {} +
 
-test: install
+test: install redis-server
 	$(PYTHON) -m pytest
 	$(MAKE) --no-print-directory test-clients
+
+# The Redis store's tests start their own redis-server processes (Debian's
+# package): installed when missing and we are root (as CI is), else a clear failure.
+REDIS_SERVER := $(or $(SPADES_REDIS_SERVER),$(shell command -v redis-server 2>/dev/null),/usr/bin/redis-server)
+redis-server:
+	@if [ -x "$(REDIS_SERVER)" ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing Debian's redis-server for the Redis store's tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
+	  command -v redis-server >/dev/null || { echo "redis-server installed, but not on PATH" >&2; exit 1; }; \
+	else \
+	  echo "the Redis store's tests need redis-server: run 'apt-get install -y redis-server' as root" >&2; \
+	  exit 1; \
+	fi
 
 # Every client's suite, after the Python tests (each installs its toolchain's
 # packages from the registries first, once).

@@ -29,6 +29,9 @@ class SessionLimits:
     snapshot_every: int = 64  # actions between snapshots
     bot_delay_s: float = 0.0
     bot_budget_ms: int = 200
+    # On a shared store: how long past a match's due time (a bot's move, a
+    # turn deadline) another replica waits before it takes the match over.
+    takeover_ms: int = 3000
 
 
 @dataclass(slots=True)

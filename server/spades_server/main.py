@@ -7,6 +7,7 @@ import asyncio
 import gc
 import logging
 import os
+import re
 import secrets
 import signal
 import sys
@@ -50,7 +51,32 @@ OPTIONS = (
     _Opt(
         "--metrics-port", "SPADES_METRICS_PORT", "9464", "Prometheus /metrics port (-1: off)", int
     ),
-    _Opt("--store", "SPADES_STORE", "sqlite", "where matches live: sqlite (durable) or memory"),
+    _Opt(
+        "--store",
+        "SPADES_STORE",
+        "sqlite",
+        "where matches live: sqlite (durable, one replica), redis (shared by replicas) or memory",
+    ),
+    _Opt(
+        "--redis-url",
+        "SPADES_REDIS_URL",
+        "redis://127.0.0.1:6379/0",
+        "the Redis server (with --store redis); rediss:// for TLS",
+    ),
+    _Opt(
+        "--redis-prefix",
+        "SPADES_REDIS_PREFIX",
+        "spades",
+        "the prefix of every Redis key (with --store redis): deployments sharing a Redis differ",
+    ),
+    _Opt(
+        "--takeover-ms",
+        "SPADES_TAKEOVER_MS",
+        "3000",
+        "with --store redis: how long past a bot's move or a turn deadline another replica "
+        "waits before it takes the match over from one that is gone",
+        int,
+    ),
     _Opt("--db", "SPADES_DB", "spades.db", "SQLite database file (with --store sqlite)"),
     _Opt(
         "--sqlite-synchronous",
@@ -224,8 +250,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             o.flag, type=o.kind, default=default, help=f"{o.help} [{o.env}, default {o.default}]"
         )
     args = p.parse_args(argv)
-    if args.store not in ("sqlite", "memory"):
-        p.error("--store must be sqlite or memory")
+    if args.store not in ("sqlite", "redis", "memory"):
+        p.error("--store must be sqlite, redis or memory")
+    if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", args.redis_prefix):
+        p.error("--redis-prefix must be 1 to 64 letters, digits, '_', '.' or '-'")
     for flag in (
         "max_calls",
         "max_calls_per_connection",
@@ -310,6 +338,10 @@ def configure_logging(level: str) -> None:
 def make_store(args: argparse.Namespace) -> Store:
     if args.store == "memory":
         return MemoryStore()
+    if args.store == "redis":
+        from .store.redis import RedisStore  # redis-py is needed only here
+
+        return RedisStore(args.redis_url, args.redis_prefix)
     return SqliteStore(
         args.db,
         synchronous=args.sqlite_synchronous,
@@ -326,10 +358,12 @@ async def serve(args: argparse.Namespace) -> None:
         seat_changes_per_hand=args.seat_changes_per_hand,
         snapshot_every=args.snapshot_every,
         bot_delay_s=args.bot_delay_ms / 1000.0,
+        takeover_ms=args.takeover_ms,
     )
     store = make_store(args)
     registry = Registry(store, limits, args.max_matches, args.unload_after_seconds)
     restored = await registry.restore_all()
+    registry.start()
     operator_token = args.operator_token or secrets.token_urlsafe(24)
 
     calls.configure(request_timeout_s=args.request_timeout_seconds, max_calls=args.max_calls)

@@ -13,24 +13,27 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import re
 import secrets
 import time
 from dataclasses import dataclass
+from typing import Any
 
+import grpc
 import structlog
 
 from spades_engine import Event, Match
 
-from . import auth
+from . import auth, replica
 from .allowance import SessionLimits
-from .errors import denied, exhausted, invalid, not_found, unauthenticated
+from .errors import ServiceError, denied, exhausted, invalid, not_found, unauthenticated
 from .event_log import engine_payloads
 from .gen.spades.v1 import spades_pb2 as pb
 from .metrics import ACTIVE_MATCHES, LOADED_MATCHES
 from .seats import CONTROL_BOT, CONTROL_OPEN, Seat
 from .session import Session
-from .store import MatchNotFound, Store, StoredEvent
+from .store import MatchNotFound, Store, StoredEvent, StoreError
 
 # A page token: "p1." and the count of matches older than the next page's
 # first, in urlsafe base64 so that clients treat it as opaque. Decoded strictly:
@@ -64,6 +67,10 @@ def _page_end(token: str, count: int) -> int:
 log = structlog.get_logger("spades.matches")
 
 
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
 @dataclass(frozen=True, slots=True)
 class SeatSpec:
     name: str
@@ -88,6 +95,12 @@ class Registry:
         self.order: list[str] = []  # creation order of both, for listing
         self._reload_lock = asyncio.Lock()
         self._unloads: dict[str, asyncio.TimerHandle] = {}
+        # A store other replicas share (Redis): matches are loaded when asked
+        # for, followed while held, and taken over when due (``start``).
+        self.shared: bool = getattr(store, "shared", False)
+        self.due_poll_s = 0.25
+        self._due_task: asyncio.Task[None] | None = None
+        self._touched: dict[str, float] = {}  # match id -> monotonic time of its last use
         # Counted when scraped: recounting on every change cost O(matches) per
         # CreateMatch (bench/server.py --idle-matches 10000: 166 creations/s
         # with it, 951 without) and missed matches that ended.
@@ -97,7 +110,15 @@ class Registry:
     async def restore_all(self) -> int:
         """Load every stored match that is not over (snapshot plus log tail);
         a finished one stays unloaded, known by the summary its metadata
-        keeps. Returns how many matches there are."""
+        keeps. Returns how many matches there are. On a shared store nothing
+        is loaded: a match is loaded by the replica asked for it (or that
+        takes it over, ``start``)."""
+        if self.shared:
+            try:
+                return len(await self.store.match_ids())  # type: ignore[attr-defined]
+            except StoreError as e:  # serve anyway: calls answer UNAVAILABLE until it is back
+                log.warning("the store is unreachable at start", error=str(e))
+                return 0
         for match_id, meta in await self.store.match_metas():
             summary = Session.stored_summary(meta) if self.unload_after_s >= 0 else None
             if summary is not None:
@@ -110,8 +131,76 @@ class Registry:
             session.start()
         return len(self.order)
 
+    def start(self) -> None:
+        """On a shared store: follow other replicas' appends to the matches
+        held here, and take over the matches that fall due."""
+        if not self.shared:
+            return
+        self.store.follow(self._on_append, self._on_reset)  # type: ignore[attr-defined]
+        self._due_task = asyncio.get_running_loop().create_task(self._due_loop())
+
+    def _on_append(self, match_id: str, seq: int) -> None:
+        session = self.sessions.get(match_id)
+        if session is not None and not session.broken:
+            session.replica.note(session, seq)
+
+    def _on_reset(self) -> None:
+        for session in self.sessions.values():
+            session.replica.refresh(session)
+
+    async def _due_loop(self) -> None:
+        lease_ms = max(1000, self.limits.takeover_ms)
+        sweep_at = time.monotonic()
+        while True:
+            await asyncio.sleep(self.due_poll_s)
+            try:
+                claims = await self.store.claim_due(_now_ms(), lease_ms)  # type: ignore[attr-defined]
+            except StoreError:
+                continue  # Redis is away: try again at the next tick
+            for match_id, lease_end in claims:
+                await self._take_over(match_id, lease_end)
+            if time.monotonic() >= sweep_at:
+                sweep_at = time.monotonic() + 10.0
+                await self._drop_idle()
+
+    async def _take_over(self, match_id: str, lease_end: int) -> None:
+        store: Any = self.store
+        try:
+            session = await self.get(match_id)
+            outcome, due = await replica.take_over(session, _now_ms())
+            if outcome == "idle":
+                await store.release_due(match_id, lease_end)
+            elif outcome == "later":
+                await store.set_due(match_id, due)
+        except ServiceError as e:
+            if e.code is grpc.StatusCode.NOT_FOUND:
+                with contextlib.suppress(StoreError):
+                    await store.release_due(match_id, lease_end)
+            # else: the lease runs out and a replica claims it again
+        except StoreError:
+            pass
+        except Exception:
+            log.exception("taking a match over failed", match_id=match_id)
+
+    async def _drop_idle(self) -> None:
+        """On a shared store, forget matches nobody here has used for
+        ``unload_after_s``: no stream, no call, no bot or timer of ours. The
+        store has them; any replica loads them again when asked."""
+        if self.unload_after_s < 0:
+            return
+        cutoff = time.monotonic() - self.unload_after_s
+        for match_id, session in list(self.sessions.items()):
+            if self._touched.get(match_id, 0.0) > cutoff or not session.idle():
+                continue
+            del self.sessions[match_id]
+            self._touched.pop(match_id, None)
+            session.close()
+            with contextlib.suppress(StoreError):
+                await self.store.unwatch(match_id)  # type: ignore[attr-defined]
+
     def _add(self, session: Session) -> None:
         match_id = session.match_id
+        self._touched[match_id] = time.monotonic()
         if match_id not in self.sessions and self.unloaded.pop(match_id, None) is None:
             self.order.append(match_id)
         self.sessions[match_id] = session
@@ -141,6 +230,12 @@ class Registry:
             return
         self.unloaded[match_id] = session.summary().SerializeToString()
         del self.sessions[match_id]
+        if self.shared:
+            asyncio.get_running_loop().create_task(self._unwatch(match_id))
+
+    async def _unwatch(self, match_id: str) -> None:
+        with contextlib.suppress(StoreError):
+            await self.store.unwatch(match_id)  # type: ignore[attr-defined]
 
     def active(self) -> int:
         """Matches held here that are not over."""
@@ -188,15 +283,29 @@ class Registry:
         session.snapshot_actions = 0  # the stored snapshot: no stored action yet
         session.event_log.publish(stored)
         self._add(session)
+        if self.shared:
+            await self._follow_new(session)
         session.start()
         return session, tokens
 
+    async def _follow_new(self, session: Session) -> None:
+        store: Any = self.store
+        try:
+            await store.watch(session.match_id)
+            due = session.due_ms(session.last_event_ms)
+            if due is not None:
+                await store.set_due(session.match_id, due)
+        except StoreError:
+            log.warning("could not follow a new match", match_id=session.match_id)
+
     async def get(self, match_id: str) -> Session:
         session = self.sessions.get(match_id)
-        if session is None and match_id not in self.unloaded:
+        if session is None and match_id not in self.unloaded and not self.shared:
             raise not_found("match", match_id)
         if session is None or session.broken:
             session = await self._load(match_id)
+        if self.shared:
+            self._touched[match_id] = time.monotonic()
         return session
 
     async def _load(self, match_id: str) -> Session:
@@ -208,13 +317,30 @@ class Registry:
                 if not current.broken:
                     return current  # another call loaded it meanwhile
                 current.close()
+            if self.shared and current is None and len(self.sessions) >= self.max_matches:
+                raise exhausted(
+                    "TOO_MANY_MATCHES", f"this server holds at most {self.max_matches} matches"
+                )
+            if self.shared:
+                # Before reading, so that no append between the read and the
+                # subscription goes unseen (the refresh below reads it).
+                await self.store.watch(match_id)  # type: ignore[attr-defined]
             try:
                 loaded = await self.store.load_match(match_id)
             except MatchNotFound:
+                if self.shared:
+                    await self._unwatch(match_id)
                 raise not_found("match", match_id) from None
             session = Session.restore(loaded, self.store, self.limits)
             self._add(session)
-            session.start()  # one that is over schedules its unloading again
+            if self.shared:
+                # Another replica drives it; this one only follows (until it
+                # acts on it, or takes it over when it falls due).
+                session.replica.refresh(session)
+                if session.match.is_over:
+                    self._schedule_unload(session)
+            else:
+                session.start()  # one that is over schedules its unloading again
             return session
 
     async def seat_of(self, token: str | None, match_id: str) -> tuple[Session, int]:
@@ -231,7 +357,7 @@ class Registry:
                 return session, seat
         raise unauthenticated("unknown seat token for this match")
 
-    def page(self, size: int, token: str) -> tuple[list[pb.MatchSummary], str]:
+    async def page(self, size: int, token: str) -> tuple[list[pb.MatchSummary], str]:
         """A page of matches, newest first, and the token of the next one.
 
         A token names a position in creation order counted from the oldest
@@ -240,11 +366,22 @@ class Registry:
         shift nor repeat the pages that follow: they are newer than every page
         after the first.
         """
-        end = len(self.order) if not token else _page_end(token, len(self.order))
+        order = await self.store.match_ids() if self.shared else self.order  # type: ignore[attr-defined]
+        end = len(order) if not token else _page_end(token, len(order))
         size = 50 if size <= 0 else min(size, 500)
         start = max(0, end - size)
-        chunk = self.order[start:end]
+        chunk = order[start:end]
         chunk.reverse()
+        if self.shared:
+            summaries = []
+            for m in chunk:  # matches held by other replicas are loaded here
+                if m not in self.sessions and m not in self.unloaded:
+                    try:
+                        await self.get(m)
+                    except ServiceError:
+                        continue  # in the index, not (yet, or any more) stored
+                summaries.append(self._summary(m))
+            return summaries, _page_token(start) if start else ""
         return [self._summary(m) for m in chunk], _page_token(start) if start else ""
 
     def _summary(self, match_id: str) -> pb.MatchSummary:
@@ -260,6 +397,10 @@ class Registry:
             return pb.MatchSummary(match_id=match_id, last_seq=session.last_seq, winner=-1)
 
     async def close(self) -> None:
+        if self._due_task is not None:
+            self._due_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._due_task
         for timer in self._unloads.values():
             timer.cancel()
         self._unloads.clear()

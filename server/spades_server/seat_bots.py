@@ -22,6 +22,7 @@ from spades_engine.bots import BOTS
 from .errors import ServiceError
 from .gen.spades.v1 import spades_pb2 as pb
 from .metrics import BOT_FAILURES, BOT_THINK
+from .replica import Resynced
 from .seats import HUMAN_CONTROLS
 
 if TYPE_CHECKING:
@@ -55,6 +56,10 @@ class SeatBots:
         bots_to_act = any(seats[s].control not in HUMAN_CONTROLS for s in pending)
         if bots_to_act and self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._run(session))
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None
 
     def cancel(self) -> None:
         if self._task is not None:
@@ -103,6 +108,8 @@ class SeatBots:
             return True
         except ServiceError:
             return False  # the store refused: the session is broken and reloads
+        except Resynced:
+            return True  # another replica moved first: look at the match again
         except IllegalAction as e:
             log.warning(
                 "bot action refused",
@@ -117,6 +124,8 @@ class SeatBots:
             await session.apply_locked(seat, fallback, action_id, by="bot")
         except ServiceError:
             return False
+        except Resynced:
+            pass
         return True
 
     @staticmethod

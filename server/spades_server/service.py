@@ -32,12 +32,13 @@ from spades_engine import (
 )
 
 from . import auth, calls, convert, play
-from .errors import ServiceError, invalid
+from .errors import ServiceError, invalid, unavailable
 from .gen.spades.v1 import spades_pb2 as pb
 from .matches import Registry, SeatSpec
 from .metrics import OPEN_STREAMS, RPC_LATENCY, RPCS
 from .seats import CONTROL_HUMAN, CONTROL_STAND_IN
 from .session import Session
+from .store import StoreError
 
 log = structlog.get_logger("spades.rpc")
 
@@ -87,6 +88,10 @@ def service_error(exc: BaseException) -> ServiceError:
     if isinstance(exc, SpadesError):  # the engine refused its input: never INTERNAL
         reason = next((r for t, r in _ENGINE_REASONS if isinstance(exc, t)), "INVALID_ARGUMENT")
         return invalid(reason, str(exc))
+    if isinstance(exc, StoreError):
+        # Loading a match (or listing) failed: the store is unreachable or
+        # refused; nothing changed, and the same call can be retried.
+        return unavailable("STORE_UNAVAILABLE", f"the store did not answer: {exc}")
     return ServiceError(grpc.StatusCode.INTERNAL, "INTERNAL", "internal error")
 
 
@@ -354,7 +359,7 @@ class SpadesService:
             raise invalid(
                 "BAD_PAGE_SIZE", "page_size must be 0 (the default, 50) or more", "page_size"
             )
-        summaries, nxt = self.registry.page(request.page_size, request.page_token)
+        summaries, nxt = await self.registry.page(request.page_size, request.page_token)
         return pb.ListMatchesResponse(matches=summaries, next_page_token=nxt)
 
     @_unary
@@ -441,6 +446,7 @@ class SpadesService:
         first_sent: Callable[[], None],
     ) -> None:
         session, seat = await self._seat(context, request.match_id)
+        await session.ensure_seq(request.after_seq)
         # Each write is a serialized StreamEventsResponse (see add_to_server).
         await session.event_log.pump(seat, request.after_seq, context.write, first_sent)
 
@@ -456,6 +462,7 @@ class SpadesService:
         if opened is None:
             return  # the client closed the call before opening it
         session, seat = await self._seat(context, opened.match_id, "open.match_id")
+        await session.ensure_seq(opened.after_seq)
 
         async def act(request: pb.PlayAction) -> tuple[bytes, int]:
             t0 = time.perf_counter()
@@ -488,6 +495,7 @@ class SpadesService:
     ) -> None:
         session = await self.registry.get(self._match_id(request.match_id))
         structlog.contextvars.bind_contextvars(match_id=session.match_id, seat="spectator")
+        await session.ensure_seq(request.after_seq)
         # Each write is a serialized SpectateResponse (see add_to_server).
         await session.event_log.pump(None, request.after_seq, context.write, first_sent)
 
@@ -512,6 +520,7 @@ class SpadesService:
             session = await self.registry.get(self._match_id(request.match_id))
             seat = None
             structlog.contextvars.bind_contextvars(match_id=session.match_id, seat="spectator")
+        await session.ensure_seq(request.after_seq)
         data, last_seq, more = await session.event_log.poll(seat, request.after_seq, wait_s)
         events = pb.StreamEventsResponse.FromString(data).events if data else ()
         return pb.PollEventsResponse(events=events, last_seq=last_seq, more=more)

@@ -28,9 +28,10 @@ from .errors import ServiceError, precondition, unavailable
 from .event_log import EventLog, Payload, engine_payloads
 from .gen.spades.v1 import spades_pb2 as pb
 from .metrics import ACTIONS, REJECTIONS, STORE_LATENCY
+from .replica import ReplicaLink, Resynced, catch_up_locked, resync
 from .seat_bots import SeatBots
-from .seats import CONTROL_HUMAN, CONTROL_STAND_IN, Seat
-from .store import LoadedMatch, Store, StoredAction, StoreError
+from .seats import CONTROL_HUMAN, CONTROL_STAND_IN, HUMAN_CONTROLS, Seat
+from .store import LoadedMatch, SeqConflict, Store, StoredAction, StoreError
 from .turn_timer import TurnTimer
 
 _APPEND_LATENCY = STORE_LATENCY.labels("append")
@@ -38,6 +39,13 @@ log = structlog.get_logger("spades.session")
 
 
 _SEQ_MASK = (1 << 32) - 1
+# How often a call decides again after losing a race to another replica
+# (a shared store) before it gives up with UNAVAILABLE.
+MAX_RESYNCS = 5
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 class Session:
@@ -73,6 +81,11 @@ class Session:
         # more objects per action for every collection to visit.
         self._answered: list[dict[str, int]] = [{} for _ in seats]
         self.snapshot_actions = 0
+        self.stored_actions = 0  # actions in the store (engine actions past action_base)
+        self.last_event_ms = created_ms  # the time of the latest event
+        # A store that other replicas append to too (Redis): appends may lose
+        # a race, and other replicas' appends arrive through ``replica``.
+        self.shared: bool = getattr(store, "shared", False)
         self.closing = False
         self.broken = False
         self._snapshots: set[asyncio.Task[None]] = set()  # being saved (a strong reference)
@@ -81,6 +94,7 @@ class Session:
         self.allowances = Allowances(limits)
         self.bots = SeatBots()
         self.timer = TurnTimer()
+        self.replica = ReplicaLink()
         # Called after a change that leaves the match over (set by the registry).
         self.on_over: Callable[[Session], None] | None = None
 
@@ -131,6 +145,7 @@ class Session:
         """Number ``payloads``, store them (with ``action``, and the metadata
         when ``meta``) and publish them once stored; the lock held."""
         stored = self.event_log.stage(payloads)
+        now = _now_ms()
         t0 = time.perf_counter()
         try:
             await self.store.append(
@@ -139,13 +154,53 @@ class Session:
                 stored,
                 action,
                 self.meta(stored[-1].seq if stored else None) if meta else None,
+                due_ms=self.due_ms(now) if self.shared else None,
             )
+        except SeqConflict as e:
+            if not self.shared:  # this process is the only writer: a conflict is a bug
+                self.mark_broken()
+                raise unavailable("STORE_FAILED", f"the store refused the write: {e}") from e
+            # Another replica appended first: become what the store holds and
+            # let the caller decide again (replica.py).
+            await resync(self, rebuild=True)
+            raise Resynced from e
         except StoreError as e:
             self.mark_broken()
             raise unavailable("STORE_FAILED", f"the store refused the write: {e}") from e
         finally:
             _APPEND_LATENCY.observe(time.perf_counter() - t0)
         self.event_log.publish(stored)
+        if stored:
+            self.last_event_ms = now
+        if action is not None:
+            self.stored_actions += 1
+
+    def due_ms(self, at_ms: int) -> int | None:
+        """When, after a change at ``at_ms``, another replica should take the
+        match over if nothing happened: a bot's move or a turn deadline, plus
+        ``takeover_ms``; None if the match waits only for people (or is over)."""
+        pending = self.pending_seats()
+        if not pending:
+            return None
+        if any(self.seats[s].control not in HUMAN_CONTROLS for s in pending):
+            return at_ms + int(self.limits.bot_delay_s * 1000) + self.limits.takeover_ms
+        if self.turn_timer_ms > 0:
+            return at_ms + self.turn_timer_ms + self.limits.takeover_ms
+        return None
+
+    def answer(self, action: StoredAction) -> None:
+        """Remember a stored action's result for retries of its action id."""
+        self._answered[action.seat][action.action_id] = action.first_seq << 32 | action.last_seq
+
+    async def ensure_seq(self, seq: int) -> None:
+        """On a shared store, read what the store has when a client names a
+        sequence number past this replica's log (it saw it on another), so
+        that nothing it has is sent again."""
+        if self.shared and seq > self.last_seq:
+            async with self.lock:
+                self.check_usable()
+                if seq > self.last_seq:
+                    await catch_up_locked(self)
 
     def mark_broken(self) -> None:
         """The engine may be ahead of the store: refuse every call until the
@@ -160,32 +215,44 @@ class Session:
         """Apply a human's action; returns the sequence numbers of the first and
         last events it caused (those of the first time, for a retry)."""
         async with self.lock:
-            self._check_usable()
-            done = self._answered[seat].get(action_id)
-            if done is not None:
-                return done >> 32, done & _SEQ_MASK
-            last_visible = self.event_log.last_visible
-            if expected_seq is not None and expected_seq > self.last_seq:
-                REJECTIONS.labels("FUTURE_SEQUENCE").inc()
-                raise ServiceError(
-                    grpc.StatusCode.INVALID_ARGUMENT,
-                    "FUTURE_SEQUENCE",
-                    f"expected_seq {expected_seq} is after the match's last event; "
-                    f"seat {seat}'s latest is {last_visible[seat]}",
-                    fields=("expected_seq",),
-                    metadata={"current_seq": str(last_visible[seat])},
-                )
-            if expected_seq is not None and last_visible[seat] > expected_seq:
-                REJECTIONS.labels("STALE_SEQUENCE").inc()
-                raise precondition(
-                    "STALE_SEQUENCE",
-                    f"seat {seat} has events after sequence {expected_seq}; "
-                    f"its latest is {last_visible[seat]}",
-                    current_seq=str(last_visible[seat]),
-                )
-            return await self.apply_locked(seat, action, action_id, by="human")
+            if self.shared and expected_seq is not None and expected_seq > self.last_seq:
+                await catch_up_locked(self)  # the client saw it on another replica
+            for _ in range(MAX_RESYNCS):
+                try:
+                    return await self._submit_locked(seat, action_id, action, expected_seq)
+                except Resynced:
+                    continue
+            raise unavailable("CONTENDED", "other replicas kept changing the match; retry")
 
-    def _check_usable(self) -> None:
+    async def _submit_locked(
+        self, seat: int, action_id: str, action: Action, expected_seq: int | None
+    ) -> tuple[int, int]:
+        self.check_usable()
+        done = self._answered[seat].get(action_id)
+        if done is not None:
+            return done >> 32, done & _SEQ_MASK
+        last_visible = self.event_log.last_visible
+        if expected_seq is not None and expected_seq > self.last_seq:
+            REJECTIONS.labels("FUTURE_SEQUENCE").inc()
+            raise ServiceError(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "FUTURE_SEQUENCE",
+                f"expected_seq {expected_seq} is after the match's last event; "
+                f"seat {seat}'s latest is {last_visible[seat]}",
+                fields=("expected_seq",),
+                metadata={"current_seq": str(last_visible[seat])},
+            )
+        if expected_seq is not None and last_visible[seat] > expected_seq:
+            REJECTIONS.labels("STALE_SEQUENCE").inc()
+            raise precondition(
+                "STALE_SEQUENCE",
+                f"seat {seat} has events after sequence {expected_seq}; "
+                f"its latest is {last_visible[seat]}",
+                current_seq=str(last_visible[seat]),
+            )
+        return await self.apply_locked(seat, action, action_id, by="human")
+
+    def check_usable(self) -> None:
         if self.closing:
             raise unavailable("SHUTTING_DOWN", "the server is shutting down; retry on another")
         if self.broken:
@@ -213,7 +280,7 @@ class Session:
         stored = StoredAction(index, seat, str(action), action_id, first, last)
         # The action that ends the match stores its summary (see meta).
         await self.append(payloads, stored, meta=took_back or self.match.is_over)
-        self._answered[seat][action_id] = first << 32 | last
+        self.answer(stored)
         ACTIONS.labels(type(action).__name__, by).inc()
         self._maybe_snapshot()
         self.after_change()
@@ -264,25 +331,38 @@ class Session:
 
     async def set_control(self, seat: int, control: int, reason: str) -> None:
         async with self.lock:
-            self._check_usable()
-            if self.match.is_over:
-                REJECTIONS.labels("MATCH_OVER").inc()
-                raise precondition("MATCH_OVER", "the match is over")
-            if self.seats[seat].control == control:
-                return
-            self.allowances.seat_change(self.match.hand_number, seat)
-            self.seats[seat].control = control
-            await self.append([self.control_payload(seat, reason)], meta=True)
-            self.after_change()
+            for _ in range(MAX_RESYNCS):
+                try:
+                    return await self._set_control_locked(seat, control, reason)
+                except Resynced:
+                    continue
+            raise unavailable("CONTENDED", "other replicas kept changing the match; retry")
+
+    async def _set_control_locked(self, seat: int, control: int, reason: str) -> None:
+        self.check_usable()
+        if self.match.is_over:
+            REJECTIONS.labels("MATCH_OVER").inc()
+            raise precondition("MATCH_OVER", "the match is over")
+        if self.seats[seat].control == control:
+            return
+        self.allowances.seat_change(self.match.hand_number, seat)
+        self.seats[seat].control = control
+        await self.append([self.control_payload(seat, reason)], meta=True)
+        self.after_change()
 
     async def chat(self, seat: int, text: str) -> int:
         async with self.lock:
-            self._check_usable()
-            self._check_chat(seat, text)
-            ev = pb.MatchEvent()
-            ev.chat_message.CopyFrom(pb.ChatMessage(seat=seat, text=text))
-            await self.append([(f"team:{seat & 1}", ev)])
-            return self.last_seq
+            for _ in range(MAX_RESYNCS):
+                self.check_usable()
+                self._check_chat(seat, text)
+                ev = pb.MatchEvent()
+                ev.chat_message.CopyFrom(pb.ChatMessage(seat=seat, text=text))
+                try:
+                    await self.append([(f"team:{seat & 1}", ev)])
+                except Resynced:
+                    continue
+                return self.last_seq
+            raise unavailable("CONTENDED", "other replicas kept changing the match; retry")
 
     def _check_chat(self, seat: int, text: str) -> None:
         if not self.match.rules.partnerships:
@@ -304,9 +384,10 @@ class Session:
             return []
         return [self.match.to_act]
 
-    def after_change(self) -> None:
+    def after_change(self, timer_left_s: float | None = None) -> None:
         """Set the bots and the turn timer going for the seats the match now
-        waits for, or tell the registry the match is over."""
+        waits for (the timer for ``timer_left_s`` when a replica takes the
+        match over, else the whole turn), or tell the registry the match is over."""
         if self.closing or self.match.is_over:
             self.timer.cancel()
             if self.match.is_over and self.on_over is not None:
@@ -314,7 +395,7 @@ class Session:
             return
         pending = self.pending_seats()
         self.bots.wake(self, pending)
-        self.timer.arm(self, pending)
+        self.timer.arm(self, pending, timer_left_s)
 
     # -- reading -------------------------------------------------------------------
     def seat_infos(self) -> list[pb.SeatInfo]:
@@ -342,6 +423,16 @@ class Session:
             turn_timer_ms=self.turn_timer_ms,
         )
 
+    def idle(self) -> bool:
+        """Nothing here uses the session: no stream or poll, no call holding
+        it, no bot or timer of this replica's."""
+        return (
+            not self.event_log.streams
+            and not self.lock.locked()
+            and not self.bots.running
+            and not self.timer.armed
+        )
+
     def record_json(self) -> str:
         return json.dumps(record_of(self.match))
 
@@ -350,6 +441,7 @@ class Session:
         self.closing = True
         self.timer.cancel()
         self.bots.cancel()
+        self.replica.cancel()
         self.event_log.interrupt()
 
     # -- restoring -------------------------------------------------------------------
@@ -371,9 +463,12 @@ class Session:
             meta.get("action_base", 0),
         )
         s.snapshot_actions = loaded.snapshot_actions
+        s.stored_actions = len(loaded.actions)
         s.event_log.publish(loaded.events)
+        if loaded.events:
+            s.last_event_ms = pb.MatchEvent.FromString(loaded.events[-1].payload).time_ms
         for a in loaded.actions:
-            s._answered[a.seat][a.action_id] = a.first_seq << 32 | a.last_seq
+            s.answer(a)
         return s
 
     def start(self) -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from .errors import ServiceError
 from .event_log import Payload
+from .replica import Resynced
 from .seats import CONTROL_STAND_IN, HUMAN_CONTROLS
 
 if TYPE_CHECKING:
@@ -30,23 +31,36 @@ class TurnTimer:
 
     def __init__(self) -> None:
         self._handle: asyncio.TimerHandle | None = None
+        self._firing: asyncio.Future[None] | None = None
+
+    @property
+    def armed(self) -> bool:
+        return self._handle is not None
 
     def cancel(self) -> None:
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
 
-    def arm(self, session: Session, pending: list[int]) -> None:
-        """Start over for the seats ``pending`` (those the match waits for)."""
+    def arm(self, session: Session, pending: list[int], left_s: float | None = None) -> None:
+        """Start over for the seats ``pending`` (those the match waits for),
+        for the whole turn or, when a replica takes the match over, ``left_s``."""
         self.cancel()
         humans = [s for s in pending if session.seats[s].control in HUMAN_CONTROLS]
         if not humans or session.turn_timer_ms <= 0:
             return
         mark = len(session.match.actions)
         self._handle = asyncio.get_running_loop().call_later(
-            session.turn_timer_ms / 1000.0,
-            lambda: asyncio.ensure_future(self._on_timeout(session, mark)),
+            session.turn_timer_ms / 1000.0 if left_s is None else left_s,
+            self._fire,
+            session,
+            mark,
         )
+
+    def _fire(self, session: Session, mark: int) -> None:
+        self._handle = None
+        # Held until it ends: the event loop keeps only a weak reference to tasks.
+        self._firing = asyncio.ensure_future(self._on_timeout(session, mark))
 
     @staticmethod
     async def _on_timeout(session: Session, mark: int) -> None:
@@ -62,6 +76,6 @@ class TurnTimer:
             if payloads:
                 try:
                     await session.append(payloads, meta=True)
-                except ServiceError:
-                    return
+                except (ServiceError, Resynced):
+                    return  # broken, or another replica moved the match: it drives it
             session.after_change()

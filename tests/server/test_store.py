@@ -1,4 +1,5 @@
-"""The store contract, run against every store; then what only SQLite promises.
+"""The store contract, run against every store (memory, SQLite, Redis); then
+what only SQLite promises. Redis's own promises are in test_store_redis.py.
 
 pytest-asyncio is not used: each test is a plain function running a small
 coroutine with ``asyncio.run``.
@@ -31,6 +32,7 @@ from spades_server.store import (
     StoreError,
 )
 from spades_server.store.memory import MemoryStore
+from spades_server.store.redis import RedisStore
 from spades_server.store.sqlite import SqliteStore
 
 MakeStore = Callable[..., Store]
@@ -51,12 +53,18 @@ def run(coro: Awaitable[Any]) -> Any:
     return asyncio.run(main())
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "redis"])
 def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeStore]:
-    """A factory: for SQLite every store it makes opens the same file."""
+    """A factory: for SQLite every store it makes opens the same file; for
+    Redis every store it makes uses the same server and key prefix."""
     if request.param == "memory":
         memory = MemoryStore()
         yield lambda **kw: memory
+        return
+    if request.param == "redis":
+        server = request.getfixturevalue("redis_server")
+        prefix = request.getfixturevalue("redis_prefix")
+        yield lambda **kw: RedisStore(server.url, prefix)
         return
     made: list[SqliteStore] = []
 

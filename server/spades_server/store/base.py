@@ -73,9 +73,14 @@ class Store(Protocol):
         events: list[StoredEvent],
         action: StoredAction | None = None,
         meta: bytes | None = None,
+        due_ms: int | None = None,
     ) -> None:
         """Append events (and the action that caused them, and new metadata),
-        atomically and durably. Raises SeqConflict, MatchNotFound."""
+        atomically and durably. Raises SeqConflict, MatchNotFound.
+
+        ``due_ms``: when the match next needs a server to act (a bot's move, a
+        turn deadline), for a store that replicas share (``shared``); the
+        others ignore it."""
 
     async def save_snapshot(self, match_id: str, snapshot: bytes, action_count: int) -> None:
         """Replace the match's snapshot; ``action_count`` actions are included in it."""

@@ -88,6 +88,7 @@ class MemoryStore:
         events: list[StoredEvent],
         action: StoredAction | None = None,
         meta: bytes | None = None,
+        due_ms: int | None = None,  # one process holds every match: nothing to take over
     ) -> None:
         check_events(expected_last_seq, events)
         match = self._match(match_id)

@@ -296,6 +296,7 @@ class SqliteStore:
         events: list[StoredEvent],
         action: StoredAction | None = None,
         meta: bytes | None = None,
+        due_ms: int | None = None,  # one process holds every match: nothing to take over
     ) -> None:
         check_events(expected_last_seq, events)
         events = _frozen_events(events)

@@ -1,0 +1,486 @@
+"""The shared store: Redis, so that several server replicas serve the same matches.
+
+Key layout (``P`` is the key prefix, ``spades`` by default; ``{id}`` is the
+match id as a Redis Cluster hash tag, so every key of a match is in one slot
+and each script below touches one slot only):
+
+``P:{id}``          hash: ``seq`` (the last event's sequence number), ``meta``,
+                    ``snap`` and ``snap_actions`` (the latest snapshot and how
+                    many actions it includes)
+``P:{id}:log``      stream: one entry per event, id ``0-<seq>``, fields ``a``
+                    (audience) and ``p`` (the serialized MatchEvent)
+``P:{id}:act``      list: the match's actions in order, each a JSON array
+                    ``[seat, action, action_id, first_seq, last_seq]``
+``P:{id}:ids``      hash: ``<seat>:<action_id>`` -> ``first:last``
+``P:{id}:n``        sharded pub/sub channel: the new last sequence number
+                    after every append (``follow``)
+``P:index``         list: match ids in creation order (``match_metas``)
+``P:due``           sorted set: match id -> the time (ms) at which another
+                    replica should take the match over if nothing happened by
+                    then (a bot's move or a turn deadline, plus a grace): the
+                    replica that acted last is gone (``claim_due``)
+
+An append is one script (``_APPEND``): it compares the match's ``seq`` with the
+expected one and refuses a known action id, then adds the events, the action
+and the metadata and publishes the new ``seq``, all or nothing (a script runs
+alone on the server). Two replicas can never both append at the same point:
+the second gets ``SeqConflict`` and reloads. The index and the due set are the
+only keys outside a match's slot; they are written in the same round trip as
+the match's script but not in it (docs/architecture.md: Redis).
+
+Every Redis failure (connection refused, timed out, an error reply) is raised
+as ``StoreUnavailable``, a ``StoreError``: the session marks itself broken and
+reloads from Redis, which holds the truth whether or not a timed-out script
+ran.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import redis.asyncio as aioredis
+import redis.exceptions as rex
+import structlog
+
+from .base import (
+    LoadedMatch,
+    MatchExists,
+    MatchNotFound,
+    SeqConflict,
+    StoredAction,
+    StoredEvent,
+    StoreError,
+)
+from .memory import check_events
+
+log = structlog.get_logger("spades.store.redis")
+
+_T = TypeVar("_T")
+
+# A match id this store can hold: the server makes 16 hex digits; anything
+# else asked for is simply not here (and never reaches a key name).
+_MATCH_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+class StoreUnavailable(StoreError):
+    """Redis did not answer (or answered an error): nothing is known to be stored."""
+
+
+_CREATE = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 'exists' end
+local n = tonumber(ARGV[3])
+for i = 1, n do
+  redis.call('XADD', KEYS[2], '0-' .. i, 'a', ARGV[2 + 2 * i], 'p', ARGV[3 + 2 * i])
+end
+redis.call('HSET', KEYS[1], 'seq', n, 'meta', ARGV[1], 'snap', ARGV[2], 'snap_actions', 0)
+return 'ok'
+"""
+
+# KEYS: hash, log, actions, ids.  ARGV: expected seq, event count, then
+# audience/payload pairs, then the action's JSON ('' if none), its index, its
+# ids-field, its 'first:last', the metadata ('' if unchanged), the channel.
+_APPEND = """
+local seq = redis.call('HGET', KEYS[1], 'seq')
+if not seq then return {'missing', 0} end
+seq = tonumber(seq)
+local n = tonumber(ARGV[2])
+local at = 3 + 2 * n
+local action, index, idkey, span, meta, channel =
+  ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4], ARGV[at + 5]
+if idkey ~= '' and redis.call('HEXISTS', KEYS[4], idkey) == 1 then return {'conflict', seq} end
+if seq ~= tonumber(ARGV[1]) then return {'conflict', seq} end
+if action ~= '' and redis.call('LLEN', KEYS[3]) ~= tonumber(index) then
+  return {'bad_index', redis.call('LLEN', KEYS[3])}
+end
+for i = 1, n do
+  redis.call('XADD', KEYS[2], '0-' .. (seq + i), 'a', ARGV[1 + 2 * i], 'p', ARGV[2 + 2 * i])
+end
+if action ~= '' then
+  redis.call('RPUSH', KEYS[3], action)
+  redis.call('HSET', KEYS[4], idkey, span)
+end
+if meta ~= '' then redis.call('HSET', KEYS[1], 'meta', meta) end
+redis.call('HSET', KEYS[1], 'seq', seq + n)
+if n > 0 then redis.call('SPUBLISH', channel, seq + n) end
+return {'ok', seq + n}
+"""
+
+_SNAPSHOT = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 'missing' end
+local count = tonumber(ARGV[2])
+if count > redis.call('LLEN', KEYS[2]) then return 'too_many' end
+if count < tonumber(redis.call('HGET', KEYS[1], 'snap_actions')) then return 'older' end
+redis.call('HSET', KEYS[1], 'snap', ARGV[1], 'snap_actions', count)
+return 'ok'
+"""
+
+# KEYS: the due set.  ARGV: now, the lease's end, most to claim.
+_CLAIM_DUE = """
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[3])
+for _, m in ipairs(due) do redis.call('ZADD', KEYS[1], ARGV[2], m) end
+return due
+"""
+
+# Drop a claimed entry unless someone moved it since (an append's ZADD).
+_RELEASE_DUE = """
+local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if score and tonumber(score) == tonumber(ARGV[2]) then
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  return 1
+end
+return 0
+"""
+
+
+class RedisStore:
+    """The ``Store`` contract on Redis, plus what replicas share: ``tail``,
+    ``follow`` (live appends by any replica) and ``claim_due``."""
+
+    shared = True  # any replica may append: sessions must expect SeqConflict
+
+    def __init__(self, url: str, prefix: str = "spades", timeout_s: float = 5.0) -> None:
+        self.url = url
+        self.prefix = prefix
+        self._redis = aioredis.Redis.from_url(
+            url,
+            socket_timeout=timeout_s,
+            socket_connect_timeout=timeout_s,
+            health_check_interval=30,
+            retry_on_timeout=False,
+        )
+        self._create = self._redis.register_script(_CREATE)
+        self._append = self._redis.register_script(_APPEND)
+        self._snapshot = self._redis.register_script(_SNAPSHOT)
+        self._claim = self._redis.register_script(_CLAIM_DUE)
+        self._release = self._redis.register_script(_RELEASE_DUE)
+        self._closed = False
+        self._follower: _Follower | None = None
+
+    # -- keys -----------------------------------------------------------------
+    def _keys(self, match_id: str) -> tuple[str, str, str, str]:
+        base = f"{self.prefix}:{{{match_id}}}"
+        return base, f"{base}:log", f"{base}:act", f"{base}:ids"
+
+    def channel(self, match_id: str) -> str:
+        return f"{self.prefix}:{{{match_id}}}:n"
+
+    @property
+    def _index(self) -> str:
+        return f"{self.prefix}:index"
+
+    @property
+    def _due(self) -> str:
+        return f"{self.prefix}:due"
+
+    async def _call(self, what: Callable[[], Awaitable[_T]]) -> _T:
+        if self._closed:
+            raise StoreError("store is closed")
+        try:
+            return await what()
+        except (rex.ConnectionError, rex.TimeoutError, OSError) as e:
+            raise StoreUnavailable(f"redis unreachable: {e}") from e
+        except rex.RedisError as e:
+            raise StoreUnavailable(f"redis refused: {e}") from e
+
+    # -- the Store contract -----------------------------------------------------
+    async def ping(self) -> None:
+        await self._call(self._redis.ping)
+
+    async def create_match(
+        self, match_id: str, meta: bytes, snapshot: bytes, events: list[StoredEvent]
+    ) -> None:
+        check_events(0, events)
+        if not _MATCH_ID.fullmatch(match_id):
+            raise StoreError(f"match id {match_id!r} is not one this store can hold")
+        args: list[Any] = [meta, snapshot, len(events)]
+        for e in events:
+            args += [e.audience, e.payload]
+
+        async def work() -> Any:
+            result = await self._create(keys=self._keys(match_id)[:2], args=args)
+            if result == b"ok":
+                await self._redis.rpush(self._index, match_id)
+            return result
+
+        if await self._call(work) == b"exists":
+            raise MatchExists(match_id)
+
+    async def append(
+        self,
+        match_id: str,
+        expected_last_seq: int,
+        events: list[StoredEvent],
+        action: StoredAction | None = None,
+        meta: bytes | None = None,
+        due_ms: int | None = None,
+    ) -> None:
+        check_events(expected_last_seq, events)
+        if not _MATCH_ID.fullmatch(match_id):
+            raise MatchNotFound(match_id)
+        args: list[Any] = [expected_last_seq, len(events)]
+        for e in events:
+            args += [e.audience, e.payload]
+        if action is None:
+            args += ["", 0, "", ""]
+        else:
+            encoded = json.dumps(
+                [action.seat, action.action, action.action_id, action.first_seq, action.last_seq],
+                separators=(",", ":"),
+            )
+            args += [
+                encoded,
+                action.index,
+                f"{action.seat}:{action.action_id}",
+                f"{action.first_seq}:{action.last_seq}",
+            ]
+        args += [meta if meta is not None else b"", self.channel(match_id)]
+        keys = self._keys(match_id)
+
+        async def work() -> Any:
+            if due_ms is None:
+                return await self._append(keys=keys, args=args)
+            pipe = self._redis.pipeline(transaction=False)
+            await self._append(keys=keys, args=args, client=pipe)
+            # Written even if the script refused: a loser's time differs from
+            # the winner's by the race's length only, and a claim reads the
+            # match itself before acting (replica.take_over).
+            pipe.zadd(self._due, {match_id: due_ms})
+            results = await pipe.execute(raise_on_error=True)
+            return results[0]
+
+        status, value = await self._call(work)
+        if status == b"ok":
+            return
+        if status == b"missing":
+            raise MatchNotFound(match_id)
+        if status == b"conflict":
+            raise SeqConflict(
+                f"match {match_id}: expected last seq {expected_last_seq}, stored {value}"
+            )
+        raise StoreError(f"action index must be {value} (the next one)")
+
+    async def save_snapshot(self, match_id: str, snapshot: bytes, action_count: int) -> None:
+        base, _, actions, _ = self._keys(match_id)
+        result = await self._call(
+            lambda: self._snapshot(keys=[base, actions], args=[snapshot, action_count])
+        )
+        if result == b"missing":
+            raise MatchNotFound(match_id)
+        if result == b"too_many":
+            raise StoreError(f"match {match_id}: snapshot of {action_count} actions, fewer stored")
+
+    async def load_match(self, match_id: str, after_seq: int = 0) -> LoadedMatch:
+        """Everything to restore a match; ``after_seq``: only the events after
+        it (a replica that has the ones before)."""
+        if not _MATCH_ID.fullmatch(match_id):
+            raise MatchNotFound(match_id)
+        base, log_key, actions, _ = self._keys(match_id)
+
+        async def work() -> list[Any]:
+            pipe = self._redis.pipeline(transaction=True)
+            pipe.hmget(base, "seq", "meta", "snap", "snap_actions")
+            pipe.lrange(actions, 0, -1)
+            pipe.xrange(log_key, f"({_entry(after_seq)}", "+")
+            return await pipe.execute()
+
+        (seq, meta, snap, snap_actions), raw_actions, entries = await self._call(work)
+        if seq is None:
+            raise MatchNotFound(match_id)
+        return LoadedMatch(
+            match_id=match_id,
+            meta=meta,
+            snapshot=snap,
+            snapshot_actions=int(snap_actions),
+            actions=[_action(i, a) for i, a in enumerate(raw_actions)],
+            events=[_event(e) for e in entries],
+        )
+
+    async def tail(
+        self, match_id: str, after_seq: int, after_actions: int
+    ) -> tuple[int, bytes, list[StoredAction], list[StoredEvent]]:
+        """What a replica holding the match up to ``after_seq`` (and
+        ``after_actions`` actions) lacks: the last seq, the metadata, the new
+        actions and the new events, read together."""
+        base, log_key, actions, _ = self._keys(match_id)
+
+        async def work() -> list[Any]:
+            pipe = self._redis.pipeline(transaction=True)
+            pipe.hmget(base, "seq", "meta")
+            pipe.lrange(actions, after_actions, -1)
+            pipe.xrange(log_key, f"({_entry(after_seq)}", "+")
+            return await pipe.execute()
+
+        (seq, meta), raw_actions, entries = await self._call(work)
+        if seq is None:
+            raise MatchNotFound(match_id)
+        return (
+            int(seq),
+            meta,
+            [_action(after_actions + i, a) for i, a in enumerate(raw_actions)],
+            [_event(e) for e in entries],
+        )
+
+    async def last_seqs(self, match_ids: list[str]) -> list[int | None]:
+        """Each match's last sequence number (None: not stored), in one round trip."""
+        if not match_ids:
+            return []
+
+        async def work() -> list[Any]:
+            pipe = self._redis.pipeline(transaction=False)
+            for m in match_ids:
+                pipe.hget(self._keys(m)[0], "seq")
+            return await pipe.execute()
+
+        return [None if s is None else int(s) for s in await self._call(work)]
+
+    async def match_ids(self) -> list[str]:
+        """Every stored match's id, oldest first."""
+        ids = await self._call(lambda: self._redis.lrange(self._index, 0, -1))
+        return [i.decode() if isinstance(i, bytes) else i for i in ids]
+
+    async def match_metas(self) -> list[tuple[str, bytes]]:
+        ids = await self.match_ids()
+        out: list[tuple[str, bytes]] = []
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+
+            async def work(chunk: list[str] = chunk) -> list[Any]:
+                pipe = self._redis.pipeline(transaction=False)
+                for m in chunk:
+                    pipe.hget(self._keys(m)[0], "meta")
+                return await pipe.execute()
+
+            metas = await self._call(work)
+            out += [(m, meta) for m, meta in zip(chunk, metas, strict=True) if meta is not None]
+        return out
+
+    # -- what replicas share ---------------------------------------------------
+    async def claim_due(
+        self, now_ms: int, lease_ms: int, limit: int = 100
+    ) -> list[tuple[str, int]]:
+        """Matches whose due time has come, each leased to this caller until
+        ``now_ms + lease_ms`` (another replica claims it again after that).
+        Returns (match id, lease end) pairs, for ``release_due``."""
+        until = now_ms + lease_ms
+        ids = await self._call(lambda: self._claim(keys=[self._due], args=[now_ms, until, limit]))
+        return [(i.decode(), until) for i in ids]
+
+    async def release_due(self, match_id: str, lease_end: int) -> None:
+        """Drop a claimed entry: the match needs nothing (unless it moved since)."""
+        await self._call(lambda: self._release(keys=[self._due], args=[match_id, lease_end]))
+
+    async def set_due(self, match_id: str, due_ms: int) -> None:
+        """Set the match's due time (after a takeover found what it waits for)."""
+        await self._call(lambda: self._redis.zadd(self._due, {match_id: due_ms}))
+
+    def follow(self, on_append: Callable[[str, int], None], on_reset: Callable[[], None]) -> None:
+        """Start receiving appends: ``on_append(match_id, last_seq)`` for the
+        matches ``watch`` names, and ``on_reset()`` after the subscription was
+        lost (appends may have been missed: catch every match up)."""
+        self._follower = _Follower(self, on_append, on_reset)
+
+    async def watch(self, match_id: str) -> None:
+        if self._follower is not None:
+            await self._follower.add(match_id)
+
+    async def unwatch(self, match_id: str) -> None:
+        if self._follower is not None:
+            await self._follower.remove(match_id)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._follower is not None:
+            await self._follower.close()
+        await self._redis.aclose()
+
+
+class _Follower:
+    """One sharded pub/sub connection per replica for the matches it holds:
+    a wake-up costs one message per replica holding the match, whatever the
+    number of matches (no blocking read per match)."""
+
+    def __init__(
+        self,
+        store: RedisStore,
+        on_append: Callable[[str, int], None],
+        on_reset: Callable[[], None],
+    ) -> None:
+        self.store = store
+        self.on_append = on_append
+        self.on_reset = on_reset
+        self.channels: dict[bytes, str] = {}
+        self.pubsub = store._redis.pubsub(ignore_subscribe_messages=True)
+        self._changed = asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def add(self, match_id: str) -> None:
+        channel = self.store.channel(match_id)
+        self.channels[channel.encode()] = match_id
+        with contextlib.suppress(rex.RedisError, OSError):
+            # A failure here is repaired by _run's reconnect, which subscribes
+            # to every channel again and resets.
+            await self.pubsub.ssubscribe(channel)
+        self._changed.set()
+
+    async def remove(self, match_id: str) -> None:
+        channel = self.store.channel(match_id)
+        if self.channels.pop(channel.encode(), None) is not None:
+            with contextlib.suppress(rex.RedisError, OSError):
+                await self.pubsub.sunsubscribe(channel)
+
+    async def _run(self) -> None:
+        broken = False
+        while True:
+            if not self.channels:
+                self._changed.clear()
+                await self._changed.wait()
+                continue
+            try:
+                if broken:
+                    await self.pubsub.aclose()  # type: ignore[no-untyped-call]
+                    self.pubsub = self.store._redis.pubsub(ignore_subscribe_messages=True)
+                    await self.pubsub.ssubscribe(*[c.decode() for c in self.channels])
+                    broken = False
+                    self.on_reset()
+                msg = await self.pubsub.get_message(timeout=1.0)
+            except asyncio.CancelledError:
+                raise
+            except (rex.RedisError, OSError, RuntimeError) as e:
+                if not broken:
+                    log.warning("redis subscription lost", error=str(e))
+                broken = True
+                await asyncio.sleep(0.5)
+                continue
+            if msg is None or msg.get("type") != "smessage":
+                continue
+            match_id = self.channels.get(msg["channel"])
+            if match_id is not None:
+                self.on_append(match_id, int(msg["data"]))
+
+    async def close(self) -> None:
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._task
+        with contextlib.suppress(Exception):
+            await self.pubsub.aclose()  # type: ignore[no-untyped-call]
+
+
+def _entry(seq: int) -> str:
+    return f"0-{seq}"
+
+
+def _event(entry: tuple[bytes, dict[bytes, bytes]]) -> StoredEvent:
+    entry_id, fields = entry
+    return StoredEvent(int(entry_id.split(b"-")[1]), fields[b"a"].decode(), fields[b"p"])
+
+
+def _action(index: int, raw: bytes) -> StoredAction:
+    seat, action, action_id, first, last = json.loads(raw)
+    return StoredAction(index, seat, action, action_id, first, last)

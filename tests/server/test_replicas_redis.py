@@ -1,0 +1,377 @@
+"""Several server replicas on one Redis (``--store redis``): real processes on
+loopback, real redis-server, real channels.
+
+A match's seats connect to different replicas and play; a replica is killed
+mid-hand and its clients move to another; the same action goes through two
+replicas at once; bots and turn timers act once whichever replicas hold the
+match, and a replica takes over a match whose driver died; every replica
+restarts; Redis restarts (AOF, appendfsync always); Redis goes away for a few
+seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+
+import grpc
+from redis_harness import RedisServer
+from server_harness import (
+    OP,
+    RPC_TIMEOUT,
+    Deadline,
+    Server,
+    StreamReader,
+    Table,
+    choose,
+    create_match,
+    expect_failure,
+    get_match,
+    get_view,
+    new_action_id,
+    seats_to_act,
+    spectate,
+    stream_events,
+    submit,
+    wire,
+)
+from spades_server.gen.spades.v1 import spades_pb2 as pb
+
+Replicas = list[Server]
+
+
+def replicas(
+    make_server: Callable[..., Server], url: str, prefix: str, n: int = 3, *extra: str
+) -> Replicas:
+    return [
+        make_server(
+            "--store",
+            "redis",
+            "--redis-url",
+            url,
+            "--redis-prefix",
+            prefix,
+            "--actions-per-second",
+            "10000",
+            "--takeover-ms",
+            "500",
+            *extra,
+        )
+        for _ in range(n)
+    ]
+
+
+def exported_actions(srv: Server, match_id: str) -> list[list[object]]:
+    res = srv.stub.ExportMatch(
+        pb.ExportMatchRequest(match_id=match_id), metadata=OP, timeout=RPC_TIMEOUT
+    )
+    return json.loads(res.record_json)["actions"]  # type: ignore[no-any-return]
+
+
+def act_once(srv: Server, table: Table, seat: int) -> bool:
+    """Seat ``seat`` acts through ``srv`` if the match waits for it there;
+    False if it does not (yet). A refusal because that replica was a moment
+    behind (STALE_SEQUENCE, NOT_YOUR_TURN) is not an error: try again."""
+    view = get_view(srv.stub, table, seat)
+    if seat not in seats_to_act(view) or not view.legal_actions:
+        return False
+    try:
+        submit(srv.stub, table, seat, choose(view), expected_seq=view.as_of_seq)
+    except grpc.RpcError as err:
+        if err.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.UNAVAILABLE):
+            return False
+        raise
+    return True
+
+
+def play(
+    where: dict[int, Server], table: Table, until: Callable[[pb.SeatView], bool], timeout: float
+) -> int:
+    """Each seat acts through its own replica (``where``) until ``until`` holds
+    for a view; returns how many actions were made."""
+    d = Deadline(timeout)
+    acted = 0
+    while True:
+        d.check("the match to advance")
+        any_seat = next(iter(where))
+        if until(get_view(where[any_seat].stub, table, any_seat)):
+            return acted
+        moved = False
+        for seat, srv in where.items():
+            if act_once(srv, table, seat):
+                acted += 1
+                moved = True
+        if not moved:
+            time.sleep(0.005)
+
+
+def over(view: pb.SeatView) -> bool:
+    return view.phase == pb.PHASE_MATCH_OVER
+
+
+def test_a_match_whose_seats_use_three_replicas_plays_to_the_end(
+    make_server: Callable[..., Server], redis_server: RedisServer, redis_prefix: str
+) -> None:
+    a, b, c = replicas(make_server, redis_server.url, redis_prefix)
+    table = create_match(a.stub, seed=11, target_score=150)
+    where = {0: a, 1: b, 2: c, 3: a}
+    for seat, srv in where.items():
+        srv.stub.ClaimSeat(
+            pb.ClaimSeatRequest(match_id=table.match_id),
+            metadata=(("authorization", f"Bearer {table.tokens[seat]}"),),
+            timeout=RPC_TIMEOUT,
+        )
+    streams = {s: StreamReader(stream_events(srv.stub, table, s)) for s, srv in where.items()}
+    watcher = StreamReader(
+        spectate(c.stub, table.match_id), stop=lambda e: e.HasField("match_ended")
+    )
+    acted = play(where, table, over, timeout=120)
+    assert acted > 52
+    last = get_match(b.stub, table.match_id).last_seq
+    watcher.join(30)
+    for seat, reader in streams.items():
+        reader.wait_seq(last_visible(a, table, seat, last), timeout=30)
+        reader.cancel()
+        # The same events as the seat's stream on any other replica, no gap, no duplicate.
+        other = {a: b, b: c, c: a}[where[seat]]
+        again = StreamReader(stream_events(other.stub, table, seat))
+        again.wait_seq(reader.last_seq)
+        again.cancel()
+        assert wire(reader.events) == wire(e for e in again.events if e.seq <= reader.last_seq)
+    assert watcher.events[-1].HasField("match_ended")
+    assert [e.seq for e in watcher.events] == sorted({e.seq for e in watcher.events})
+    for srv in (a, b, c):
+        assert get_match(srv.stub, table.match_id).phase == pb.PHASE_MATCH_OVER
+
+
+def last_visible(srv: Server, table: Table, seat: int, last: int) -> int:
+    """The seat's latest visible seq, at most ``last``."""
+    events = StreamReader(stream_events(srv.stub, table, seat), stop=lambda e: e.seq >= last)
+    try:
+        events.wait_for(lambda evs: bool(evs) and evs[-1].seq >= last - 5, "the seat's stream")
+        time.sleep(0.2)
+    finally:
+        events.cancel()
+    return events.last_seq
+
+
+def test_kill_9_of_a_replica_mid_hand_its_clients_resume_on_another(
+    make_server: Callable[..., Server], redis_server: RedisServer, redis_prefix: str
+) -> None:
+    a, b, c = replicas(make_server, redis_server.url, redis_prefix)
+    table = create_match(a.stub, seed=12, target_score=100)
+    where = {0: a, 1: b, 2: c, 3: b}
+    reader = StreamReader(stream_events(b.stub, table, 1))
+    play(where, table, lambda v: v.phase == pb.PHASE_PLAYING and len(v.hand) <= 8, timeout=60)
+    before = reader.last_seq
+    b.kill9()  # seats 1 and 3 lose their replica
+    reader.join(15)
+    assert reader.error is not None
+    moved = {0: a, 1: c, 2: c, 3: a}
+    resumed = StreamReader(stream_events(c.stub, table, 1, after_seq=reader.last_seq))
+    play(moved, table, over, timeout=120)
+    last = get_match(a.stub, table.match_id).last_seq
+    resumed.wait_for(lambda evs: bool(evs) and evs[-1].HasField("match_ended"), "the end", 30)
+    resumed.cancel()
+    whole = StreamReader(stream_events(a.stub, table, 1), stop=lambda e: e.HasField("match_ended"))
+    whole.join(30)
+    assert before > 0 and last >= whole.last_seq
+    # What seat 1 saw before the kill plus what it saw after: its whole stream, once each.
+    assert wire(reader.events + resumed.events) == wire(whole.events)
+
+
+def race(
+    servers: tuple[Server, ...], table: Table, seat: int, action: pb.Action, action_id: str
+) -> list[pb.SubmitActionResponse | grpc.RpcError]:
+    """The same SubmitAction sent through each of ``servers`` at the same moment."""
+    answers: list[pb.SubmitActionResponse | grpc.RpcError] = []
+    start = threading.Barrier(len(servers))
+
+    def send(srv: Server) -> None:
+        start.wait(5)
+        try:
+            answers.append(submit(srv.stub, table, seat, action, action_id=action_id))
+        except grpc.RpcError as err:
+            answers.append(err)
+
+    threads = [threading.Thread(target=send, args=(srv,)) for srv in servers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(RPC_TIMEOUT)
+    return answers
+
+
+def test_the_same_action_through_two_replicas_at_once_is_applied_once(
+    make_server: Callable[..., Server], redis_server: RedisServer, redis_prefix: str
+) -> None:
+    a, b, _ = replicas(make_server, redis_server.url, redis_prefix)
+    table = create_match(a.stub, seed=13)
+    for _ in range(30):
+        view = get_view(a.stub, table, 0)
+        seat = seats_to_act(view)[0]
+        view = get_view(a.stub, table, seat)
+        action, action_id = choose(view), new_action_id()
+        answers = race((a, b), table, seat, action, action_id)
+        ok = [r for r in answers if isinstance(r, pb.SubmitActionResponse)]
+        assert len(ok) == 2, answers  # the loser answers with the winner's result
+        assert ok[0].last_seq == ok[1].last_seq
+        assert wire(ok[0].events) == wire(ok[1].events)
+    assert len(exported_actions(b, table.match_id)) == 30
+
+
+def test_bots_and_turn_timers_act_once_and_another_replica_takes_over(
+    make_server: Callable[..., Server], redis_server: RedisServer, redis_prefix: str
+) -> None:
+    a, b = replicas(make_server, redis_server.url, redis_prefix, 2, "--bot-delay-ms", "150")
+    # Seat 0 is human with a one-second turn timer; seats 1 to 3 are bots.
+    table = create_match(a.stub, bots=(1, 2, 3), seed=14, turn_timer_ms=1000)
+    watch_a = StreamReader(spectate(a.stub, table.match_id))
+    watch_b = StreamReader(spectate(b.stub, table.match_id))  # b holds the match too
+    # Nobody acts for seat 0: its timer stands a bot in, once; the bots play on.
+    watch_b.wait_for(lambda evs: sum(e.HasField("card_played") for e in evs) >= 8, "cards", 30)
+    a.kill9()  # the replica that drove the match is gone: b takes it over
+    watch_a.join(15)
+    watch_b.wait_for(lambda evs: sum(e.HasField("card_played") for e in evs) >= 30, "b's play", 60)
+    watch_b.cancel()
+    events = watch_b.events
+    # What b's spectator saw is the public log as b has it now: no gap, no duplicate.
+    again = StreamReader(spectate(b.stub, table.match_id), limit=len(events))
+    again.join(15)
+    assert wire(events) == wire(again.events)
+    stand_ins = [e for e in events if e.HasField("seat_control_changed")]
+    assert [(e.seat_control_changed.seat, e.seat_control_changed.reason) for e in stand_ins] == [
+        (0, "turn_timer")
+    ]
+    cards = [
+        (e.card_played.seat, e.card_played.card.suit, e.card_played.card.rank)
+        for e in events
+        if e.HasField("card_played")
+    ]
+    assert len(cards) == len(set(cards))  # no card played twice
+    # The stored record agrees: each card once, by the seat the stream showed.
+    plays = [
+        seat
+        for seat, action in exported_actions(b, table.match_id)
+        if str(action).startswith("play")
+    ]
+    assert plays[: len(cards)] == [seat for seat, _, _ in cards]
+
+
+def test_every_replica_restarted_loses_nothing(
+    make_server: Callable[..., Server], redis_server: RedisServer, redis_prefix: str
+) -> None:
+    a, b = replicas(make_server, redis_server.url, redis_prefix, 2)
+    table = create_match(a.stub, seed=15)
+    play(
+        {0: a, 1: b, 2: a, 3: b},
+        table,
+        lambda v: len(v.hand) <= 9 and v.phase == pb.PHASE_PLAYING,
+        60,
+    )
+    before = exported_actions(a, table.match_id)
+    last = get_match(b.stub, table.match_id).last_seq
+    for srv in (a, b):
+        srv.stop()
+    for srv in (a, b):
+        srv.start()
+    assert exported_actions(b, table.match_id) == before
+    assert get_match(a.stub, table.match_id).last_seq == last
+    assert table.match_id in [
+        m.match_id
+        for m in a.stub.ListMatches(
+            pb.ListMatchesRequest(), metadata=OP, timeout=RPC_TIMEOUT
+        ).matches
+    ]
+    play({0: b, 1: a, 2: b, 3: a}, table, over, timeout=120)
+
+
+def test_redis_restarted_with_aof_always_loses_no_acknowledged_action(
+    make_server: Callable[..., Server], make_redis: type[RedisServer]
+) -> None:
+    redis = make_redis(aof=True)
+    (a,) = replicas(make_server, redis.url, "aof", 1)
+    table = create_match(a.stub, seed=16)
+    play(
+        {s: a for s in range(4)},
+        table,
+        lambda v: len(v.hand) <= 10 and v.phase == pb.PHASE_PLAYING,
+        60,
+    )
+    before = exported_actions(a, table.match_id)
+    redis.kill9()
+    redis.start()
+    a.kill9()
+    a.start()
+    assert exported_actions(a, table.match_id) == before
+
+
+def test_redis_away_gives_unavailable_then_service_resumes(
+    make_server: Callable[..., Server], make_redis: type[RedisServer]
+) -> None:
+    redis = make_redis(aof=True)
+    (a,) = replicas(make_server, redis.url, "away", 1)
+    table = create_match(a.stub, seed=17)
+    play({s: a for s in range(4)}, table, lambda v: v.phase == pb.PHASE_PLAYING, 60)
+    before = exported_actions(a, table.match_id)
+    redis.stop()
+    view = get_view(a.stub, table, 0)
+    seat = seats_to_act(view)[0]
+    action = choose(get_view(a.stub, table, seat))
+    failure = expect_failure(grpc.StatusCode.UNAVAILABLE, submit, a.stub, table, seat, action)
+    assert failure.reason in ("STORE_FAILED", "STORE_UNAVAILABLE", "MATCH_RELOADING")
+    time.sleep(2)
+    redis.start()
+    d = Deadline(20)
+    while True:
+        try:
+            submit(a.stub, table, seat, action, action_id="after-redis")
+            break
+        except grpc.RpcError as err:
+            assert err.code() == grpc.StatusCode.UNAVAILABLE, err
+            d.check("service to resume after Redis came back")
+            time.sleep(0.2)
+    assert exported_actions(a, table.match_id)[: len(before)] == before
+    assert len(exported_actions(a, table.match_id)) == len(before) + 1
+
+
+def test_an_unknown_match_id_on_redis_is_not_found(
+    make_server: Callable[..., Server], redis_server: RedisServer, redis_prefix: str
+) -> None:
+    (a,) = replicas(make_server, redis_server.url, redis_prefix, 1)
+    for bad in ("nope", "x" * 64, "a}b{c", "../etc"):
+        expect_failure(
+            grpc.StatusCode.NOT_FOUND,
+            a.stub.GetMatch,
+            pb.GetMatchRequest(match_id=bad),
+            metadata=OP,
+            timeout=RPC_TIMEOUT,
+        )
+
+
+def test_a_replica_that_never_acts_streams_every_event_live(
+    make_server: Callable[..., Server], redis_server: RedisServer, redis_prefix: str
+) -> None:
+    a, b = replicas(make_server, redis_server.url, redis_prefix, 2)
+    table = create_match(a.stub, seed=18)
+    on_b = {s: StreamReader(stream_events(b.stub, table, s)) for s in range(4)}
+    watcher = StreamReader(spectate(b.stub, table.match_id))
+    play(
+        {s: a for s in range(4)},
+        table,
+        lambda v: len(v.hand) <= 11 and v.phase == pb.PHASE_PLAYING,
+        60,
+    )
+    for seat, reader in on_b.items():
+        direct = StreamReader(stream_events(a.stub, table, seat))
+        direct.wait_for(lambda evs: bool(evs) and evs[-1].HasField("card_played"), "a's stream")
+        time.sleep(0.1)
+        direct.cancel()
+        # Only a acted; b's streams were woken by its appends (no call to b in between).
+        reader.wait_seq(direct.last_seq, timeout=10)
+        reader.cancel()
+        assert wire(reader.events[: len(direct.events)]) == wire(direct.events)
+    watcher.wait_for(lambda evs: sum(e.HasField("card_played") for e in evs) >= 8, "8 cards on b")
+    watcher.cancel()
