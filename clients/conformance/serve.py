@@ -21,7 +21,15 @@ directory, no bot delay, and an action allowance high enough for tests.  The
 script runs until its standard input closes or it gets SIGTERM/SIGINT, then
 stops the server (SIGTERM, then SIGKILL after 10 s) and exits.
 
-    python clients/conformance/serve.py [--python PYTHON] [-- extra server flags]
+With ``--replicas N`` (or ``SPADES_CONFORMANCE_REPLICAS=N`` in the
+environment, so that any client's harness can ask for it) and N > 1, it
+starts a redis-server of its own (Debian's, on a free loopback port) and N
+servers on it (``--store redis``), and the proxy sends each new connection to
+the next replica in turn: after a cut, a client's connection lands on another
+replica mid-hand. ``server`` is then the first replica, and ``replicas`` lists
+them all.
+
+    python clients/conformance/serve.py [--python PYTHON] [--replicas N] [-- extra server flags]
 """
 
 from __future__ import annotations
@@ -33,7 +41,9 @@ import json
 import os
 import re
 import secrets
+import shutil
 import signal
+import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -45,15 +55,19 @@ HOST = "127.0.0.1"
 
 
 class Proxy:
-    """Forwards loopback TCP connections to the server; :meth:`cut` drops them all."""
+    """Forwards loopback TCP connections to the servers, each new one to the
+    next server in turn; :meth:`cut` drops them all."""
 
-    def __init__(self, target_port: int) -> None:
-        self.target_port = target_port
+    def __init__(self, target_ports: list[int]) -> None:
+        self.target_ports = target_ports
+        self.turn = 0
         self.links: set[asyncio.StreamWriter] = set()
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        port = self.target_ports[self.turn % len(self.target_ports)]
+        self.turn += 1
         try:
-            up_reader, up_writer = await asyncio.open_connection(HOST, self.target_port)
+            up_reader, up_writer = await asyncio.open_connection(HOST, port)
         except OSError:
             writer.close()
             return
@@ -111,13 +125,43 @@ async def _control(
     writer.close()
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+async def _start_redis(workdir: Path) -> tuple[asyncio.subprocess.Process, str]:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise RuntimeError("--replicas needs redis-server (apt-get install redis-server)")
+    port = _free_port()
+    log = open(workdir / "redis.log", "w")  # noqa: SIM115 - the child keeps it
+    proc = await asyncio.create_subprocess_exec(
+        binary, "--port", str(port), "--bind", HOST, "--dir", str(workdir),
+        "--save", "", "--appendonly", "no",
+        stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    log.close()
+    async with asyncio.timeout(START_TIMEOUT_S):
+        while True:
+            with contextlib.suppress(OSError):
+                r, w = await asyncio.open_connection(HOST, port)
+                w.write(b"PING\r\n")
+                answer = await r.read(16)
+                w.close()
+                if answer.startswith(b"+PONG"):
+                    return proc, f"redis://{HOST}:{port}/0"
+            await asyncio.sleep(0.02)
+
+
 async def _start_server(
-    python: str, workdir: Path, token: str, extra: list[str]
+    python: str, workdir: Path, token: str, extra: list[str], store: list[str]
 ) -> tuple[asyncio.subprocess.Process, int]:
     argv = [
         python, "-m", "spades_server.main",
         "--host", HOST, "--port", "0", "--metrics-port", "-1",
-        "--store", "sqlite", "--db", str(workdir / "spades.db"),
+        *store,
         "--operator-token", token,
         "--actions-per-second", "10000",
         "--bot-delay-ms", "0",
@@ -161,12 +205,26 @@ async def _stdin_closed() -> None:
         pass
 
 
-async def main(python: str, extra: list[str]) -> None:
+async def main(python: str, extra: list[str], replicas: int) -> None:
     token = "op-" + secrets.token_hex(8)
     with tempfile.TemporaryDirectory(prefix="spades-conformance-") as tmp:
-        proc, port = await _start_server(python, Path(tmp), token, extra)
+        procs: list[asyncio.subprocess.Process] = []
+        ports: list[int] = []
         try:
-            proxy = Proxy(port)
+            if replicas > 1:
+                redis, url = await _start_redis(Path(tmp))
+                procs.append(redis)
+                store = ["--store", "redis", "--redis-url", url, "--takeover-ms", "1000"]
+            else:
+                store = ["--store", "sqlite", "--db", str(Path(tmp) / "spades.db")]
+            for i in range(replicas):
+                workdir = Path(tmp) / f"replica{i}"
+                workdir.mkdir()
+                proc, port = await _start_server(python, workdir, token, extra, store)
+                procs.append(proc)
+                ports.append(port)
+            port = ports[0]
+            proxy = Proxy(ports)
             front = await asyncio.start_server(proxy.handle, HOST, 0)
             ctl = await asyncio.start_server(lambda r, w: _control(proxy, r, w), HOST, 0)
             front_port = front.sockets[0].getsockname()[1]
@@ -176,6 +234,7 @@ async def main(python: str, extra: list[str]) -> None:
                 "server": f"{HOST}:{port}",
                 "control": f"http://{HOST}:{ctl_port}",
                 "operatorToken": token,
+                "replicas": [f"{HOST}:{p}" for p in ports],
             }
             print(json.dumps(ready), flush=True)
             stop = asyncio.Event()
@@ -185,7 +244,7 @@ async def main(python: str, extra: list[str]) -> None:
             waiters = [
                 asyncio.create_task(stop.wait()),
                 asyncio.create_task(_stdin_closed()),
-                asyncio.create_task(proc.wait()),
+                *(asyncio.create_task(p.wait()) for p in procs),
             ]
             await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
             for t in waiters:
@@ -194,12 +253,21 @@ async def main(python: str, extra: list[str]) -> None:
             front.close()
             ctl.close()
         finally:
-            await _stop(proc)
+            for p in reversed(procs):  # the servers first, Redis last
+                await _stop(p)
 
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--python", default=sys.executable, help="the Python that has spades_server")
+    p.add_argument(
+        "--replicas",
+        type=int,
+        default=int(os.environ.get("SPADES_CONFORMANCE_REPLICAS", "1")),
+        help="servers on one Redis behind the proxy [SPADES_CONFORMANCE_REPLICAS, 1: SQLite]",
+    )
     p.add_argument("extra", nargs="*", help="more spades-server flags (after --)")
     args = p.parse_args()
-    asyncio.run(main(args.python, args.extra))
+    if args.replicas < 1:
+        p.error("--replicas must be at least 1")
+    asyncio.run(main(args.python, args.extra, args.replicas))

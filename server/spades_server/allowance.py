@@ -80,6 +80,14 @@ class Allowances:
             raise refusal
         self._per_hand[key] = count + 1
 
+    def note(self, hand: int, seat: int, kind: str) -> None:
+        """Count a "chat" line or a "control" change another replica made
+        (read from the log), so that the per-hand limits hold across replicas."""
+        key = (hand, seat, kind)
+        if not any(k[0] == hand for k in self._per_hand):
+            self._per_hand.clear()
+        self._per_hand[key] = self._per_hand.get(key, 0) + 1
+
     def seat_change(self, hand: int, seat: int) -> None:
         """Count a change of ``seat``'s control in ``hand``."""
         lim = self.limits.seat_changes_per_hand

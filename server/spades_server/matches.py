@@ -161,6 +161,8 @@ class Registry:
                 await self._take_over(match_id, lease_end)
             if time.monotonic() >= sweep_at:
                 sweep_at = time.monotonic() + 10.0
+                for session in list(self.sessions.values()):
+                    await session.refresh_streams()
                 await self._drop_idle()
 
     async def _take_over(self, match_id: str, lease_end: int) -> None:

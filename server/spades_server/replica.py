@@ -142,9 +142,22 @@ def adopt(
         session.answer(a)
     session.stored_actions += len(actions)
     fresh = [e for e in events if e.seq > session.last_seq]
-    if fresh:
-        session.event_log.publish(fresh)
-        session.last_event_ms = pb.MatchEvent.FromString(fresh[-1].payload).time_ms
+    if not fresh:
+        return
+    session.event_log.publish(fresh)
+    hand = session.match.hand_number
+    for e in fresh:
+        ev = pb.MatchEvent.FromString(e.payload)
+        # Another replica's chat lines and seat changes count against the
+        # same per-hand limits as this one's.
+        if ev.HasField("chat_message"):
+            session.allowances.note(hand, ev.chat_message.seat, "chat")
+        elif ev.HasField("seat_control_changed") and ev.seat_control_changed.reason in (
+            "claimed",
+            "left",
+        ):
+            session.allowances.note(hand, ev.seat_control_changed.seat, "control")
+    session.last_event_ms = ev.time_ms
 
 
 async def take_over(session: Session, now_ms: int) -> tuple[Outcome, int]:

@@ -381,7 +381,7 @@ class SpadesService:
         self, request: pb.ClaimSeatRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.ClaimSeatResponse:
         session, seat = await self._seat(context, request.match_id)
-        session.allowances.check_rate(seat)  # seat changes share the seat's action allowance
+        await session.check_rate(seat)  # seat changes share the seat's action allowance
         await session.set_control(seat, CONTROL_HUMAN, "claimed")
         async with session.lock:
             return pb.ClaimSeatResponse(seat=seat, view=session.view(seat))
@@ -391,7 +391,7 @@ class SpadesService:
         self, request: pb.LeaveSeatRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.LeaveSeatResponse:
         session, seat = await self._seat(context, request.match_id)
-        session.allowances.check_rate(seat)
+        await session.check_rate(seat)
         await session.set_control(seat, CONTROL_STAND_IN, "left")
         return pb.LeaveSeatResponse(seat=seat)
 
@@ -416,7 +416,7 @@ class SpadesService:
                 "BAD_ACTION_ID", f"action_id must be 1 to {MAX_ACTION_ID} characters", "action_id"
             )
         action = convert.action_from_pb(request.action)
-        session.allowances.check_rate(seat)
+        await session.check_rate(seat)
         expected = request.expected_seq if request.HasField("expected_seq") else None
         return await session.submit(seat, request.action_id, action, expected)
 
@@ -447,8 +447,9 @@ class SpadesService:
     ) -> None:
         session, seat = await self._seat(context, request.match_id)
         await session.ensure_seq(request.after_seq)
-        # Each write is a serialized StreamEventsResponse (see add_to_server).
-        await session.event_log.pump(seat, request.after_seq, context.write, first_sent)
+        async with session.stream_slot():
+            # Each write is a serialized StreamEventsResponse (see add_to_server).
+            await session.event_log.pump(seat, request.after_seq, context.write, first_sent)
 
     @_streaming
     async def Play(
@@ -481,8 +482,11 @@ class SpadesService:
         reader = play.Reader(context.read, act, outbox)
         reader.start()
         try:
-            # Each write is a serialized PlayResponse (see add_to_server).
-            await session.event_log.pump(seat, opened.after_seq, context.write, first_sent, outbox)
+            async with session.stream_slot():
+                # Each write is a serialized PlayResponse (see add_to_server).
+                await session.event_log.pump(
+                    seat, opened.after_seq, context.write, first_sent, outbox
+                )
         finally:
             reader.stop()
 
@@ -496,8 +500,9 @@ class SpadesService:
         session = await self.registry.get(self._match_id(request.match_id))
         structlog.contextvars.bind_contextvars(match_id=session.match_id, seat="spectator")
         await session.ensure_seq(request.after_seq)
-        # Each write is a serialized SpectateResponse (see add_to_server).
-        await session.event_log.pump(None, request.after_seq, context.write, first_sent)
+        async with session.stream_slot():
+            # Each write is a serialized SpectateResponse (see add_to_server).
+            await session.event_log.pump(None, request.after_seq, context.write, first_sent)
 
     @_unary
     async def PollEvents(
@@ -521,7 +526,8 @@ class SpadesService:
             seat = None
             structlog.contextvars.bind_contextvars(match_id=session.match_id, seat="spectator")
         await session.ensure_seq(request.after_seq)
-        data, last_seq, more = await session.event_log.poll(seat, request.after_seq, wait_s)
+        async with session.stream_slot():
+            data, last_seq, more = await session.event_log.poll(seat, request.after_seq, wait_s)
         events = pb.StreamEventsResponse.FromString(data).events if data else ()
         return pb.PollEventsResponse(events=events, last_seq=last_seq, more=more)
 

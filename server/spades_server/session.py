@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
@@ -24,7 +25,7 @@ from spades_engine.record import record_of
 
 from . import convert
 from .allowance import Allowances, SessionLimits
-from .errors import ServiceError, precondition, unavailable
+from .errors import ServiceError, exhausted, precondition, unavailable
 from .event_log import EventLog, Payload, engine_payloads
 from .gen.spades.v1 import spades_pb2 as pb
 from .metrics import ACTIONS, REJECTIONS, STORE_LATENCY
@@ -86,6 +87,7 @@ class Session:
         # A store that other replicas append to too (Redis): appends may lose
         # a race, and other replicas' appends arrive through ``replica``.
         self.shared: bool = getattr(store, "shared", False)
+        self.shared_streams = 0  # streams here that count in the store (shared)
         self.closing = False
         self.broken = False
         self._snapshots: set[asyncio.Task[None]] = set()  # being saved (a strong reference)
@@ -191,6 +193,63 @@ class Session:
     def answer(self, action: StoredAction) -> None:
         """Remember a stored action's result for retries of its action id."""
         self._answered[action.seat][action.action_id] = action.first_seq << 32 | action.last_seq
+
+    async def check_rate(self, seat: int) -> None:
+        """Take one of the seat's action allowance (an action or a seat change):
+        on a shared store from the bucket every replica shares, else here."""
+        if not self.shared:
+            self.allowances.check_rate(seat)
+            return
+        lim = self.limits
+        try:
+            granted = await self.store.take_action_token(  # type: ignore[attr-defined]
+                self.match_id, seat, lim.actions_per_second, lim.action_burst
+            )
+        except StoreError as e:
+            raise unavailable("STORE_UNAVAILABLE", f"the store did not answer: {e}") from e
+        if not granted:
+            REJECTIONS.labels("RATE_LIMITED").inc()
+            raise exhausted(
+                "RATE_LIMITED",
+                f"more than {lim.actions_per_second:g} actions per second from this seat",
+            )
+
+    @contextlib.asynccontextmanager
+    async def stream_slot(self) -> AsyncIterator[None]:
+        """Hold one of the match's stream slots while a stream (or a poll) runs:
+        on a shared store counted over every replica (``streams_per_match``);
+        here the event log counts its own."""
+        if not self.shared:
+            yield
+            return
+        store: Any = self.store
+        most = self.limits.streams_per_match
+        self.shared_streams += 1
+        try:
+            total = await store.set_streams(self.match_id, self.shared_streams, most, True)
+        except StoreError as e:
+            self.shared_streams -= 1
+            raise unavailable("STORE_UNAVAILABLE", f"the store did not answer: {e}") from e
+        if total < 0:
+            self.shared_streams -= 1
+            REJECTIONS.labels("TOO_MANY_STREAMS").inc()
+            raise exhausted("TOO_MANY_STREAMS", f"at most {most} streams per match")
+        try:
+            yield
+        finally:
+            self.shared_streams -= 1
+            # Best effort: a count left behind expires (RedisStore.STREAMS_TTL_MS).
+            with contextlib.suppress(StoreError):
+                await store.set_streams(self.match_id, self.shared_streams, most, False)
+
+    async def refresh_streams(self) -> None:
+        """Renew this replica's stream count before it expires (shared store)."""
+        if self.shared and self.shared_streams > 0:
+            store: Any = self.store
+            with contextlib.suppress(StoreError):
+                await store.set_streams(
+                    self.match_id, self.shared_streams, self.limits.streams_per_match, False
+                )
 
     async def ensure_seq(self, seq: int) -> None:
         """On a shared store, read what the store has when a client names a
@@ -428,6 +487,7 @@ class Session:
         it, no bot or timer of this replica's."""
         return (
             not self.event_log.streams
+            and not self.shared_streams
             and not self.lock.locked()
             and not self.bots.running
             and not self.timer.armed

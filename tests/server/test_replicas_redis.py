@@ -375,3 +375,55 @@ def test_a_replica_that_never_acts_streams_every_event_live(
         assert wire(reader.events[: len(direct.events)]) == wire(direct.events)
     watcher.wait_for(lambda evs: sum(e.HasField("card_played") for e in evs) >= 8, "8 cards on b")
     watcher.cancel()
+
+
+def claim(srv: Server, table: Table, seat: int) -> None:
+    srv.stub.ClaimSeat(
+        pb.ClaimSeatRequest(match_id=table.match_id),
+        metadata=(("authorization", f"Bearer {table.tokens[seat]}"),),
+        timeout=RPC_TIMEOUT,
+    )
+
+
+def test_a_seats_rate_limit_holds_across_replicas(
+    make_server: Callable[..., Server], redis_server: RedisServer, redis_prefix: str
+) -> None:
+    # 1 action a second, a burst of 2: whichever replica the calls go to.
+    a, b = replicas(make_server, redis_server.url, redis_prefix, 2, "--actions-per-second", "1")
+    table = create_match(a.stub, seed=19)
+    codes = []
+    for i in range(8):
+        try:
+            claim((a, b)[i % 2], table, 0)
+            codes.append("OK")
+        except grpc.RpcError as err:
+            codes.append(err.code().name)
+    assert codes[:2] == ["OK", "OK"]
+    assert codes.count("OK") <= 3  # the burst, and at most one token refilled meanwhile
+    assert "RESOURCE_EXHAUSTED" in codes[2:]
+    failure = expect_failure(grpc.StatusCode.RESOURCE_EXHAUSTED, claim, b, table, 0)
+    assert failure.reason == "RATE_LIMITED"
+
+
+def test_the_stream_limit_of_a_match_holds_across_replicas(
+    make_server: Callable[..., Server], redis_server: RedisServer, redis_prefix: str
+) -> None:
+    a, b = replicas(make_server, redis_server.url, redis_prefix, 2, "--streams-per-match", "3")
+    table = create_match(a.stub, seed=20)
+    open_ = [StreamReader(spectate(srv.stub, table.match_id)) for srv in (a, a, b)]
+    for reader in open_:
+        reader.wait_for(bool, "the stream's first events")
+    fourth = StreamReader(spectate(b.stub, table.match_id))
+    fourth.join(10)
+    assert fourth.error is not None and fourth.error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    open_[0].cancel()  # a slot frees on a: b may open one again
+    d = Deadline(10)
+    while True:
+        again = StreamReader(spectate(b.stub, table.match_id))
+        time.sleep(0.3)
+        if not again.done:
+            break
+        d.check("a freed slot to be usable on the other replica")
+    again.cancel()
+    for reader in open_[1:]:
+        reader.cancel()

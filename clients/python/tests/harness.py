@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import json
 import os
 import queue
@@ -74,13 +75,14 @@ def _first_line(proc: subprocess.Popen[str]) -> str:
         raise AssertionError(f"serve.py printed nothing in {READY_TIMEOUT_S:g} s") from None
 
 
-@pytest.fixture(scope="session")
-def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
-    log_path = tmp_path_factory.mktemp("serve") / "serve.log"
+@contextlib.contextmanager
+def serve(log_dir: Path, *args: str) -> Iterator[Harness]:
+    """serve.py with ``args`` (``--replicas 3``: three servers on one Redis)."""
+    log_path = log_dir / "serve.log"
     python = spades_python()
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
-            [python, str(SERVE), "--python", python],
+            [python, str(SERVE), "--python", python, *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=log,
@@ -102,6 +104,19 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
             proc.kill()
             proc.wait(timeout=5)
             raise AssertionError("serve.py did not stop") from None
+
+
+@pytest.fixture(scope="session")
+def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
+    with serve(tmp_path_factory.mktemp("serve")) as h:
+        yield h
+
+
+@pytest.fixture(scope="session")
+def replicated_harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
+    """Three replicas on one Redis; each new connection goes to the next one."""
+    with serve(tmp_path_factory.mktemp("serve-replicas"), "--replicas", "3") as h:
+        yield h
 
 
 _RUNNER = asyncio.Runner()  # one event loop for every test, as an application has

@@ -12,6 +12,10 @@ and each script below touches one slot only):
 ``P:{id}:act``      list: the match's actions in order, each a JSON array
                     ``[seat, action, action_id, first_seq, last_seq]``
 ``P:{id}:ids``      hash: ``<seat>:<action_id>`` -> ``first:last``
+``P:{id}:rate``     hash: each seat's action tokens and their time (a
+                    token bucket every replica shares)
+``P:{id}:streams``  hash: replica id -> "count:expiry_ms", the streams each
+                    replica has open on the match
 ``P:{id}:n``        sharded pub/sub channel: the new last sequence number
                     after every append (``follow``)
 ``P:index``         list: match ids in creation order (``match_metas``)
@@ -40,6 +44,7 @@ import asyncio
 import contextlib
 import json
 import re
+import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -137,6 +142,55 @@ return 0
 """
 
 
+# A seat's action allowance shared by every replica: a token bucket.
+# KEYS: the match's rate hash.  ARGV: the seat, tokens per second, burst.
+_TAKE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local burst = tonumber(ARGV[3])
+local v = redis.call('HMGET', KEYS[1], ARGV[1] .. ':t', ARGV[1] .. ':s')
+local tokens = tonumber(v[1]) or burst
+local stamp = tonumber(v[2]) or now
+tokens = math.min(burst, tokens + math.max(0, now - stamp) * tonumber(ARGV[2]) / 1000)
+local granted = 0
+if tokens >= 1 then tokens = tokens - 1; granted = 1 end
+redis.call('HSET', KEYS[1], ARGV[1] .. ':t', tostring(tokens), ARGV[1] .. ':s', now)
+redis.call('PEXPIRE', KEYS[1], 600000)
+return granted
+"""
+
+# The streams open on a match, summed over replicas: each replica's field
+# holds "count:expiry_ms" and is refreshed while it has streams, so a replica
+# that died stops counting once its expiry passes.
+# KEYS: the match's streams hash.  ARGV: replica id, its count now, the most
+# allowed, 1 to refuse when over it (opening a stream), the expiry in ms.
+_STREAMS = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local all = redis.call('HGETALL', KEYS[1])
+local others = 0
+for i = 1, #all, 2 do
+  local count, expiry = string.match(all[i + 1], '^(%d+):(%d+)$')
+  if not count or tonumber(expiry) < now then
+    redis.call('HDEL', KEYS[1], all[i])
+  elseif all[i] ~= ARGV[1] then
+    others = others + tonumber(count)
+  end
+end
+local mine = tonumber(ARGV[2])
+if ARGV[4] == '1' and others + mine > tonumber(ARGV[3]) then return -1 end
+if mine > 0 then
+  redis.call('HSET', KEYS[1], ARGV[1], mine .. ':' .. (now + tonumber(ARGV[5])))
+  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[5]) * 2)
+else
+  redis.call('HDEL', KEYS[1], ARGV[1])
+end
+return others + mine
+"""
+
+STREAMS_TTL_MS = 30_000  # a replica refreshes its stream counts well within this
+
+
 class RedisStore:
     """The ``Store`` contract on Redis, plus what replicas share: ``tail``,
     ``follow`` (live appends by any replica) and ``claim_due``."""
@@ -158,6 +212,9 @@ class RedisStore:
         self._snapshot = self._redis.register_script(_SNAPSHOT)
         self._claim = self._redis.register_script(_CLAIM_DUE)
         self._release = self._redis.register_script(_RELEASE_DUE)
+        self._take = self._redis.register_script(_TAKE)
+        self._streams = self._redis.register_script(_STREAMS)
+        self.replica_id = secrets.token_hex(6)  # this process, in the stream counts
         self._closed = False
         self._follower: _Follower | None = None
 
@@ -377,6 +434,22 @@ class RedisStore:
     async def set_due(self, match_id: str, due_ms: int) -> None:
         """Set the match's due time (after a takeover found what it waits for)."""
         await self._call(lambda: self._redis.zadd(self._due, {match_id: due_ms}))
+
+    async def take_action_token(self, match_id: str, seat: int, rate: float, burst: int) -> bool:
+        """Take one of the seat's action tokens (shared by every replica);
+        False when it has none left."""
+        key = f"{self._keys(match_id)[0]}:rate"
+        granted = await self._call(lambda: self._take(keys=[key], args=[seat, rate, burst]))
+        return bool(granted)
+
+    async def set_streams(self, match_id: str, count: int, most: int, opening: bool) -> int:
+        """Record that this replica has ``count`` streams open on the match;
+        returns the total over replicas, or -1 (nothing recorded) when
+        ``opening`` and the total would pass ``most``."""
+        key = f"{self._keys(match_id)[0]}:streams"
+        args: list[str | int] = [self.replica_id, count, most, 1 if opening else 0, STREAMS_TTL_MS]
+        result = await self._call(lambda: self._streams(keys=[key], args=args))
+        return int(result)
 
     def follow(self, on_append: Callable[[str, int], None], on_reset: Callable[[], None]) -> None:
         """Start receiving appends: ``on_append(match_id, last_seq)`` for the
