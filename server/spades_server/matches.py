@@ -93,7 +93,10 @@ class Registry:
         self.sessions: dict[str, Session] = {}  # loaded
         self.unloaded: dict[str, bytes] = {}  # over and out of memory: serialized MatchSummary
         self.order: list[str] = []  # creation order of both, for listing
-        self._reload_lock = asyncio.Lock()
+        # One lock per match being loaded: two calls for the same match load
+        # it once, calls for different matches load in parallel (a replica
+        # taking over a dead one's matches loads many at once).
+        self._load_locks: dict[str, tuple[asyncio.Lock, list[int]]] = {}  # with its users
         self._unloads: dict[str, asyncio.TimerHandle] = {}
         # A store other replicas share (Redis): matches are loaded when asked
         # for, followed while held, and taken over when due (``start``).
@@ -313,37 +316,48 @@ class Registry:
     async def _load(self, match_id: str) -> Session:
         """Load a match from the store: one unloaded, or one whose write
         failed (its session no longer knows what the store holds)."""
-        async with self._reload_lock:
-            current = self.sessions.get(match_id)
-            if current is not None:
-                if not current.broken:
-                    return current  # another call loaded it meanwhile
-                current.close()
-            if self.shared and current is None and len(self.sessions) >= self.max_matches:
-                raise exhausted(
-                    "TOO_MANY_MATCHES", f"this server holds at most {self.max_matches} matches"
-                )
+        entry = self._load_locks.setdefault(match_id, (asyncio.Lock(), [0]))
+        lock, users = entry
+        users[0] += 1
+        try:
+            async with lock:
+                return await self._load_locked(match_id)
+        finally:
+            users[0] -= 1
+            if not users[0]:
+                del self._load_locks[match_id]
+
+    async def _load_locked(self, match_id: str) -> Session:
+        current = self.sessions.get(match_id)
+        if current is not None:
+            if not current.broken:
+                return current  # another call loaded it meanwhile
+            current.close()
+        if self.shared and current is None and len(self.sessions) >= self.max_matches:
+            raise exhausted(
+                "TOO_MANY_MATCHES", f"this server holds at most {self.max_matches} matches"
+            )
+        if self.shared:
+            # Before reading, so that no append between the read and the
+            # subscription goes unseen (the refresh below reads it).
+            await self.store.watch(match_id)  # type: ignore[attr-defined]
+        try:
+            loaded = await self.store.load_match(match_id)
+        except MatchNotFound:
             if self.shared:
-                # Before reading, so that no append between the read and the
-                # subscription goes unseen (the refresh below reads it).
-                await self.store.watch(match_id)  # type: ignore[attr-defined]
-            try:
-                loaded = await self.store.load_match(match_id)
-            except MatchNotFound:
-                if self.shared:
-                    await self._unwatch(match_id)
-                raise not_found("match", match_id) from None
-            session = Session.restore(loaded, self.store, self.limits)
-            self._add(session)
-            if self.shared:
-                # Another replica drives it; this one only follows (until it
-                # acts on it, or takes it over when it falls due).
-                session.replica.refresh(session)
-                if session.match.is_over:
-                    self._schedule_unload(session)
-            else:
-                session.start()  # one that is over schedules its unloading again
-            return session
+                await self._unwatch(match_id)
+            raise not_found("match", match_id) from None
+        session = Session.restore(loaded, self.store, self.limits)
+        self._add(session)
+        if self.shared:
+            # Another replica drives it; this one only follows (until it
+            # acts on it, or takes it over when it falls due).
+            session.replica.refresh(session)
+            if session.match.is_over:
+                self._schedule_unload(session)
+        else:
+            session.start()  # one that is over schedules its unloading again
+        return session
 
     async def seat_of(self, token: str | None, match_id: str) -> tuple[Session, int]:
         """The session and seat a seat token acts for."""
