@@ -463,7 +463,7 @@ class SpadesService:
         if opened is None:
             return  # the client closed the call before opening it
         session, seat = await self._seat(context, opened.match_id, "open.match_id")
-        await session.ensure_seq(opened.after_seq)
+        await session.ensure_seq(opened.after_seq, "open.after_seq")
 
         async def act(request: pb.PlayAction) -> tuple[bytes, int]:
             t0 = time.perf_counter()

@@ -251,15 +251,27 @@ class Session:
                     self.match_id, self.shared_streams, self.limits.streams_per_match, False
                 )
 
-    async def ensure_seq(self, seq: int) -> None:
-        """On a shared store, read what the store has when a client names a
-        sequence number past this replica's log (it saw it on another), so
-        that nothing it has is sent again."""
-        if self.shared and seq > self.last_seq:
+    async def ensure_seq(self, seq: int, field: str = "after_seq") -> None:
+        """Refuse to resume after a sequence number the match has not reached
+        (FUTURE_SEQUENCE): events "after" it would be ones the client claims
+        to have. On a shared store, first read what the store has: the client
+        may have seen it through another replica."""
+        if seq <= self.last_seq:
+            return
+        if self.shared:
             async with self.lock:
                 self.check_usable()
                 if seq > self.last_seq:
                     await catch_up_locked(self)
+        if seq > self.last_seq:
+            REJECTIONS.labels("FUTURE_SEQUENCE").inc()
+            raise ServiceError(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "FUTURE_SEQUENCE",
+                f"{field} {seq} is after the match's last event, {self.last_seq}",
+                fields=(field,),
+                metadata={"current_seq": str(self.last_seq)},
+            )
 
     def mark_broken(self) -> None:
         """The engine may be ahead of the store: refuse every call until the

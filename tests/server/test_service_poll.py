@@ -190,10 +190,12 @@ def test_the_wait_is_bounded(make_server: Any) -> None:
     resp = poll(stub, table.match_id, after, 60_000, timeout=None)  # no deadline at all
     assert not resp.events and 0.25 <= time.monotonic() - t0 < 3
 
-    # An after_seq past the end waits for the next event, as on a stream, and
-    # ends at the log's end.
-    resp = poll(stub, table.match_id, after + 1000, 100)
-    assert not resp.events and resp.last_seq == after
+    # An after_seq past the end is refused, as on a stream: the events "after"
+    # it would be ones the client claims to have seen already.
+    failure = expect_failure(
+        grpc.StatusCode.INVALID_ARGUMENT, poll, stub, table.match_id, after + 1000, 100
+    )
+    assert failure.reason == "FUTURE_SEQUENCE" and failure.metadata["current_seq"] == str(after)
 
 
 def test_a_wait_ends_before_the_calls_deadline(shared_server: Server) -> None:

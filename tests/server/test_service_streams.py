@@ -20,6 +20,7 @@ from server_harness import (
     choose,
     create_match,
     expect_failure,
+    failure_of,
     get_match,
     get_view,
     is_match_ended,
@@ -289,3 +290,30 @@ def test_stream_responses_batch_what_one_change_caused(shared_server: Server) ->
     assert seen == {"bidding_closed": 1, "trick_won": 13, "hand_scored": 1}
     end = next(b for b in batches if "hand_scored" in b)
     assert end[-4:] == ["trick_won", "hand_scored", "hand_started", "hand_shown"]
+
+
+def test_resuming_after_a_sequence_the_match_has_not_reached_is_refused(
+    shared_server: Server,
+) -> None:
+    stub = shared_server.stub
+    table = create_match(stub, seed=5)
+    end = get_match(stub, table.match_id).last_seq
+    for call in (
+        stream_events(stub, table, 0, after_seq=end + 1),
+        spectate(stub, table.match_id, after_seq=end + 1000),
+    ):
+        reader = StreamReader(call)
+        reader.join(10)
+        assert reader.error is not None and reader.error.code() == grpc.StatusCode.INVALID_ARGUMENT
+        refused = failure_of(reader.error)
+        assert refused.reason == "FUTURE_SEQUENCE" and refused.metadata["current_seq"] == str(end)
+        assert not reader.events
+    # The last sequence itself is fine: nothing yet, then the next event.
+    reader = StreamReader(spectate(stub, table.match_id, after_seq=end))
+    seat = stub.GetView(
+        pb.GetViewRequest(match_id=table.match_id), metadata=seat_md(table.tokens[0]), timeout=10
+    ).view.to_act
+    submit(stub, table, seat, choose(get_view(stub, table, seat)))
+    reader.wait_for(bool, "the next event")
+    reader.cancel()
+    assert reader.events[0].seq > end
