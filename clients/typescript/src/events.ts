@@ -1,12 +1,13 @@
 // A resuming event stream on the server-streaming calls, StreamEvents (a
-// seat's events) and Spectate (the public ones): for clients without the
-// bidirectional Play call (browsers through gRPC-Web or Connect), which act
-// with SeatClient.submitAction.
+// seat's events) and Spectate (the public ones), or on a loop of PollEvents
+// long polls where streams stall (an HTTP stack or a proxy that buffers a
+// response until it ends): for clients without the bidirectional Play call
+// (browsers through gRPC-Web or Connect), which act with SeatClient.submitAction.
 import { Code, type CallOptions } from "@connectrpc/connect";
 import { backoffDelay, canceled, connectionLost, isTransient, nextAttempt, resolveRetry, sleep, type ResolvedRetry, type RetryOptions } from "./backoff.js";
 import type { SeatClient, SpadesClient } from "./client.js";
 import { SpadesError } from "./errors.js";
-import type { MatchEvent } from "./gen/spades/v1/spades_pb.js";
+import type { MatchEvent, PollEventsResponse } from "./gen/spades/v1/spades_pb.js";
 import { AsyncQueue } from "./queue.js";
 import type { ReconnectInfo } from "./session.js";
 
@@ -26,11 +27,25 @@ export interface EventStreamOptions {
 /** One call of a stream: the batches of events after `afterSeq`. */
 export type OpenEvents = (afterSeq: bigint, options: CallOptions) => AsyncIterable<{ readonly events: readonly MatchEvent[] }>;
 
+/** How the calls an OpenEvents makes behave, for counting reconnection attempts. */
+export interface EventStreamTraits {
+  /**
+   * Whether a call that stayed up `retry.resetAfterMs` without any answer got
+   * through (the count of attempts starts again after it). True by default:
+   * a resumed server stream with nothing new gets no headers before its next
+   * event, so a quiet call is a working one. A PollEvents loop answers every
+   * poll within its wait, so only an answer counts there (false): a poll that
+   * hung until its deadline, or that a proxy cut, is one more attempt.
+   */
+  quietCallsGetThrough?: boolean;
+}
+
 type State = "open" | "closed" | "failed";
 
 /**
  * Events of a match in sequence order, each once, over one server-streaming
- * call at a time.
+ * call at a time (streamEvents, spectate) or one loop of long polls at a time
+ * (pollEvents, pollSpectate).
  *
  * `for await (const event of stream)` yields them. When a call ends — the
  * connection dropped, a proxy timed it out, the server drained — the stream
@@ -53,11 +68,15 @@ export class EventStream implements AsyncIterable<MatchEvent> {
   /** Resolves once the stream is over: with undefined after close(), with the error that ended it otherwise. */
   readonly ended: Promise<SpadesError | undefined>;
 
+  private readonly quietCallsGetThrough: boolean;
+
   constructor(
     private readonly open: OpenEvents,
     private readonly options: EventStreamOptions = {},
+    traits: EventStreamTraits = {},
   ) {
     this.retry = resolveRetry(options.retry);
+    this.quietCallsGetThrough = traits.quietCallsGetThrough ?? true;
     this.seq = options.afterSeq ?? 0n;
     this.ended = new Promise((resolve) => {
       this.settleEnded = resolve;
@@ -145,7 +164,8 @@ export class EventStream implements AsyncIterable<MatchEvent> {
         this.fail(error);
         return;
       }
-      const next = nextAttempt(attempt, error, answered || Date.now() - openedAt >= this.retry.resetAfterMs, this.retry);
+      const stayedUp = this.quietCallsGetThrough && Date.now() - openedAt >= this.retry.resetAfterMs;
+      const next = nextAttempt(attempt, error, answered || stayedUp, this.retry);
       if (next instanceof SpadesError) {
         this.fail(next);
         return;
@@ -200,4 +220,86 @@ export function spectate(client: SpadesClient, matchId: string, options: EventSt
     ...options,
     retry: { ...client.retry, ...(options.retry ?? {}) },
   });
+}
+
+export interface PollOptions extends EventStreamOptions {
+  /**
+   * How long each poll may wait on the server for an event, in milliseconds
+   * (default 20000). The server waits at most its `--poll-max-wait-ms` (25 s
+   * by default); keep it below the idle timeout of every proxy on the way.
+   * 0 polls without waiting, at most once a second while nothing comes.
+   */
+  waitMs?: number;
+  /** Each poll's deadline is its wait plus this, in milliseconds (default 5000). */
+  deadlineMarginMs?: number;
+}
+
+/** One PollEvents call, its credential already in place. */
+type PollCall = (request: { afterSeq: bigint; waitMs: number }, options: CallOptions) => Promise<PollEventsResponse>;
+
+/**
+ * An empty answer faster than this (the server waited less than asked: a
+ * `waitMs` of 0, or a server whose longest wait is 0) is followed by a pause
+ * up to this long, so that a quiet match is not polled in a tight loop.
+ */
+const MIN_EMPTY_POLL_MS = 1_000;
+
+/**
+ * The OpenEvents of a long-poll loop: each "call" polls on and on, from the
+ * last response's `last_seq` (past the events hidden from this viewer, which
+ * the server has looked at already), again at once when a response says
+ * `more` (without waiting, then) and after every answer otherwise (the
+ * server did the waiting). The loop never ends by itself: a failed poll ends
+ * it, and the EventStream starts another after its backoff.
+ */
+function pollLoop(poll: PollCall, options: PollOptions): OpenEvents {
+  const waitMs = options.waitMs ?? 20_000;
+  const marginMs = options.deadlineMarginMs ?? 5_000;
+  if (!(waitMs >= 0 && waitMs <= 2_147_483_647) || !(marginMs >= 0)) {
+    throw new RangeError("pollEvents: waitMs must be 0 to 2^31-1 and deadlineMarginMs >= 0");
+  }
+  // Where the polls have got to; never behind the events the stream delivered
+  // (a reopened loop is given the last of those, which may be before it).
+  let cursor = 0n;
+  return (afterSeq, call) =>
+    (async function* () {
+      let after = afterSeq > cursor ? afterSeq : cursor;
+      let more = false;
+      for (;;) {
+        const wait = more ? 0 : Math.floor(waitMs);
+        const started = Date.now();
+        const res = await poll({ afterSeq: after, waitMs: wait }, { ...call, timeoutMs: wait + marginMs });
+        // last_seq is below after_seq only for an after_seq beyond the match's
+        // end (the server answers with its last number): keep ours.
+        if (res.lastSeq > after) {
+          after = res.lastSeq;
+          cursor = after;
+        }
+        more = res.more;
+        yield res;
+        const took = Date.now() - started;
+        if (res.events.length === 0 && !more && took < MIN_EMPTY_POLL_MS) {
+          await sleep(MIN_EMPTY_POLL_MS - took, call.signal);
+        }
+      }
+    })();
+}
+
+/**
+ * A seat's events on PollEvents, for where StreamEvents stalls (a proxy or
+ * an HTTP stack that buffers a streamed response until it ends): the same
+ * EventStream as `streamEvents` — the same events in the same order, each
+ * once, resumed after `afterSeq`, reconnecting with the same backoff and
+ * callbacks — made of unary long polls, one at a time.
+ */
+export function pollEvents(seat: SeatClient, options: PollOptions = {}): EventStream {
+  const auth = { authorization: `Bearer ${seat.token}` };
+  const loop = pollLoop((req, call) => seat.client.rpc.pollEvents({ matchId: seat.matchId, ...req }, { ...call, headers: auth }), options);
+  return new EventStream(loop, { ...options, retry: { ...seat.client.retry, ...(options.retry ?? {}) } }, { quietCallsGetThrough: false });
+}
+
+/** A match's public events on PollEvents (no credential), as `spectate` has them. */
+export function pollSpectate(client: SpadesClient, matchId: string, options: PollOptions = {}): EventStream {
+  const loop = pollLoop((req, call) => client.rpc.pollEvents({ matchId, ...req }, call), options);
+  return new EventStream(loop, { ...options, retry: { ...client.retry, ...(options.retry ?? {}) } }, { quietCallsGetThrough: false });
 }

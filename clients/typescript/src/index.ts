@@ -3,7 +3,17 @@
 // `connect` from "@spades/client/node".
 export { SpadesClient, SeatClient, type ActionInit, type CallOpts, type SpadesClientOptions } from "./client.js";
 export { SeatSession, type ActOptions, type ReconnectInfo, type SessionOptions } from "./session.js";
-export { EventStream, spectate, streamEvents, type EventStreamOptions, type OpenEvents } from "./events.js";
+export {
+  EventStream,
+  pollEvents,
+  pollSpectate,
+  spectate,
+  streamEvents,
+  type EventStreamOptions,
+  type EventStreamTraits,
+  type OpenEvents,
+  type PollOptions,
+} from "./events.js";
 export { SpadesError, Code, codeName, type FieldViolation } from "./errors.js";
 export { backoffDelay, resolveRetry, type RetryOptions } from "./backoff.js";
 // Every message, enum and schema of spades.v1 (MatchEvent, SeatView, Suit, ...).

@@ -7,10 +7,16 @@
 //   the view already holds only complete the log, so nothing is drawn twice.
 // - WatchController: a spectator. No view call exists for spectators, so the
 //   table is built from the public events (Spectate), from the first one.
+// Both read their events on a stream (StreamEvents, Spectate) or, in the
+// "poll" mode, on PollEvents long polls (the same events in the same order);
+// a stream that looks held back by a buffering proxy makes the page switch to
+// long-poll by itself (Controller.checkStall, below).
 import {
   Phase,
   SeatControl,
   SpadesError,
+  pollEvents,
+  pollSpectate,
   spectate,
   streamEvents,
   type ActionInit,
@@ -25,7 +31,7 @@ import { matchSummary } from "./api.js";
 import { problemOf, type Problem } from "./errors.js";
 import { describe, type LogEntry } from "./log.js";
 import { applyPublicEvent, emptyView } from "./model.js";
-import { saveSeat, type SavedSeat } from "./storage.js";
+import { loadTransport, saveFallback, saveSeat, type SavedSeat, type Transport, type TransportSetting } from "./storage.js";
 
 export type Link = "connecting" | "live" | "reconnecting" | "failed";
 
@@ -44,7 +50,28 @@ export interface TableState {
   readonly sending: string | undefined;
   /** A hand just scored, shown until dismissed. */
   readonly scored: HandScored | undefined;
+  /** How the events come: a stream, or long polls. */
+  readonly transport: Transport;
+  /** True when "poll" was not chosen but fallen back to (this page, or earlier in this tab). */
+  readonly fellBack: boolean;
 }
+
+/**
+ * The automatic fallback to long-poll. A stream owes the page events when it
+ * has just (re)opened a call, and when this seat's own action was accepted
+ * (its events are visible to the seat by definition). If it then delivers no
+ * event for STALL_MS, the page asks PollEvents, without waiting, for the
+ * events after the stream's last one. If the poll answers with one and the
+ * stream still has not delivered it GRACE_MS later, the stream is being held
+ * back — by a proxy or an HTTP stack that buffers a streamed response until
+ * it ends, while unary calls get through — and the page switches to
+ * long-poll, for the rest of this tab's life (storage.ts). A quiet table (the
+ * poll has nothing new) or a server out of reach (the poll fails too) is no
+ * reason to switch; nor is a stream that fails and reconnects, as long as it
+ * delivers what the poll sees.
+ */
+const STALL_MS = 4_000;
+const GRACE_MS = 1_500;
 
 type Listener = () => void;
 
@@ -58,10 +85,24 @@ abstract class Controller {
     notice: undefined,
     sending: undefined,
     scored: undefined,
+    transport: "stream",
+    fellBack: false,
   };
   private readonly listeners = new Set<Listener>();
   protected stream: EventStream | undefined;
   protected stopped = false;
+  private stallTimer: ReturnType<typeof setTimeout> | undefined;
+  private probing = false;
+
+  constructor(setting: TransportSetting = loadTransport()) {
+    this.state = { ...this.state, transport: setting.transport, fellBack: setting.automatic };
+  }
+
+  /** The first event a zero-wait PollEvents sees after `afterSeq` (undefined: none); rejects when the poll fails. */
+  protected abstract probe(afterSeq: bigint): Promise<bigint | undefined>;
+
+  /** Opens the events again, in the current mode, after the last one the table has (for the fallback). */
+  protected abstract reopen(): void;
 
   subscribe(l: Listener): () => void {
     this.listeners.add(l);
@@ -86,7 +127,66 @@ abstract class Controller {
   stop(): void {
     this.stopped = true;
     clearTimeout(this.quiet);
+    this.owed(false);
     this.stream?.close();
+  }
+
+  /**
+   * The stream owes the page events (true: arms the stall check, keeping an
+   * earlier deadline), or has delivered one (false: disarms it). Long polls
+   * owe nothing: they are the fallback.
+   */
+  protected owed(yes: boolean): void {
+    if (!yes) {
+      clearTimeout(this.stallTimer);
+      this.stallTimer = undefined;
+      return;
+    }
+    if (this.state.transport !== "stream" || this.stopped || this.stallTimer !== undefined) {
+      return;
+    }
+    this.stallTimer = setTimeout(() => {
+      this.stallTimer = undefined;
+      void this.checkStall();
+    }, STALL_MS);
+  }
+
+  /** The rule above STALL_MS: probe, give the stream GRACE_MS more, then switch. */
+  private async checkStall(): Promise<void> {
+    const stream = this.stream;
+    if (this.stopped || this.probing || stream === undefined || this.state.transport !== "stream") {
+      return;
+    }
+    this.probing = true;
+    try {
+      let first: bigint | undefined;
+      try {
+        first = await this.probe(stream.lastSeq);
+      } catch {
+        return; // unary calls fail too: the server is out of reach, not held back
+      }
+      if (first === undefined) {
+        return; // a quiet table: the stream owes nothing
+      }
+      await new Promise((resolve) => setTimeout(resolve, GRACE_MS));
+      if (this.stopped || this.stream !== stream || this.state.transport !== "stream" || stream.lastSeq >= first) {
+        return; // it came meanwhile (or the page moved on)
+      }
+      console.info(`spades: the event stream has not delivered event ${first}, which a poll sees: switching to long-poll`);
+      saveFallback();
+      this.set({ transport: "poll", fellBack: true });
+      this.reopen();
+    } finally {
+      this.probing = false;
+    }
+  }
+
+  /** A stream or a long-poll loop, as the mode says. */
+  protected events(open: { stream: () => EventStream; poll: () => EventStream }): EventStream {
+    const events = this.state.transport === "poll" ? open.poll() : open.stream();
+    this.owed(false);
+    this.owed(true); // a new call owes the page its first events
+    return events;
   }
 
   private quiet: ReturnType<typeof setTimeout> | undefined;
@@ -109,7 +209,10 @@ abstract class Controller {
   protected linkCallbacks() {
     return {
       onConnected: () => this.set({ link: "live", linkProblem: undefined }),
-      onReconnect: (info: { attempt: number; error: SpadesError }) => this.set({ link: "reconnecting", linkProblem: problemOf(info.error) }),
+      onReconnect: (info: { attempt: number; error: SpadesError }) => {
+        this.set({ link: "reconnecting", linkProblem: problemOf(info.error) });
+        this.owed(true); // the next call owes the page what the last one did not bring
+      },
     };
   }
 
@@ -118,6 +221,9 @@ abstract class Controller {
     this.stream = stream;
     try {
       for await (const event of stream) {
+        if (stream === this.stream) {
+          this.owed(false);
+        }
         onEvent(event);
       }
     } catch (e) {
@@ -151,8 +257,9 @@ export class SeatController extends Controller {
   constructor(
     private readonly seat: SeatClient,
     private readonly saved: SavedSeat,
+    setting?: TransportSetting,
   ) {
-    super();
+    super(setting);
     this.state = { ...this.state, log: saved.log };
   }
 
@@ -190,8 +297,19 @@ export class SeatController extends Controller {
     }
     this.stream?.close();
     this.opening();
-    const stream = streamEvents(this.seat, { afterSeq: BigInt(this.saved.lastSeq), ...this.linkCallbacks() });
+    const options = { afterSeq: BigInt(this.saved.lastSeq), ...this.linkCallbacks() };
+    const stream = this.events({ stream: () => streamEvents(this.seat, options), poll: () => pollEvents(this.seat, options) });
     void this.pump(stream, (e) => this.onEvent(e));
+  }
+
+  protected override reopen(): void {
+    this.listen();
+  }
+
+  protected override async probe(afterSeq: bigint): Promise<bigint | undefined> {
+    const { client, matchId, token } = this.seat;
+    const res = await client.unary((o) => client.rpc.pollEvents({ matchId, afterSeq, waitMs: 0 }, o), token, { timeoutMs: 5_000 });
+    return res.events[0]?.seq;
   }
 
   private onEvent(event: MatchEvent): void {
@@ -255,7 +373,12 @@ export class SeatController extends Controller {
     }
     this.set({ sending: key, notice: undefined });
     try {
-      await this.seat.submitAction(action, { actionId: newActionId(), expectedSeq: this.viewSeq });
+      const res = await this.seat.submitAction(action, { actionId: newActionId(), expectedSeq: this.viewSeq });
+      // The action's events that this seat sees: the stream owes them now.
+      const mine = res.events.at(-1)?.seq;
+      if (mine !== undefined && this.stream !== undefined && this.stream.lastSeq < mine) {
+        this.owed(true);
+      }
     } catch (e) {
       this.set({ notice: problemOf(e) });
     }
@@ -287,8 +410,9 @@ export class WatchController extends Controller {
   constructor(
     private readonly client: SpadesClient,
     readonly matchId: string,
+    setting?: TransportSetting,
   ) {
-    super();
+    super(setting);
     this.view = emptyView(undefined);
   }
 
@@ -312,9 +436,36 @@ export class WatchController extends Controller {
     // Every event again from the first: the table is built from them.
     Object.assign(this.view, emptyView(undefined), { seats: this.view.seats, ruleset: this.view.ruleset });
     this.set({ log: [] });
+    this.open(0n);
+  }
+
+  /** The public events after `afterSeq`, applied to the view built so far. */
+  private open(afterSeq: bigint): void {
     this.opening();
-    const stream = spectate(this.client, this.matchId, this.linkCallbacks());
+    const options = { afterSeq, ...this.linkCallbacks() };
+    const stream = this.events({
+      stream: () => spectate(this.client, this.matchId, options),
+      poll: () => pollSpectate(this.client, this.matchId, options),
+    });
     void this.pump(stream, (e) => this.onEvent(e));
+  }
+
+  protected override reopen(): void {
+    if (this.stopped) {
+      return;
+    }
+    const after = this.stream?.lastSeq ?? 0n;
+    this.stream?.close();
+    this.open(after); // on from the last event applied: the view is kept
+  }
+
+  protected override async probe(afterSeq: bigint): Promise<bigint | undefined> {
+    try {
+      const res = await this.client.rpc.pollEvents({ matchId: this.matchId, afterSeq, waitMs: 0 }, { timeoutMs: 5_000 });
+      return res.events[0]?.seq;
+    } catch (e) {
+      throw SpadesError.from(e);
+    }
   }
 
   private onEvent(event: MatchEvent): void {

@@ -4,6 +4,7 @@ import { useState } from "preact/hooks";
 import { BotLevel } from "@spades/client";
 import { newMatch, type NewMatchRequest } from "./api.js";
 import { problemOf, type Problem } from "./errors.js";
+import { loadTransport, saveTransport, type Transport } from "./storage.js";
 import { ProblemBox } from "./table.js";
 
 const PRESETS: { id: string; name: string; about: string }[] = [
@@ -42,6 +43,11 @@ export function Lobby(props: { onSeat: (matchId: string, seat: number, token: st
   const [busy, setBusy] = useState(false);
   const [problem, setProblem] = useState<Problem | undefined>(undefined);
   const [watchId, setWatchId] = useState("");
+  const [connection, setConnection] = useState(loadTransport);
+  const choose = (t: Transport): void => {
+    saveTransport(t);
+    setConnection(loadTransport());
+  };
 
   const cutthroat = preset === "german";
   const seatCount = cutthroat ? players : 4;
@@ -201,6 +207,32 @@ export function Lobby(props: { onSeat: (matchId: string, seat: number, token: st
         <button type="submit" data-action="watch">
           Watch
         </button>
+      </form>
+      <form class="card-panel" data-form="connection" onSubmit={(e) => e.preventDefault()}>
+        <h2>Connection</h2>
+        <fieldset>
+          <legend>How the table's events come</legend>
+          <label class="choice">
+            <input type="radio" name="transport" value="stream" checked={connection.transport === "stream"} onChange={() => choose("stream")} />
+            <span>
+              <b>Stream</b> <small>(each event as it happens, on one call: the default)</small>
+            </span>
+          </label>
+          <label class="choice">
+            <input type="radio" name="transport" value="poll" checked={connection.transport === "poll"} onChange={() => choose("poll")} />
+            <span>
+              <b>Long-poll</b>{" "}
+              <small>
+                (for networks whose proxy holds streamed answers back; <code>?transport=poll</code> in the address does the same)
+              </small>
+            </span>
+          </label>
+          {connection.automatic ? (
+            <p class="note" data-fallback>
+              This tab switched to long-poll by itself: a stream delivered nothing that the server had sent.
+            </p>
+          ) : null}
+        </fieldset>
       </form>
     </main>
   );

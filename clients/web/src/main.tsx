@@ -5,6 +5,7 @@ import { render } from "preact";
 import { App, ErrorBoundary } from "./app.js";
 import { makeClient } from "./api.js";
 import { problemOf } from "./errors.js";
+import { saveTransport, transportFromUrl } from "./storage.js";
 import "./styles.css";
 
 function banner(e: unknown): void {
@@ -21,6 +22,13 @@ function banner(e: unknown): void {
 
 window.addEventListener("error", (e) => banner(e.error ?? e.message));
 window.addEventListener("unhandledrejection", (e) => banner(e.reason));
+
+// ?transport=poll (or stream) in the address chooses how events come, as the
+// lobby does, and is kept for the next visits.
+const chosen = transportFromUrl(window.location.search);
+if (chosen !== undefined) {
+  saveTransport(chosen);
+}
 
 const root = document.getElementById("app");
 if (root === null) {

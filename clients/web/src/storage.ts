@@ -66,3 +66,81 @@ export function savedMatchId(): string | undefined {
     return undefined;
   }
 }
+
+/**
+ * How the page reads a table's events: "stream" (StreamEvents or Spectate,
+ * one call that carries each event as it happens: the default) or "poll"
+ * (PollEvents long polls, for an HTTP stack or a proxy that buffers a
+ * streamed response until it ends).
+ */
+export type Transport = "stream" | "poll";
+
+/** The player's choice (the lobby, or ?transport= in the URL), kept in localStorage: it is about the network, not one tab. */
+const TRANSPORT_KEY = "spades.transport";
+/** Set when this tab fell back to long-poll by itself (controllers.ts), in sessionStorage: this tab only. */
+const FALLBACK_KEY = "spades.transport.fallback";
+
+function localStore(): Storage | undefined {
+  try {
+    return window.localStorage;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `?transport=poll` (or `long-poll`), `?transport=stream`; undefined when the URL does not say. */
+export function transportFromUrl(search: string): Transport | undefined {
+  const v = new URLSearchParams(search).get("transport")?.trim().toLowerCase();
+  if (v === "poll" || v === "long-poll" || v === "longpoll") {
+    return "poll";
+  }
+  if (v === "stream") {
+    return "stream";
+  }
+  return undefined;
+}
+
+export interface TransportSetting {
+  readonly transport: Transport;
+  /** True when "poll" is this tab's automatic fallback rather than the player's choice. */
+  readonly automatic: boolean;
+}
+
+/** The mode to use now: the player's choice of stream, or poll, chosen or fallen back to. */
+export function loadTransport(): TransportSetting {
+  let chosen: Transport = "stream";
+  try {
+    chosen = localStore()?.getItem(TRANSPORT_KEY) === "poll" ? "poll" : "stream";
+  } catch {
+    // unreadable: the default
+  }
+  if (chosen === "poll") {
+    return { transport: "poll", automatic: false };
+  }
+  let fellBack = false;
+  try {
+    fellBack = store()?.getItem(FALLBACK_KEY) === "poll";
+  } catch {
+    // unreadable: no fallback remembered
+  }
+  return fellBack ? { transport: "poll", automatic: true } : { transport: "stream", automatic: false };
+}
+
+/** The player's choice; it replaces this tab's automatic fallback, if any. */
+export function saveTransport(t: Transport): void {
+  try {
+    localStore()?.setItem(TRANSPORT_KEY, t);
+    store()?.removeItem(FALLBACK_KEY);
+  } catch {
+    // full or disabled: the choice lasts as long as the page
+  }
+}
+
+/** This tab switched to long-poll by itself: a reload does not wait for the stream to stall again. */
+export function saveFallback(): void {
+  try {
+    store()?.setItem(FALLBACK_KEY, "poll");
+  } catch {
+    // disabled: a reload starts with the stream again, and falls back again
+  }
+}

@@ -5,6 +5,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { BotLevel, Phase, SeatControl, Suit, type ActionInit, type Card, type HandScored, type SeatView } from "@spades/client";
 import { bySuit, cardCode, cardText, isRed, rankLabel, sortHand, suitName, suitSymbol } from "./cards.js";
 import type { Link, TableState } from "./controllers.js";
+import type { Transport } from "./storage.js";
 import { problemDetail, type Problem } from "./errors.js";
 import { legalOf, type Legal } from "./legal.js";
 import type { LogEntry } from "./log.js";
@@ -499,11 +500,24 @@ function signed(n: number): string {
   return `${n > 0 ? "+" : ""}${n}`;
 }
 
-function LinkBadge(props: { link: Link }) {
+function LinkBadge(props: { link: Link; transport: Transport; fellBack: boolean }) {
   const text = { connecting: "connecting…", live: "live", reconnecting: "reconnecting…", failed: "disconnected" }[props.link];
+  const poll = props.transport === "poll";
+  const title = !poll
+    ? "events on a stream"
+    : props.fellBack
+      ? "events by long-poll: the stream delivered nothing (a proxy that holds streamed answers back?), so this tab switched"
+      : "events by long-poll, as chosen";
   return (
-    <span class={`link link-${props.link}`} data-link={props.link}>
+    <span
+      class={`link link-${props.link}`}
+      data-link={props.link}
+      data-transport={props.transport}
+      {...(props.fellBack ? { "data-fallback": "true" } : {})}
+      title={title}
+    >
       {text}
+      {poll ? <small>{props.fellBack ? " · long-poll (auto)" : " · long-poll"}</small> : null}
     </span>
   );
 }
@@ -583,7 +597,7 @@ export function Table(props: { state: TableState; matchId: string; actions: Tabl
           <span>{PHASE[view.phase] ?? "Starting"}</span>
           <span>trump {trump}</span>
           {view.spadesBroken ? <span>broken</span> : null}
-          <LinkBadge link={state.link} />
+          <LinkBadge link={state.link} transport={state.transport} fellBack={state.fellBack} />
           {spectator ? null : (
             <button type="button" class="link-button" onClick={actions.leave}>
               Leave

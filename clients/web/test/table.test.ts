@@ -1,9 +1,10 @@
 // The web table in a real browser (Debian's Chromium, driven by Playwright)
 // against the real stack (spades-server + Envoy + the web table's server, as
-// `make run` starts them): a whole hand played by clicking, a reload
-// mid-hand, an illegal click, a spectator who never sees a hidden card
-// (checked against the match's export), and readable errors. Screenshots of
-// the positions go to build/web-screenshots/.
+// `make run` starts them): a whole hand played by clicking and a reload
+// mid-hand, each on a stream and by long-poll, the switch to long-poll when
+// a proxy holds the stream back, an illegal click, a spectator who never
+// sees a hidden card (checked against the match's export), and readable
+// errors. Screenshots of the positions go to build/web-screenshots/.
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -107,9 +108,12 @@ async function bid(page: Page, preferred = 3): Promise<number> {
   return tricks;
 }
 
-async function newMatchFromLobby(page: Page, url: string, seed: string): Promise<string> {
+async function newMatchFromLobby(page: Page, url: string, seed: string, opts: { longPoll?: boolean } = {}): Promise<string> {
   await page.goto(url);
   await page.waitForSelector("[data-form=new-match]");
+  if (opts.longPoll) {
+    await page.check("input[name=transport][value=poll]");
+  }
   await page.fill("input[name=seed]", seed);
   for (const i of [0, 1, 2]) {
     await page.selectOption(`select[name=bot-${i}]`, "2"); // easy bots
@@ -151,6 +155,40 @@ async function recordPlays(mod: ClientModule, stack: Stack, matchId: string, han
   return plays.slice(hand * perHand, (hand + 1) * perHand);
 }
 
+/** How many calls of each method of the service the page has made (by the request's path). */
+function countCalls(page: Page): Record<string, number> {
+  const counts: Record<string, number> = {};
+  page.on("request", (r) => {
+    const m = /\/spades\.v1\.SpadesService\/(\w+)$/.exec(new URL(r.url()).pathname);
+    if (m !== null) {
+      counts[m[1]!] = (counts[m[1]!] ?? 0) + 1;
+    }
+  });
+  return counts;
+}
+
+/** The link indicator's mode: "stream" or "poll", and whether the page fell back to it by itself. */
+async function transportShown(page: Page): Promise<{ transport: string; fallback: boolean }> {
+  const badge = await page.waitForSelector("[data-link]");
+  return { transport: (await badge.getAttribute("data-transport")) ?? "", fallback: (await badge.getAttribute("data-fallback")) === "true" };
+}
+
+/** The seat's events from the first up to the view's as_of_seq, read in Node on StreamEvents. */
+async function seatEvents(mod: ClientModule, stack: Stack, page: Page): Promise<import("../../typescript/dist/src/node.js").MatchEvent[]> {
+  const token = await page.evaluate(() => (JSON.parse(sessionStorage.getItem("spades.seat")!) as { token: string }).token);
+  const client = mod.connect(stack.address, { operatorToken: stack.operatorToken });
+  const seat = client.seat(token);
+  const events: import("../../typescript/dist/src/node.js").MatchEvent[] = [];
+  const view = await seat.getView();
+  const stream = mod.streamEvents(seat);
+  for await (const e of stream) {
+    events.push(e);
+    if (e.seq >= view.asOfSeq) break;
+  }
+  stream.close();
+  return events;
+}
+
 function noDuplicates(values: string[], what: string): void {
   const seen = new Set<string>();
   for (const v of values) {
@@ -178,12 +216,18 @@ describe("the web table in Chromium against the real stack", { timeout: 600_000 
     await stack?.stop();
   });
 
-  it("plays a whole hand by clicking against bots, at phone width", async () => {
-    await onPhone(browser, "hand", async (page) => {
-      await page.goto(stack.url);
-      await page.waitForSelector("[data-form=new-match]");
-      await shot(page, "lobby.png");
-      const matchId = await newMatchFromLobby(page, stack.url, "1101");
+  for (const mode of ["stream", "poll"] as const) {
+  const poll = mode === "poll";
+  it(`plays a whole hand by clicking against bots, at phone width${poll ? ", by long-poll (?transport=poll)" : ""}`, async () => {
+    await onPhone(browser, poll ? "hand-poll" : "hand", async (page) => {
+      const calls = countCalls(page);
+      const url = poll ? `${stack.url}?transport=poll` : stack.url;
+      if (!poll) {
+        await page.goto(url);
+        await page.waitForSelector("[data-form=new-match]");
+        await shot(page, "lobby.png");
+      }
+      const matchId = await newMatchFromLobby(page, url, poll ? "1102" : "1101");
       const mine: string[] = [];
       const deadline = Date.now() + HAND_TIMEOUT_MS;
       let bids = 0;
@@ -194,15 +238,19 @@ describe("the web table in Chromium against the real stack", { timeout: 600_000 
         assert.notEqual(move, "problem", (await snapshot(page)).problems.join("; "));
         assert.notEqual(move, "over");
         if (move === "bid") {
-          await shot(page, "bidding.png");
+          if (!poll) {
+            await shot(page, "bidding.png");
+          }
           await bid(page);
           bids++;
           continue;
         }
         const s = await snapshot(page);
         assert.ok(s.legal.length > 0 && s.legal.every((c) => s.hand.includes(c)));
+        // Every card on the table once: the hand, this hand's tricks, the trick in progress.
+        noDuplicates([...s.hand, ...s.history.map(([c]) => c), ...s.trick.map(([c]) => c)], "cards shown");
         if (mine.length === 5) {
-          await shot(page, "playing.png");
+          await shot(page, poll ? "poll-playing.png" : "playing.png");
         }
         const card = s.legal[0]!;
         await playCard(page, card);
@@ -215,11 +263,23 @@ describe("the web table in Chromium against the real stack", { timeout: 600_000 
       const dialog = await page.textContent("[data-dialog=hand-result]");
       assert.match(dialog ?? "", /Hand 1/);
       assert.match(dialog ?? "", /Score/);
-      await shot(page, "hand-result.png", false);
+      if (!poll) {
+        await shot(page, "hand-result.png", false);
+      }
       const s = await snapshot(page);
       assert.equal(s.logText.filter((t) => / plays? /.test(t)).length, 52, s.logText.join("\n"));
       assert.equal(s.logText.filter((t) => / wins? trick /.test(t)).length, 13);
       noDuplicates(s.log, "log");
+      // Each card played once in the log: 52 different cards.
+      noDuplicates(s.logText.filter((t) => / plays? /.test(t)).map((t) => t.replace(/^.* plays? /, "")), "cards in the log");
+      // The events came the way chosen, and a stream that worked was kept.
+      assert.deepEqual(await transportShown(page), { transport: mode, fallback: false });
+      if (poll) {
+        assert.equal(calls["StreamEvents"] ?? 0, 0, "no stream in poll mode");
+        assert.ok((calls["PollEvents"] ?? 0) > 5, `${calls["PollEvents"]} polls`);
+      } else {
+        assert.ok((calls["StreamEvents"] ?? 0) >= 1);
+      }
       // The server's record agrees card for card with what was clicked.
       const plays = await recordPlays(mod, stack, matchId, 0);
       assert.equal(plays.length, 52);
@@ -231,10 +291,14 @@ describe("the web table in Chromium against the real stack", { timeout: 600_000 
       await page.waitForSelector("[data-dialog=hand-result]", { state: "detached" });
     });
   });
+  }
 
-  it("resumes after a reload mid-hand: every card once, none missing, the log without gap or repeat", async () => {
-    await onPhone(browser, "reload", async (page) => {
-      const matchId = await newMatchFromLobby(page, stack.url, "2202");
+  for (const mode of ["stream", "poll"] as const) {
+  const poll = mode === "poll";
+  it(`resumes after a reload mid-hand: every card once, none missing, the log without gap or repeat${poll ? " (long-poll, chosen in the lobby)" : ""}`, async () => {
+    await onPhone(browser, poll ? "reload-poll" : "reload", async (page) => {
+      const calls = countCalls(page);
+      const matchId = await newMatchFromLobby(page, stack.url, poll ? "2203" : "2202", { longPoll: poll });
       for (let played = 0; played < 4; ) {
         const move = await nextMove(page);
         assert.ok(move === "bid" || move === "play", move);
@@ -252,7 +316,9 @@ describe("the web table in Chromium against the real stack", { timeout: 600_000 
       await page.waitForSelector("[data-link=live]");
       assert.equal(await nextMove(page), "play");
       const afterReload = await snapshot(page);
-      await shot(page, "after-reload.png");
+      await shot(page, poll ? "after-reload-poll.png" : "after-reload.png");
+      // The mode chosen in the lobby outlives the reload (no ?transport= in this URL).
+      assert.deepEqual(await transportShown(page), { transport: mode, fallback: false });
 
       // The same table: the hand, this hand's tricks and the trick in progress.
       assert.deepEqual(afterReload.hand, before.hand);
@@ -261,17 +327,7 @@ describe("the web table in Chromium against the real stack", { timeout: 600_000 
       // Every card on the table once; the hand and the player's cards played are the cards dealt.
       const shown = [...afterReload.hand, ...afterReload.history.map(([c]) => c), ...afterReload.trick.map(([c]) => c)];
       noDuplicates(shown, "cards shown");
-      const token = await page.evaluate(() => (JSON.parse(sessionStorage.getItem("spades.seat")!) as { token: string }).token);
-      const client = mod.connect(stack.address, { operatorToken: stack.operatorToken });
-      const seat = client.seat(token);
-      const events: import("../../typescript/dist/src/node.js").MatchEvent[] = [];
-      const view = await seat.getView();
-      const stream = mod.streamEvents(seat);
-      for await (const e of stream) {
-        events.push(e);
-        if (e.seq >= view.asOfSeq) break;
-      }
-      stream.close();
+      const events = await seatEvents(mod, stack, page);
       const dealt = events.find((e) => e.kind.case === "handShown");
       assert.ok(dealt !== undefined && dealt.kind.case === "handShown");
       const minePlayed = [...afterReload.history, ...afterReload.trick].filter(([, s]) => s === 0).map(([c]) => c);
@@ -300,6 +356,66 @@ describe("the web table in Chromium against the real stack", { timeout: 600_000 
       assert.equal(end.logText.filter((t) => / plays? /.test(t)).length, 52);
       const saved = await page.evaluate(() => (JSON.parse(sessionStorage.getItem("spades.seat")!) as { lastSeq: string }).lastSeq);
       assert.equal(saved, end.log.at(-1));
+      if (poll) {
+        assert.equal(calls["StreamEvents"] ?? 0, 0, "no stream in poll mode, before the reload or after");
+      }
+    });
+  });
+  }
+
+  it("switches to long-poll by itself when a proxy holds the stream back, and keeps to it in this tab", async () => {
+    await onPhone(browser, "fallback", async (page) => {
+      // A buffering proxy: StreamEvents is sent on to Envoy, and its answer
+      // is held until it ends, which a stream never does. Unary calls pass.
+      let held = 0;
+      await page.route("**/spades.v1.SpadesService/StreamEvents", (route) => {
+        held++;
+        void route
+          .fetch({ timeout: 0 })
+          .then((res) => route.fulfill({ response: res }))
+          .catch(() => undefined);
+      });
+      const started = Date.now();
+      await newMatchFromLobby(page, stack.url, "2204");
+      // The view comes (GetView), the events do not: within seconds the page switches.
+      await page.waitForSelector("[data-link][data-transport=poll][data-fallback=true]", { timeout: 20_000 });
+      const took = Date.now() - started;
+      assert.ok(held >= 1, "the page opened a stream");
+      await shot(page, "fallback.png");
+      // Play on by long-poll: the bid and a few cards.
+      for (let played = 0; played < 4; ) {
+        const move = await nextMove(page);
+        assert.ok(move === "bid" || move === "play", `${move}: ${(await snapshot(page)).problems.join("; ")}`);
+        if (move === "bid") {
+          await bid(page);
+        } else {
+          await playCard(page, (await snapshot(page)).legal[0]!);
+          played++;
+        }
+      }
+      assert.equal(await nextMove(page), "play");
+      // The log: the seat's events, each once, none missing, across the switch.
+      const s = await snapshot(page);
+      noDuplicates(s.log, "log");
+      assert.deepEqual(s.log, (await seatEvents(mod, stack, page)).map((e) => String(e.seq)));
+      assert.ok(took < 15_000, `switched after ${took} ms`);
+
+      // A reload in this tab starts by long-poll at once: no stream is tried again.
+      const streams = held;
+      assert.equal(await page.evaluate(() => sessionStorage.getItem("spades.transport.fallback")), "poll");
+      await page.reload();
+      await page.waitForSelector("[data-link=live][data-transport=poll][data-fallback=true]");
+      assert.equal(await nextMove(page), "play");
+      assert.equal(held, streams, "no stream after the reload");
+      // The lobby says so; choosing the stream again there clears the fallback.
+      await page.goto(`${stack.url}#/`);
+      await page.waitForSelector("[data-form=connection] [data-fallback]");
+      assert.ok(await page.isChecked("input[name=transport][value=poll]"));
+      await page.check("input[name=transport][value=stream]");
+      await page.waitForSelector("[data-form=connection] [data-fallback]", { state: "detached" });
+      assert.equal(await page.evaluate(() => sessionStorage.getItem("spades.transport.fallback")), null);
+      assert.equal(await page.evaluate(() => localStorage.getItem("spades.transport")), "stream");
+      await page.unroute("**/spades.v1.SpadesService/StreamEvents");
     });
   });
 
@@ -348,13 +464,15 @@ describe("the web table in Chromium against the real stack", { timeout: 600_000 
     });
   });
 
-  it("shows a spectator only public cards, checked against the match's export", async () => {
+  for (const mode of ["stream", "poll", "held"] as const) {
+  const about = { stream: "", poll: ", by long-poll (?transport=poll)", held: ", its stream held back by a proxy: by long-poll after the switch" }[mode];
+  it(`shows a spectator only public cards, checked against the match's export${about}`, async () => {
     // A match made as the page makes it; its seat played from here, slowly.
     const origin = new URL(stack.url).origin;
     const res = await fetch(new URL("/api/new-match", stack.url), {
       method: "POST",
       headers: { "content-type": "application/json", origin },
-      body: JSON.stringify({ seed: "4404", botLevels: [2, 3, 4] }),
+      body: JSON.stringify({ seed: { stream: "4404", poll: "4405", held: "4406" }[mode], botLevels: [2, 3, 4] }),
       signal: AbortSignal.timeout(10_000),
     });
     assert.equal(res.status, 200);
@@ -363,8 +481,18 @@ describe("the web table in Chromium against the real stack", { timeout: 600_000 
     const seat = client.seat(made.token);
     await seat.claim();
 
-    await onPhone(browser, "spectator", async (page) => {
-      await page.goto(`${stack.url}#/watch/${made.matchId}`);
+    await onPhone(browser, mode === "stream" ? "spectator" : `spectator-${mode}`, async (page) => {
+      const calls = countCalls(page);
+      if (mode === "held") {
+        // As in the seat's test: Spectate's answer held until it ends, which it never does.
+        await page.route("**/spades.v1.SpadesService/Spectate", (route) => {
+          void route
+            .fetch({ timeout: 0 })
+            .then((res) => route.fulfill({ response: res }))
+            .catch(() => undefined);
+        });
+      }
+      await page.goto(`${stack.url}${mode === "poll" ? "?transport=poll" : ""}#/watch/${made.matchId}`);
       await page.waitForSelector("main.spectator [data-link=live]");
       assert.equal(await page.$("[data-hand]"), null, "a spectator has no hand");
       assert.equal(await page.$("[data-actions]"), null, "nor actions");
@@ -397,7 +525,7 @@ describe("the web table in Chromium against the real stack", { timeout: 600_000 
         const everyCard = await page.$$eval("[data-card]", (es) => es.map((e) => e.getAttribute("data-card") ?? ""));
         assert.ok(everyCard.every((c) => plays.includes(c)), everyCard.join(" "));
         samples++;
-        if (samples === 8) {
+        if (samples === 8 && mode === "stream") {
           await shot(page, "spectator.png");
         }
         if (hand >= 1) {
@@ -414,8 +542,19 @@ describe("the web table in Chromium against the real stack", { timeout: 600_000 
       for (const [side, score] of summary.scores.entries()) {
         assert.equal(await page.textContent(`[data-score="${side}"]`).then((t) => Number.parseInt(t ?? "", 10)), score);
       }
+      // Every event in the log once, whatever brought it.
+      noDuplicates((await snapshot(page)).log, "log");
+      const shown = await transportShown(page);
+      assert.deepEqual(shown, { transport: mode === "stream" ? "stream" : "poll", fallback: mode === "held" });
+      if (mode === "poll") {
+        assert.equal(calls["Spectate"] ?? 0, 0, "no stream in poll mode");
+      }
+      if (mode !== "stream") {
+        assert.ok((calls["PollEvents"] ?? 0) > 5, `${calls["PollEvents"]} polls`);
+      }
     });
   });
+  }
 
   it("offers the variants' actions: blind nil and the exchange, the optional exchange, auction trump, the draw", async () => {
     const tables: { name: string; setup: (page: Page) => Promise<void>; prefer: string[]; expect: string[]; shotAt?: string }[] = [

@@ -12,7 +12,7 @@
 ...), generated from proto/spades/v1/spades.proto when the package is installed.
 """
 
-from ._client import DEFAULT_TIMEOUT, Client, Seat, connect
+from ._client import DEFAULT_POLL_WAIT_MS, DEFAULT_TIMEOUT, Client, Seat, connect
 from ._errors import ConnectionLost, FieldViolation, SessionClosed, SpadesError
 from ._gen.spades.v1 import spades_pb2 as pb
 from ._helpers import (
@@ -33,6 +33,7 @@ from ._session import PendingAction, Session, new_action_id
 __version__ = "0.1.0"
 
 __all__ = [
+    "DEFAULT_POLL_WAIT_MS",
     "DEFAULT_TIMEOUT",
     "Backoff",
     "Client",

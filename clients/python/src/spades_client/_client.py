@@ -16,9 +16,17 @@ from ._gen.spades.v1 import spades_pb2_grpc
 from ._retry import Backoff, is_transient
 from ._session import Session, new_action_id, settle
 
-__all__ = ["DEFAULT_TIMEOUT", "Client", "Seat", "connect"]
+__all__ = ["DEFAULT_POLL_WAIT_MS", "DEFAULT_TIMEOUT", "Client", "Seat", "connect"]
 
 DEFAULT_TIMEOUT: Final = 10.0  # seconds, each unary call
+# PollEvents: how long each poll waits on the server by default (it waits at
+# most its --poll-max-wait-ms, 25 s by default), and how much longer than its
+# wait a poll's deadline is.
+DEFAULT_POLL_WAIT_MS: Final = 20_000
+POLL_DEADLINE_MARGIN_S: Final = 5.0
+# An empty answer faster than this (a wait_ms of 0, or a server that does not
+# wait) is followed by a pause up to this long: no tight loop on a quiet match.
+MIN_EMPTY_POLL_S: Final = 1.0
 Resp = TypeVar("Resp")
 
 # Channel options: reconnect quickly after a drop (gRPC's own default waits 1 s
@@ -221,6 +229,19 @@ class Client:
 
         return _resuming_events(open_call, after_seq, self.backoff, self._rng)
 
+    def poll_spectate(
+        self, match_id: str, *, after_seq: int = 0, wait_ms: int = DEFAULT_POLL_WAIT_MS
+    ) -> AsyncIterator[pb.MatchEvent]:
+        """The match's public events, as ``spectate`` has them, on ``PollEvents``
+        long polls (no credential): for where a stream stalls. See
+        ``Seat.poll_events``."""
+
+        def poll(after: int, wait: int, timeout: float) -> Awaitable[pb.PollEventsResponse]:
+            request = pb.PollEventsRequest(match_id=match_id, after_seq=after, wait_ms=wait)
+            return self.stub.PollEvents(request, timeout=timeout)
+
+        return _polled_events(poll, after_seq, wait_ms, self.backoff, self._rng)
+
     def _track(self, session: Session) -> None:
         self._sessions.add(session)
 
@@ -330,6 +351,74 @@ class Seat:
             return self.client.stub.StreamEvents(request, metadata=self._metadata)
 
         return _resuming_events(open_call, after_seq, self.client.backoff, self.client._rng)
+
+    def poll_events(
+        self, *, after_seq: int = 0, wait_ms: int = DEFAULT_POLL_WAIT_MS
+    ) -> AsyncIterator[pb.MatchEvent]:
+        """The seat's events, as ``stream_events`` has them, on ``PollEvents``
+        long polls: for where a stream stalls (an HTTP stack or a proxy that
+        buffers a response until it ends).
+
+        Each poll asks for the events after the previous answer's
+        ``last_seq`` (past the events hidden from this seat) and waits on the
+        server up to ``wait_ms`` for one; its deadline is the wait plus
+        ``POLL_DEADLINE_MARGIN_S``. After an answer that says ``more`` the next
+        poll goes at once without waiting; after any other answer at once too.
+        A transient failure, or a deadline that ran out, is retried with the
+        client's backoff, from where the polls had got to (no event is
+        repeated or skipped), at most ``Backoff.max_attempts`` times in a row
+        (then ``ConnectionLost``); a refusal raises its ``SpadesError``. Closing
+        the iterator (``aclose()``, or cancelling the task that awaits it)
+        cancels the poll that waits."""
+
+        def poll(after: int, wait: int, timeout: float) -> Awaitable[pb.PollEventsResponse]:
+            request = pb.PollEventsRequest(match_id=self.match_id, after_seq=after, wait_ms=wait)
+            return self.client.stub.PollEvents(request, metadata=self._metadata, timeout=timeout)
+
+        return _polled_events(poll, after_seq, wait_ms, self.client.backoff, self.client._rng)
+
+
+async def _polled_events(
+    poll: Callable[[int, int, float], Awaitable[pb.PollEventsResponse]],
+    after_seq: int,
+    wait_ms: int,
+    backoff: Backoff,
+    rng: random.Random,
+) -> AsyncIterator[pb.MatchEvent]:
+    """The events of a loop of ``PollEvents`` calls, ``poll(after_seq,
+    wait_ms, timeout)``, from ``after_seq``."""
+    last = after_seq  # the last event delivered: nothing at or below it again
+    cursor = after_seq  # the next poll's after_seq: the last answer's last_seq
+    more, failures = False, 0
+    loop = asyncio.get_running_loop()
+    while True:
+        wait = 0 if more else wait_ms
+        started = loop.time()
+        try:
+            response = await poll(cursor, wait, wait / 1000 + POLL_DEADLINE_MARGIN_S)
+        except grpc.RpcError as e:
+            err = SpadesError.from_rpc_error(e)
+            # A poll is a read: one whose deadline ran out may be sent again.
+            if not (is_transient(err) or err.code is grpc.StatusCode.DEADLINE_EXCEEDED):
+                raise err from e
+            failures += 1
+            if failures >= backoff.max_attempts:
+                raise ConnectionLost(failures, err) from e
+            more = False
+            await asyncio.sleep(backoff.delay(failures - 1, rng))
+            continue
+        failures = 0
+        # last_seq is below after_seq only for an after_seq beyond the match's
+        # end (the server answers with its last number): keep ours.
+        cursor = max(cursor, response.last_seq)
+        more = response.more
+        for event in response.events:
+            if event.seq > last:
+                last = event.seq
+                yield event
+        took = loop.time() - started
+        if not response.events and not more and took < MIN_EMPTY_POLL_S:
+            await asyncio.sleep(MIN_EMPTY_POLL_S - took)
 
 
 async def _resuming_events(
