@@ -162,11 +162,21 @@ class Registry:
                 continue  # Redis is away: try again at the next tick
             for match_id, lease_end in claims:
                 await self._take_over(match_id, lease_end)
+            await self._reload_broken()
             if time.monotonic() >= sweep_at:
                 sweep_at = time.monotonic() + 10.0
                 for session in list(self.sessions.values()):
                     await session.refresh_streams()
                 await self._drop_idle()
+
+    async def _reload_broken(self) -> None:
+        """Reload the matches whose write failed (Redis went away): their
+        streams end so that clients resume on the reloaded match, which may
+        have no caller here to reload it (a replica that only follows)."""
+        for match_id, session in list(self.sessions.items()):
+            if session.broken:
+                with contextlib.suppress(ServiceError, StoreError):
+                    await self._load(match_id)
 
     async def _take_over(self, match_id: str, lease_end: int) -> None:
         store: Any = self.store

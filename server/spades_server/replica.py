@@ -79,15 +79,21 @@ class ReplicaLink:
             self._task = None
 
     async def _run(self, session: Session) -> None:
+        pause = 0.25
         try:
             while not session.closing and (self._again or self._noted > session.last_seq):
                 self._again = False
                 async with session.lock:
                     if session.closing or session.broken:
                         return
-                    await catch_up_locked(session)
-        except ServiceError:
-            pass  # the store failed: the session is broken and reloads on its next call
+                    try:
+                        await catch_up_locked(session)
+                        pause = 0.25
+                        continue
+                    except ServiceError:
+                        self._again = True  # the store is away: nothing changed here
+                await asyncio.sleep(pause)  # try again, less often while it stays away
+                pause = min(5.0, pause * 2)
         finally:
             self._task = None
 
@@ -126,7 +132,8 @@ async def resync(session: Session, rebuild: bool) -> bool:
             for a in new_actions:
                 session.match.apply(a.seat, parse_action(a.action))
     except StoreError as e:
-        session.mark_broken()
+        if rebuild:  # the engine may hold what the store refused
+            session.mark_broken()
         raise unavailable("STORE_FAILED", f"the store did not answer: {e}") from e
     controls = [s.control for s in session.seats]
     adopt(session, meta, new_actions, events)

@@ -312,10 +312,12 @@ def test_redis_away_gives_unavailable_then_service_resumes(
     make_server: Callable[..., Server], make_redis: type[RedisServer]
 ) -> None:
     redis = make_redis(aof=True)
-    (a,) = replicas(make_server, redis.url, "away", 1)
+    a, b = replicas(make_server, redis.url, "away", 2)
     table = create_match(a.stub, seed=17)
     play({s: a for s in range(4)}, table, lambda v: v.phase == pb.PHASE_PLAYING, 60)
     before = exported_actions(a, table.match_id)
+    watcher = StreamReader(spectate(b.stub, table.match_id))  # b only follows
+    watcher.wait_for(bool, "b's spectator")
     redis.stop()
     view = get_view(a.stub, table, 0)
     seat = seats_to_act(view)[0]
@@ -327,14 +329,20 @@ def test_redis_away_gives_unavailable_then_service_resumes(
     d = Deadline(20)
     while True:
         try:
-            submit(a.stub, table, seat, action, action_id="after-redis")
+            done = submit(a.stub, table, seat, action, action_id="after-redis")
             break
         except grpc.RpcError as err:
             assert err.code() == grpc.StatusCode.UNAVAILABLE, err
             d.check("service to resume after Redis came back")
             time.sleep(0.2)
-    assert exported_actions(a, table.match_id)[: len(before)] == before
-    assert len(exported_actions(a, table.match_id)) == len(before) + 1
+    actions = exported_actions(a, table.match_id)
+    assert actions[: len(before)] == before and len(actions) == len(before) + 1
+    # The replica that only followed serves the new event too, to a client
+    # resuming where its stream stopped (it may have ended while Redis was away).
+    resumed = StreamReader(spectate(b.stub, table.match_id, after_seq=watcher.last_seq))
+    resumed.wait_seq(done.last_seq, timeout=20)
+    resumed.cancel()
+    watcher.cancel()
 
 
 def test_an_unknown_match_id_on_redis_is_not_found(
