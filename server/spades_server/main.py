@@ -414,7 +414,9 @@ async def serve(args: argparse.Namespace) -> None:
     for name in ("", SERVICE_NAME):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
     await registry.close()  # refuse new actions, end streams with UNAVAILABLE
+    log.info("matches closed")
     await server.stop(args.grace_seconds)
+    log.info("calls ended")
     calls.REQUEST_WAIT.stop()
     await store.close()
     log.info("stopped")

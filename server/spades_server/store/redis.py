@@ -469,9 +469,15 @@ class RedisStore:
         if self._closed:
             return
         self._closed = True
-        if self._follower is not None:
-            await self._follower.close()
-        await self._redis.aclose()
+        # Bounded: a connection stuck on a Redis that went away must not hold
+        # the process's exit (nothing is left to write: calls have ended).
+        with contextlib.suppress(TimeoutError, rex.RedisError, OSError):
+            async with asyncio.timeout(3):
+                if self._follower is not None:
+                    await self._follower.close()
+        with contextlib.suppress(TimeoutError, rex.RedisError, OSError):
+            async with asyncio.timeout(3):
+                await self._redis.aclose()
 
 
 class _Follower:
