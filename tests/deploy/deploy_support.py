@@ -40,7 +40,8 @@ KNOWN_ENV = frozenset(ENV_OF_FLAG.values())
 # redis overlay sets both. Each allowance applies only while main.py lacks
 # what it stands for; once the Redis store lands, the checks hold the redis
 # overlay to main.py like the others (delete this allowance then).
-PENDING_ENV = frozenset({"SPADES_REDIS_URL"})
+PENDING_FLAGS = {"SPADES_REDIS_URL": "--redis-url"}
+PENDING_ENV = frozenset(PENDING_FLAGS)
 PENDING_VALUES = {"SPADES_STORE": frozenset({"redis"})}
 
 
@@ -249,3 +250,56 @@ def effective(overlay: str) -> tuple[Any, dict[str, str]]:
     argv = [*entrypoint()[1:], *c.get("args", [])]
     assert "command" not in c, "the image's ENTRYPOINT is the command"
     return settings(argv, parsed_env), env
+
+
+# -- docs/operations.md's table of settings --------------------------------------------
+
+
+def _shown(value: str) -> str:
+    whole = re.fullmatch(r"secret\.([\w-]+)\.([\w-]+)", value)
+    if whole:
+        return f"Secret `{whole[1]}`, key `{whole[2]}`"
+    return "`" + re.sub(r"secret\.[\w-]+\.([\w-]+)", r"<\1>", value) + "`"
+
+
+def _in_pods(name: str, flag: str, default: str | None) -> str:
+    """What the pods of each overlay run with, where it is not main.py's default."""
+    by_value: dict[str, list[str]] = {}
+    for overlay in OVERLAYS:
+        args, env = effective(overlay)
+        dest = flag.removeprefix("--").replace("-", "_")
+        if name in env:
+            value = env[name]
+        elif hasattr(args, dest) and str(getattr(args, dest)) != str(
+            type(getattr(args, dest))(default)
+        ):
+            value = str(getattr(args, dest))
+        else:
+            continue
+        by_value.setdefault(value, []).append(overlay)
+    if len(by_value) == 1 and len(next(iter(by_value.values()))) == len(OVERLAYS):
+        return _shown(next(iter(by_value)))
+    return "; ".join(f"{_shown(v)} ({', '.join(o)})" for v, o in sorted(by_value.items()))
+
+
+def config_table() -> str:
+    """The table docs/operations.md holds: main.py's every setting, and what
+    the manifests set it to (the pending Redis settings last, while pending)."""
+    rows = [
+        "| variable | flag | default | in the pods (k8s/) | what |",
+        "|---|---|---|---|---|",
+    ]
+    for o in server_main.OPTIONS:
+        default = f"`{o.default}`" if o.default else "(empty)"
+        what = o.help.replace("|", "\\|")
+        rows.append(
+            f"| `{o.env}` | `{o.flag}` | {default} | {_in_pods(o.env, o.flag, o.default)} "
+            f"| {what} |"
+        )
+    for name in sorted(PENDING_ENV - KNOWN_ENV):
+        flag = PENDING_FLAGS[name]
+        rows.append(
+            f"| `{name}` | `{flag}` | | {_in_pods(name, flag, None)} "
+            "| added by the Redis store (in progress): where the Redis store is |"
+        )
+    return "\n".join(rows) + "\n"

@@ -8,7 +8,11 @@ deploy_support.py, the one allowance, which lapses when they land.
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
+import textwrap
 import tomllib
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -23,6 +27,7 @@ from deploy_support import (
     SERVER,
     build,
     config_map,
+    config_table,
     container,
     container_env,
     dockerfile,
@@ -31,6 +36,7 @@ from deploy_support import (
     image_env,
     instruction,
     k8s_lint,
+    kustomize,
     named,
     objects,
     port,
@@ -389,3 +395,35 @@ def test_both_stages_are_one_exact_base() -> None:
     (base,) = bases
     assert re.fullmatch(r"python:3\.11\.\d+-slim-bookworm(@sha256:[0-9a-f]{64})?", base)
     assert not any(name in ("ARG", "ENV") and "TOKEN" in rest for name, rest in dockerfile())
+
+
+# -- docs/operations.md ----------------------------------------------------------------------
+
+
+def test_the_operations_table_is_main_pys_settings() -> None:
+    doc = (ROOT / "docs" / "operations.md").read_text()
+    begin, end = "<!-- settings: begin -->\n", "<!-- settings: end -->"
+    table = doc[doc.index(begin) + len(begin) : doc.index(end)]
+    expected = config_table()
+    assert table == expected, "docs/operations.md's table is stale; paste:\n" + expected
+
+
+def test_the_external_redis_example_builds(tmp_path: Path) -> None:
+    doc = (ROOT / "docs" / "operations.md").read_text()
+    section = doc[doc.index("**An external Redis**") :]
+    block = section[section.index("```yaml\n") + 8 : section.index("```\n", 10)]
+    kustomization = yaml.safe_load(textwrap.dedent(block))
+    assert kustomization["resources"] == ["../redis"]
+    # Where the page puts it: k8s/overlays/redis-external/ (in a copy of k8s/).
+    overlay = tmp_path / "k8s" / "overlays" / "redis-external"
+    shutil.copytree(K8S, tmp_path / "k8s")
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(textwrap.dedent(block))
+    out = subprocess.run(
+        [str(kustomize()), "build", str(overlay)], check=True, capture_output=True, text=True
+    ).stdout
+    built = [o for o in yaml.safe_load_all(out) if o]
+    assert not [o for o in built if o["metadata"]["name"].startswith("spades-redis")]
+    c = container(next(o for o in built if o["kind"] == "Deployment"), SERVER)
+    url = next(e["value"] for e in c["env"] if e["name"] == "SPADES_REDIS_URL")
+    assert "@redis.example.internal:" in url
