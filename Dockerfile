@@ -37,12 +37,18 @@ COPY engine/ engine/
 COPY server/ server/
 RUN make proto
 
-# The project's wheel and its dependencies' wheels, then an environment with
-# them alone (no pip in it), which the runtime stage copies.
-RUN pip wheel --no-cache-dir --wheel-dir /wheels . \
+# The project's wheel and its dependencies' wheels, with the redis extra
+# (redis-py for --store redis: one image for every overlay), then an
+# environment with them alone (no pip in it), which the runtime stage copies.
+# (DL3013 asks for pinned versions: the one package named here is the wheel
+# this RUN builds; the rest come from /wheels, no index.)
+ARG EXTRAS=redis
+# hadolint ignore=DL3013
+RUN pip wheel --no-cache-dir --wheel-dir /wheels ".[${EXTRAS}]" \
     && python -m venv --without-pip /opt/spades \
+    && wheel="$(echo /wheels/spades_engine-*.whl)" \
     && pip --python /opt/spades/bin/python install --no-cache-dir --no-index \
-       --find-links /wheels /wheels/spades_engine-*.whl
+       --find-links /wheels "${wheel}[${EXTRAS}]"
 
 
 FROM python:3.11.14-slim-bookworm

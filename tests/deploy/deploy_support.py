@@ -191,6 +191,14 @@ def healthcheck() -> list[str]:
     return argv
 
 
+def image_extras() -> list[str]:
+    """The extras of pyproject.toml the image installs (ARG EXTRAS, comma-separated)."""
+    (value,) = [
+        r.partition("=")[2] for n, r in dockerfile() if n == "ARG" and r.startswith("EXTRAS=")
+    ]
+    return value.split(",")
+
+
 def image_env() -> dict[str, str]:
     """The runtime stage's ENV (``KEY=value`` pairs; ``$PATH`` left as written)."""
     env: dict[str, str] = {}

@@ -34,6 +34,7 @@ from deploy_support import (
     effective,
     entrypoint,
     image_env,
+    image_extras,
     instruction,
     k8s_lint,
     kustomize,
@@ -388,6 +389,19 @@ def test_the_image_runs_the_server_as_the_pods_user() -> None:
         args, _ = effective(overlay)
         exposed = {int(p) for p in instruction("EXPOSE").split()}
         assert exposed == {args.port, args.metrics_port}
+
+
+def test_the_image_has_what_each_overlays_store_needs() -> None:
+    # A store whose library is an extra of pyproject.toml (redis-py for
+    # --store redis) is in the image only if the Dockerfile installs that extra.
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    assert set(image_extras()) <= set(extras)
+    for overlay in OVERLAYS:
+        store = effective(overlay)[1]["SPADES_STORE"]
+        assert store not in extras or store in image_extras(), (overlay, store)
+    assert "redis" in image_extras()
 
 
 def test_both_stages_are_one_exact_base() -> None:
