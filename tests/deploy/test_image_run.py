@@ -9,16 +9,20 @@ user (UID 10001, when the test runs as root), in a working directory and a
 HOME it cannot write to; only the data directory (the PersistentVolumeClaim)
 and TMPDIR (the emptyDir on /tmp) are writable. The Dockerfile's HEALTHCHECK
 command must see SERVING, and SIGTERM must stop the server within
-SPADES_GRACE_SECONDS, ending an open stream with UNAVAILABLE.
+SPADES_GRACE_SECONDS, ending an open stream with UNAVAILABLE. Then the redis
+overlay: Debian's redis-server with the overlay's redis.conf and arguments,
+and two replicas with the overlay's environment, one serving the match the
+other made, neither writing a file (that overlay mounts no volume).
 
 Two differences from a real build, to stay offline and quick: the wheel is
 built with this .venv's setuptools (`--no-build-isolation`) and without its
 dependencies (`--no-deps`), and the new environment takes those
 dependencies from this .venv (a .pth line) instead of downloading the same
 requirements again; the test checks that this .venv satisfies every
-requirement of the wheel. The only settings changed are the two ports (free
-ones, so that the test runs beside anything else) and the paths /data,
-/tmp, /opt/spades, moved under a temporary directory.
+requirement of the wheel and of the extras the image installs. The only
+settings changed are the ports (free ones, so that the test runs beside
+anything else), the paths /data, /tmp and /opt/spades, moved under a
+temporary directory, and the Redis Service's address, 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ import time
 import urllib.request
 import zipfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from email.parser import Parser
 from importlib import metadata
 from pathlib import Path
@@ -47,15 +52,18 @@ from typing import Any
 
 import grpc
 import pytest
+import redis
 from deploy_support import (
     ROOT,
     SERVER,
+    config_map,
     container,
     container_env,
     dockerfile,
     entrypoint,
     healthcheck,
     image_env,
+    image_extras,
     instruction,
     named,
 )
@@ -65,7 +73,6 @@ from spades_server import main as server_main
 from spades_server.gen.spades.v1 import spades_pb2 as pb
 from spades_server.gen.spades.v1 import spades_pb2_grpc as pb_grpc
 
-OVERLAY = "sqlite"
 OPERATOR_TOKEN = "image-test-operator-token"
 START_TIMEOUT_S = 30.0
 
@@ -191,9 +198,10 @@ def install_image(root: Path) -> Path:
     with zipfile.ZipFile(wheel) as whl:
         (meta,) = [n for n in whl.namelist() if n.endswith(".dist-info/METADATA")]
         info = Parser().parsestr(whl.read(meta).decode())
+    extras = image_extras()
     for line in info.get_all("Requires-Dist") or []:
         req = Requirement(line)
-        if req.marker is None:
+        if req.marker is None or any(req.marker.evaluate({"extra": e}) for e in extras):
             assert metadata.version(req.name) in req.specifier, f"{req} not in this .venv"
     purelib = Path(sysconfig.get_paths(vars={"base": str(venv)})["purelib"])
     (purelib / "_image_test_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
@@ -288,16 +296,16 @@ def _moved(value: str, root: Path, venv: Path) -> str:
     return re.sub(rf"(?<![\w/])({alternatives})(?=/|:|$)", lambda m: str(places[m[1]]), value)
 
 
-def pod_environment(root: Path, venv: Path) -> tuple[dict[str, str], float]:
-    """The sqlite pod's environment (image ENV under the manifest's), moved under
-    root; and SPADES_GRACE_SECONDS."""
-    c = container(named(OVERLAY, "Deployment", SERVER), SERVER)
-    env = {"HOME": str(root / "home"), "TMPDIR": str(root / "tmp"), "LANG": "C.UTF-8"}
+def pod_environment(overlay: str, run: Path, venv: Path) -> tuple[dict[str, str], float]:
+    """The server pod's environment in ``overlay`` (the image's ENV under the
+    manifest's), its paths moved under ``run``; and SPADES_GRACE_SECONDS."""
+    c = container(named(overlay, "Deployment", SERVER), SERVER)
+    env = {"HOME": str(run / "home"), "TMPDIR": str(run / "tmp"), "LANG": "C.UTF-8"}
     base_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
     for key, value in image_env().items():
-        env[key] = _moved(value.replace("$PATH", base_path), root, venv)
-    for key, value in container_env(OVERLAY, c).items():
-        env[key] = _moved(value, root, venv)
+        env[key] = _moved(value.replace("$PATH", base_path), run, venv)
+    for key, value in container_env(overlay, c).items():
+        env[key] = _moved(value, run, venv)
     assert env["SPADES_OPERATOR_TOKEN"] == "secret.spades-operator.token"
     env["SPADES_OPERATOR_TOKEN"] = OPERATOR_TOKEN
     env["SPADES_PORT"], env["SPADES_METRICS_PORT"] = str(_free_port()), str(_free_port())
@@ -311,7 +319,48 @@ def _health(port: int, service: str) -> int:
         return status
 
 
-def test_the_image_serves_health_and_stops_cleanly_on_sigterm() -> None:
+OPERATOR = (("authorization", f"Bearer {OPERATOR_TOKEN}"),)
+
+
+@dataclass
+class Image:
+    root: Path
+    venv: Path
+    user: int | None
+
+    def run_dirs(self, name: str, data_writable: bool) -> Path:
+        """A pod's writable and read-only places: home (read-only), data (the
+        volume, or read-only without one), tmp (the emptyDir)."""
+        run = self.root / name
+        run.mkdir(mode=0o755)
+        run.chmod(0o755)
+        for sub, mode in (("home", 0o555), ("data", 0o700 if data_writable else 0o555)):
+            (run / sub).mkdir()
+            (run / sub).chmod(mode)
+        (run / "tmp").mkdir()
+        (run / "tmp").chmod(0o1777)
+        if self.user is not None and data_writable:
+            os.chown(run / "data", self.user, self.user)
+        return run
+
+    def entrypoint(self, env: dict[str, str]) -> list[str]:
+        argv = entrypoint()
+        argv[0] = shutil.which(argv[0], path=env["PATH"]) or argv[0]
+        assert argv[0].startswith(str(self.venv)), argv
+        return argv
+
+    def start(self, env: dict[str, str]) -> Server:
+        server = Server(self.entrypoint(env), env, cwd=self.venv)
+        server.wait_listening()
+        if self.user is not None:
+            status = Path(f"/proc/{server.proc.pid}/status").read_text()
+            assert re.search(rf"^Uid:\s+{self.user}\s", status, re.MULTILINE), status
+        return server
+
+
+@pytest.fixture(scope="module")
+def image() -> Iterator[Image]:
+    """The image's environment, built once for this module's tests."""
     user = int(instruction("USER").partition(":")[0]) if os.geteuid() == 0 else None
     with _scratch() as root:
         venv = install_image(root)
@@ -327,69 +376,157 @@ def test_the_image_serves_health_and_stops_cleanly_on_sigterm() -> None:
         ).stdout
         assert imported.startswith(str(venv)), "the wheel's package, not the repository's"
         _read_only(venv)
-        env, grace = pod_environment(root, venv)
-        for name, mode in (("home", 0o555), ("data", 0o700), ("tmp", 0o1777)):
-            (root / name).mkdir(mode=mode)
-            (root / name).chmod(mode)
-            if user is not None and name == "data":
-                os.chown(root / name, user, user)
-        argv = entrypoint()
-        argv[0] = shutil.which(argv[0], path=env["PATH"]) or argv[0]
-        assert argv[0].startswith(str(venv)), argv
-        port, metrics_port = int(env["SPADES_PORT"]), int(env["SPADES_METRICS_PORT"])
+        yield Image(root, venv, user)
 
-        server = Server(argv, env, cwd=venv)
-        try:
-            server.wait_listening()
-            if user is not None:
-                status = Path(f"/proc/{server.proc.pid}/status").read_text()
-                assert re.search(rf"^Uid:\s+{user}\s", status, re.MULTILINE), status
-            check = healthcheck()
-            check[0] = shutil.which(check[0], path=env["PATH"]) or check[0]
-            subprocess.run([*as_image_user(), *check], env=env, cwd=venv, check=True, timeout=10)
-            serving = health_pb2.HealthCheckResponse.SERVING
-            assert _health(port, "") == serving
-            assert _health(port, server_main.SERVICE_NAME) == serving
-            with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics") as resp:
-                assert b"spades_rpcs_total" in resp.read()
 
-            with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-                stub = pb_grpc.SpadesServiceStub(channel)
-                created = stub.CreateMatch(
-                    pb.CreateMatchRequest(seats=[pb.SeatConfig(name=f"p{i}") for i in range(4)]),
-                    metadata=(("authorization", f"Bearer {OPERATOR_TOKEN}"),),
-                    timeout=10,
-                )
-                match_id = created.match.match_id
-                stream = stub.Spectate(pb.SpectateRequest(match_id=match_id), timeout=30)
-                next(stream)  # open, with the match's first events
-                took = server.stop(grace)
-                with pytest.raises(grpc.RpcError) as ended:
-                    for _ in stream:
-                        pass
-                assert ended.value.code() is grpc.StatusCode.UNAVAILABLE
-            assert took < grace
-        finally:
-            if server.proc.poll() is None:
-                server.proc.kill()
+@contextlib.contextmanager
+def _running(image: Image, env: dict[str, str]) -> Iterator[Server]:
+    server = image.start(env)
+    try:
+        yield server
+    finally:
+        if server.proc.poll() is None:
+            server.proc.kill()
+            server.proc.wait(timeout=10)
 
-        # The match is in the data directory (the volume): a new pod finds it.
-        server = Server(argv, env, cwd=venv)
-        try:
-            server.wait_listening()
-            with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-                got = pb_grpc.SpadesServiceStub(channel).GetMatch(
-                    pb.GetMatchRequest(match_id=match_id),
-                    metadata=(("authorization", f"Bearer {OPERATOR_TOKEN}"),),
-                    timeout=10,
-                )
-                assert got.match.match_id == match_id
-            server.stop(grace)
-        finally:
-            if server.proc.poll() is None:
-                server.proc.kill()
 
-        assert list((root / "home").iterdir()) == []
-        assert Path(env["SPADES_DB"]).parent == root / "data"
-        assert Path(env["SPADES_DB"]).exists()
+def test_the_image_serves_health_and_stops_cleanly_on_sigterm(image: Image) -> None:
+    run = image.run_dirs("sqlite", data_writable=True)
+    env, grace = pod_environment("sqlite", run, image.venv)
+    port, metrics_port = int(env["SPADES_PORT"]), int(env["SPADES_METRICS_PORT"])
+
+    with _running(image, env) as server:
+        check = healthcheck()
+        check[0] = shutil.which(check[0], path=env["PATH"]) or check[0]
+        subprocess.run([*as_image_user(), *check], env=env, cwd=image.venv, check=True, timeout=10)
+        serving = health_pb2.HealthCheckResponse.SERVING
+        assert _health(port, "") == serving
+        assert _health(port, server_main.SERVICE_NAME) == serving
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics") as resp:
+            assert b"spades_rpcs_total" in resp.read()
+
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = pb_grpc.SpadesServiceStub(channel)
+            created = stub.CreateMatch(
+                pb.CreateMatchRequest(seats=[pb.SeatConfig(name=f"p{i}") for i in range(4)]),
+                metadata=OPERATOR,
+                timeout=10,
+            )
+            match_id = created.match.match_id
+            stream = stub.Spectate(pb.SpectateRequest(match_id=match_id), timeout=30)
+            next(stream)  # open, with the match's first events
+            took = server.stop(grace)
+            with pytest.raises(grpc.RpcError) as ended:
+                for _ in stream:
+                    pass
+            assert ended.value.code() is grpc.StatusCode.UNAVAILABLE
+        assert took < grace
         assert "operator token:" not in "".join(server.output), "the token is the Secret's"
+
+    # The match is in the data directory (the volume): a new pod finds it.
+    with _running(image, env) as server, grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        got = pb_grpc.SpadesServiceStub(channel).GetMatch(
+            pb.GetMatchRequest(match_id=match_id), metadata=OPERATOR, timeout=10
+        )
+        assert got.match.match_id == match_id
+        server.stop(grace)
+
+    assert list((run / "home").iterdir()) == []
+    assert Path(env["SPADES_DB"]).parent == run / "data"
+    assert Path(env["SPADES_DB"]).exists()
+
+
+class Redis:
+    """redis-server as the redis overlay's StatefulSet runs it: its ConfigMap's
+    redis.conf and its args, with a free loopback port and the data directory
+    moved under ``run``."""
+
+    def __init__(self, run: Path, password: str) -> None:
+        binary = shutil.which("redis-server")
+        assert binary, "redis-server is not installed (make test installs Debian's)"
+        statefulset = named("redis", "StatefulSet", "spades-redis")
+        c = container(statefulset, "redis")
+        mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+        # The volume's mount (the conf's `dir`) moved under run, like the pods' paths.
+        data = run / "redis-data"
+        data.mkdir()
+        text = config_map("redis", "spades-redis-config")["data"]["redis.conf"]
+        assert f"\ndir {mounts['data']}\n" in text
+        conf = run / "redis.conf"
+        conf.write_text(text.replace(f"\ndir {mounts['data']}\n", f"\ndir {data}\n"))
+        assert c["command"] == ["redis-server"]
+        args = [a.replace("$(REDIS_PASSWORD)", password) for a in c["args"]]
+        assert args[0] == f"{mounts['config']}/redis.conf"
+        args[0] = str(conf)
+        self.port = _free_port()
+        argv = [binary, *args, "--port", str(self.port), "--bind", "127.0.0.1"]
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT
+        )
+        self.client = redis.Redis(port=self.port, password=password, socket_timeout=5)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                self.client.ping()
+                break
+            except redis.ConnectionError:
+                assert self.proc.poll() is None, "redis-server exited"
+                assert time.monotonic() < deadline, "redis-server did not answer"
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        self.client.close()
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+def test_replicas_on_the_redis_overlays_redis(image: Image) -> None:
+    run = image.root / "redis"
+    password = "image-test-redis-password"
+    run_a = image.run_dirs("redis-a", data_writable=False)  # no volume in the redis overlay
+    run_b = image.run_dirs("redis-b", data_writable=False)
+    run.mkdir()
+    store = Redis(run, password)
+    try:
+        config = store.client.config_get("append*") | store.client.config_get("maxmemory*")
+        assert config["appendonly"] == "yes" and config["appendfsync"] == "always"
+        assert config["maxmemory-policy"] == "noeviction"
+
+        envs = []
+        for replica in (run_a, run_b):
+            env, grace = pod_environment("redis", replica, image.venv)
+            url = env["SPADES_REDIS_URL"]
+            assert "secret.spades-redis.password@spades-redis:6379/" in url
+            env["SPADES_REDIS_URL"] = url.replace("secret.spades-redis.password", password).replace(
+                "spades-redis:6379", f"127.0.0.1:{store.port}"
+            )
+            envs.append(env)
+        with _running(image, envs[0]) as a, _running(image, envs[1]) as b:
+            port_a, port_b = (int(e["SPADES_PORT"]) for e in envs)
+            for port in (port_a, port_b):
+                assert (
+                    _health(port, server_main.SERVICE_NAME)
+                    == health_pb2.HealthCheckResponse.SERVING
+                )
+            with (
+                grpc.insecure_channel(f"127.0.0.1:{port_a}") as channel_a,
+                grpc.insecure_channel(f"127.0.0.1:{port_b}") as channel_b,
+            ):
+                created = pb_grpc.SpadesServiceStub(channel_a).CreateMatch(
+                    pb.CreateMatchRequest(seats=[pb.SeatConfig(name=f"p{i}") for i in range(4)]),
+                    metadata=OPERATOR,
+                    timeout=10,
+                )
+                # The other replica serves the match the first one made.
+                got = pb_grpc.SpadesServiceStub(channel_b).GetMatch(
+                    pb.GetMatchRequest(match_id=created.match.match_id),
+                    metadata=OPERATOR,
+                    timeout=10,
+                )
+                assert got.match.match_id == created.match.match_id
+            assert a.stop(grace) < grace
+            assert b.stop(grace) < grace
+        for replica in (run_a, run_b):
+            assert list((replica / "home").iterdir()) == list((replica / "data").iterdir()) == []
+    finally:
+        store.stop()
