@@ -35,15 +35,6 @@ SERVER = "spades-server"  # the Deployment and its container
 ENV_OF_FLAG = {o.flag: o.env for o in server_main.OPTIONS}
 KNOWN_ENV = frozenset(ENV_OF_FLAG.values())
 
-# Added by the Redis store work (issue 14), which is being built beside this:
-# `--redis-url` (SPADES_REDIS_URL) and the value `redis` of SPADES_STORE. The
-# redis overlay sets both. Each allowance applies only while main.py lacks
-# what it stands for; once the Redis store lands, the checks hold the redis
-# overlay to main.py like the others (delete this allowance then).
-PENDING_FLAGS = {"SPADES_REDIS_URL": "--redis-url"}
-PENDING_ENV = frozenset(PENDING_FLAGS)
-PENDING_VALUES = {"SPADES_STORE": frozenset({"redis"})}
-
 
 def _make_env() -> dict[str, str]:
     # A make of our own, not a sub-make of the `make test` that runs pytest.
@@ -213,10 +204,6 @@ def image_env() -> dict[str, str]:
 # -- the server's own view of a configuration ----------------------------------------
 
 
-def store_redis_known() -> bool:
-    return parses([], {"SPADES_STORE": "redis", "SPADES_REDIS_URL": "redis://x:6379/0"})
-
-
 def parses(argv: list[str], env: Mapping[str, str]) -> bool:
     try:
         settings(argv, env)
@@ -243,21 +230,13 @@ def settings(argv: list[str], env: Mapping[str, str]) -> Any:
 def effective(overlay: str) -> tuple[Any, dict[str, str]]:
     """The server container's settings in ``overlay`` as main.py parses them
     (image ENV, then the manifest's environment, then ENTRYPOINT and args),
-    and that environment; what the pending allowance covers is left out
-    while main.py lacks it."""
+    and that environment."""
     c = container(named(overlay, "Deployment", SERVER), SERVER)
     env = {k: v for k, v in image_env().items() if k.startswith("SPADES_")}
     env.update(container_env(overlay, c))
-    parsed_env = dict(env)
-    if not store_redis_known():
-        for key in PENDING_ENV - KNOWN_ENV:
-            parsed_env.pop(key, None)
-        for key, values in PENDING_VALUES.items():
-            if parsed_env.get(key) in values:
-                parsed_env.pop(key)
     argv = [*entrypoint()[1:], *c.get("args", [])]
     assert "command" not in c, "the image's ENTRYPOINT is the command"
-    return settings(argv, parsed_env), env
+    return settings(argv, env), env
 
 
 # -- docs/operations.md's table of settings --------------------------------------------
@@ -270,7 +249,7 @@ def _shown(value: str) -> str:
     return "`" + re.sub(r"secret\.[\w-]+\.([\w-]+)", r"<\1>", value) + "`"
 
 
-def _in_pods(name: str, flag: str, default: str | None) -> str:
+def _in_pods(name: str, flag: str, default: str) -> str:
     """What the pods of each overlay run with, where it is not main.py's default."""
     by_value: dict[str, list[str]] = {}
     for overlay in OVERLAYS:
@@ -292,7 +271,7 @@ def _in_pods(name: str, flag: str, default: str | None) -> str:
 
 def config_table() -> str:
     """The table docs/operations.md holds: main.py's every setting, and what
-    the manifests set it to (the pending Redis settings last, while pending)."""
+    the manifests set it to."""
     rows = [
         "| variable | flag | default | in the pods (k8s/) | what |",
         "|---|---|---|---|---|",
@@ -303,11 +282,5 @@ def config_table() -> str:
         rows.append(
             f"| `{o.env}` | `{o.flag}` | {default} | {_in_pods(o.env, o.flag, o.default)} "
             f"| {what} |"
-        )
-    for name in sorted(PENDING_ENV - KNOWN_ENV):
-        flag = PENDING_FLAGS[name]
-        rows.append(
-            f"| `{name}` | `{flag}` | | {_in_pods(name, flag, None)} "
-            "| added by the Redis store (in progress): where the Redis store is |"
         )
     return "\n".join(rows) + "\n"

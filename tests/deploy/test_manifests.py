@@ -1,8 +1,5 @@
 """k8s/ against the server it deploys: every overlay's kustomize build, held to
 main.py's option table, the Dockerfile, metrics.py and the Envoy template.
-
-The Redis store's flags are not in main.py yet: see PENDING_ENV in
-deploy_support.py, the one allowance, which lapses when they land.
 """
 
 from __future__ import annotations
@@ -22,7 +19,6 @@ from deploy_support import (
     K8S,
     KNOWN_ENV,
     OVERLAYS,
-    PENDING_ENV,
     ROOT,
     SERVER,
     build,
@@ -41,7 +37,6 @@ from deploy_support import (
     named,
     objects,
     port,
-    store_redis_known,
     workloads,
 )
 from prometheus_client.metrics import MetricWrapperBase
@@ -79,17 +74,8 @@ def test_every_spades_variable_is_one_main_py_knows(overlay: str) -> None:
             names |= {k for k in container_env(overlay, c) if k.startswith("SPADES_")}
     for cm in objects(overlay, "ConfigMap"):
         names |= {k for k in cm.get("data", {}) if k.startswith("SPADES_")}
-    unknown = names - KNOWN_ENV - PENDING_ENV
+    unknown = names - KNOWN_ENV
     assert not unknown, f"not in main.py's OPTIONS: {sorted(unknown)}"
-
-
-def test_the_pending_allowance_is_only_what_main_py_lacks() -> None:
-    # Each pending name is one main.py does not know yet; once it does, the
-    # allowance no longer covers anything (effective() parses it for real).
-    if store_redis_known():
-        assert PENDING_ENV <= KNOWN_ENV, "the Redis store landed: SPADES_REDIS_URL is in OPTIONS"
-    else:
-        assert not (PENDING_ENV & KNOWN_ENV)
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
