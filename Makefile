@@ -120,3 +120,43 @@ clean:
 	rm -rf $(VENV) $(GEN) build clients/python/src/spades_client/_gen \
 	  clients/typescript/node_modules clients/typescript/src/gen clients/typescript/dist \
 	  clients/java/target
+
+# -- Kubernetes and the container image (k8s/, Dockerfile, docs/operations.md) --
+# `make lint` runs lint-deploy: kustomize builds every overlay, k8s/lint.py
+# checks each object against Kubernetes' schemas (kubernetes-validate, strict,
+# the oldest and newest versions the manifests are for) and the minimal
+# schemas of k8s/schemas/ (Prometheus Operator kinds), the envoy component's
+# rendered config against a fresh render and `envoy --mode validate`, and
+# hadolint the Dockerfile. kustomize comes from the Go module proxy into
+# build/tools/ once per version; the tests (tests/deploy/) use it too, so
+# `make test` builds it first.
+KUSTOMIZE_VERSION := v5.8.1
+KUSTOMIZE := build/tools/kustomize-$(KUSTOMIZE_VERSION)/kustomize
+K8S_OVERLAYS := $(notdir $(wildcard k8s/overlays/*))
+K8S_VERSIONS := 1.30 1.37
+K8S_ENVOY := k8s/components/envoy/envoy.yaml
+K8S_ENVOY_FLAGS := --host 0.0.0.0 --port 8080 --server-host spades-headless --server-port 50051 \
+  --web-host spades-web --web-port 8081 --admin-host 127.0.0.1 --admin-port 9901 \
+  --cors-origins https://table.example
+
+.PHONY: lint-deploy kustomize k8s-envoy-config
+lint: lint-deploy
+test: $(KUSTOMIZE)
+
+$(KUSTOMIZE):
+	GOBIN=$(CURDIR)/$(@D) go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
+
+kustomize: $(KUSTOMIZE)
+
+# Writes the envoy component's config again (commit it): after a change of
+# deploy/envoy/envoy.yaml or of the flags above.
+k8s-envoy-config: install
+	$(PYTHON) k8s/lint.py envoy-render $(K8S_ENVOY) $(K8S_ENVOY_FLAGS)
+
+lint-deploy: install $(KUSTOMIZE)
+	rm -rf build/k8s && mkdir -p build/k8s
+	set -e; for o in $(K8S_OVERLAYS); do $(KUSTOMIZE) build k8s/overlays/$$o > build/k8s/$$o.yaml; done
+	$(PYTHON) k8s/lint.py validate $(addprefix -k ,$(K8S_VERSIONS)) build/k8s/*.yaml k8s/secret.example.yaml
+	$(PYTHON) k8s/lint.py envoy-check $(K8S_ENVOY)
+	$(VENV)/bin/envoy --mode validate --disable-hot-restart --log-level error -c $(K8S_ENVOY)
+	$(VENV)/bin/hadolint Dockerfile

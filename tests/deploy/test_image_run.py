@@ -1,0 +1,532 @@
+"""What the image runs, run without Docker (there is no Docker engine here).
+
+The steps of the Dockerfile's builder, on the files its .dockerignore lets
+into the build context: `make proto` (the stubs, as `make install` makes
+them), then the project's wheel, installed into a new virtual environment;
+then the runtime stage's ENTRYPOINT, with the environment the sqlite
+overlay's pod gets (its ConfigMap, its env, the image's ENV), as the image's
+user (UID 10001, when the test runs as root), in a working directory and a
+HOME it cannot write to; only the data directory (the PersistentVolumeClaim)
+and TMPDIR (the emptyDir on /tmp) are writable. The Dockerfile's HEALTHCHECK
+command must see SERVING, and SIGTERM must stop the server within
+SPADES_GRACE_SECONDS, ending an open stream with UNAVAILABLE. Then the redis
+overlay: Debian's redis-server with the overlay's redis.conf and arguments,
+and two replicas with the overlay's environment, one serving the match the
+other made, neither writing a file (that overlay mounts no volume).
+
+Two differences from a real build, to stay offline and quick: the wheel is
+built with this .venv's setuptools (`--no-build-isolation`) and without its
+dependencies (`--no-deps`), and the new environment takes those
+dependencies from this .venv (a .pth line) instead of downloading the same
+requirements again; the test checks that this .venv satisfies every
+requirement of the wheel and of the extras the image installs. The only
+settings changed are the ports (free ones, so that the test runs beside
+anything else), the paths /data, /tmp and /opt/spades, moved under a
+temporary directory, and the Redis Service's address, 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import re
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+import time
+import urllib.request
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from email.parser import Parser
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+import redis
+from deploy_support import (
+    ROOT,
+    SERVER,
+    config_map,
+    container,
+    container_env,
+    dockerfile,
+    entrypoint,
+    healthcheck,
+    image_env,
+    image_extras,
+    instruction,
+    named,
+)
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from packaging.requirements import Requirement
+from spades_server import main as server_main
+from spades_server.gen.spades.v1 import spades_pb2 as pb
+from spades_server.gen.spades.v1 import spades_pb2_grpc as pb_grpc
+
+OPERATOR_TOKEN = "image-test-operator-token"
+START_TIMEOUT_S = 30.0
+
+
+# -- the build context and the builder's steps ------------------------------------------
+
+
+def _dockerignore_patterns() -> list[tuple[bool, re.Pattern[str]]]:
+    """(negated, regex) for each line of .dockerignore, as Docker reads them."""
+    patterns = []
+    for raw in (ROOT / ".dockerignore").read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        negated = line.startswith("!")
+        glob = os.path.normpath(line.removeprefix("!").strip()).lstrip("/")
+        regex = ""
+        i = 0
+        while i < len(glob):
+            if glob.startswith("**/", i):
+                regex, i = regex + "(?:.*/)?", i + 3
+            elif glob.startswith("**", i):
+                regex, i = regex + ".*", i + 2
+            elif glob[i] == "*":
+                regex, i = regex + "[^/]*", i + 1
+            elif glob[i] == "?":
+                regex, i = regex + "[^/]", i + 1
+            else:
+                regex, i = regex + re.escape(glob[i]), i + 1
+        patterns.append((negated, re.compile(regex)))
+    return patterns
+
+
+def _excluded(path: str, patterns: list[tuple[bool, re.Pattern[str]]]) -> bool:
+    """Docker's rule: the last pattern that matches the path or a parent wins."""
+    parts = path.split("/")
+    prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    excluded = False
+    for negated, pattern in patterns:
+        if any(pattern.fullmatch(p) for p in prefixes):
+            excluded = not negated
+    return excluded
+
+
+def build_context(dest: Path) -> list[str]:
+    """Copy what .dockerignore lets into the build context; the paths copied."""
+    patterns = _dockerignore_patterns()
+    negations = [p.pattern for negated, p in patterns if negated]
+    copied = []
+    for dirpath, dirnames, filenames in os.walk(ROOT):
+        rel_dir = os.path.relpath(dirpath, ROOT)
+        rel_dir = "" if rel_dir == "." else rel_dir + "/"
+        # A directory left out is not walked unless a negation may reach inside.
+        dirnames[:] = [
+            d
+            for d in dirnames
+            if d != ".git"
+            and (
+                not _excluded(rel_dir + d, patterns)
+                or any(n.startswith(re.escape(rel_dir + d)) for n in negations)
+            )
+        ]
+        for name in filenames:
+            rel = rel_dir + name
+            if not _excluded(rel, patterns):
+                (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(ROOT / rel, dest / rel)
+                copied.append(rel)
+    return copied
+
+
+def _builder_runs() -> list[str]:
+    stages = [i for i, (name, _) in enumerate(dockerfile()) if name == "FROM"]
+    return [rest for name, rest in dockerfile()[stages[0] : stages[-1]] if name == "RUN"]
+
+
+def _run(argv: list[str], **kwargs: Any) -> None:
+    subprocess.run(argv, check=True, capture_output=True, text=True, **kwargs)
+
+
+@contextlib.contextmanager
+def _scratch() -> Iterator[Path]:
+    # Not pytest's tmp_path: its parents are closed to other users (0700), and
+    # the server runs as the image's user.
+    root = Path(tempfile.mkdtemp(prefix="spades-image-"))
+    root.chmod(0o755)
+    try:
+        yield root
+    finally:
+        for dirpath, _, _ in os.walk(root):
+            Path(dirpath).chmod(0o755)
+        shutil.rmtree(root)
+
+
+def _read_only(top: Path) -> None:
+    for dirpath, dirnames, filenames in os.walk(top):
+        for name in [*dirnames, *filenames]:
+            path = Path(dirpath) / name
+            if not path.is_symlink():
+                path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    top.chmod(0o555)
+
+
+def install_image(root: Path) -> Path:
+    """The builder's steps into root/opt/spades, the image's environment."""
+    runs = _builder_runs()
+    assert "make proto" in runs, "the Dockerfile generates the stubs as make install does"
+    assert any(r.startswith("pip wheel") for r in runs)
+    context = root / "context"
+    copied = build_context(context)
+    assert "pyproject.toml" in copied and "proto/spades/v1/spades.proto" in copied
+    assert not any("/gen/" in p or "__pycache__" in p for p in copied), "stubs come from proto/"
+    _run(["make", "--no-print-directory", "proto", f"VENV={sys.prefix}"], cwd=context)
+    wheels = root / "wheels"
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    _run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(context)])
+    (wheel,) = wheels.glob("spades_engine-*.whl")
+    venv = root / "opt" / "spades"
+    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
+    _run([*pip, "--python", str(venv / "bin" / "python"), "install", "--no-deps", str(wheel)])
+
+    # The wheel's requirements, from this .venv (checked, not assumed).
+    with zipfile.ZipFile(wheel) as whl:
+        (meta,) = [n for n in whl.namelist() if n.endswith(".dist-info/METADATA")]
+        info = Parser().parsestr(whl.read(meta).decode())
+    extras = image_extras()
+    for line in info.get_all("Requires-Dist") or []:
+        req = Requirement(line)
+        if req.marker is None or any(req.marker.evaluate({"extra": e}) for e in extras):
+            assert metadata.version(req.name) in req.specifier, f"{req} not in this .venv"
+    purelib = Path(sysconfig.get_paths(vars={"base": str(venv)})["purelib"])
+    (purelib / "_image_test_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    with zipfile.ZipFile(wheel) as whl:
+        assert "spades_server/gen/spades/v1/spades_pb2.py" in whl.namelist()
+    return venv
+
+
+# -- running it ----------------------------------------------------------------------------
+
+
+def as_image_user() -> list[str]:
+    """The prefix that runs a command as the image's user (USER), when this
+    test runs as root (as CI does): setpriv with that UID and GID, no other
+    group, and one capability, CAP_DAC_READ_SEARCH, so that the interpreter
+    this .venv was made from can be read wherever it is installed (/root's
+    pyenv, say) while every write is checked as the user's. As another user,
+    the test runs the server as itself (the read-only modes hold all the same)."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    assert setpriv, "setpriv (util-linux) runs the server as the image's user"
+    uid, _, gid = instruction("USER").partition(":")
+    return [
+        setpriv,
+        f"--reuid={uid}",
+        f"--regid={gid or uid}",
+        "--clear-groups",
+        "--inh-caps=+dac_read_search",
+        "--ambient-caps=+dac_read_search",
+        "--",
+    ]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class Server:
+    """The ENTRYPOINT, as the image's user, with its output read by a thread."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: Path):
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.output: list[str] = []
+        self.proc = subprocess.Popen(
+            [*as_image_user(), *argv],
+            env=env,
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout
+        for line in self.proc.stdout:
+            self.output.append(line)
+            self.lines.put(line)
+
+    def wait_listening(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.2)
+            except queue.Empty:
+                assert self.proc.poll() is None, "".join(self.output)
+                continue
+            if "spades-server listening on 0.0.0.0:" in line:
+                return
+        pytest.fail("no 'listening' line: " + "".join(self.output))
+
+    def stop(self, grace: float) -> float:
+        t0 = time.monotonic()
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            pytest.fail(f"not stopped {grace} s after SIGTERM: " + "".join(self.output))
+        assert code == 0, "".join(self.output)
+        return time.monotonic() - t0
+
+
+def _moved(value: str, root: Path, venv: Path) -> str:
+    """``value`` with the image's paths moved to where this test has them."""
+    places = {"/opt/spades": venv, "/data": root / "data", "/tmp": root / "tmp"}
+    alternatives = "|".join(map(re.escape, places))
+    return re.sub(rf"(?<![\w/])({alternatives})(?=/|:|$)", lambda m: str(places[m[1]]), value)
+
+
+def pod_environment(overlay: str, run: Path, venv: Path) -> tuple[dict[str, str], float]:
+    """The server pod's environment in ``overlay`` (the image's ENV under the
+    manifest's), its paths moved under ``run``; and SPADES_GRACE_SECONDS."""
+    c = container(named(overlay, "Deployment", SERVER), SERVER)
+    env = {"HOME": str(run / "home"), "TMPDIR": str(run / "tmp"), "LANG": "C.UTF-8"}
+    base_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    for key, value in image_env().items():
+        env[key] = _moved(value.replace("$PATH", base_path), run, venv)
+    for key, value in container_env(overlay, c).items():
+        env[key] = _moved(value, run, venv)
+    assert env["SPADES_OPERATOR_TOKEN"] == "secret.spades-operator.token"
+    env["SPADES_OPERATOR_TOKEN"] = OPERATOR_TOKEN
+    env["SPADES_PORT"], env["SPADES_METRICS_PORT"] = str(_free_port()), str(_free_port())
+    return env, float(env["SPADES_GRACE_SECONDS"])
+
+
+def _health(port: int, service: str) -> int:
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        status: int = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=5).status
+        return status
+
+
+OPERATOR = (("authorization", f"Bearer {OPERATOR_TOKEN}"),)
+
+
+@dataclass
+class Image:
+    root: Path
+    venv: Path
+    user: int | None
+
+    def run_dirs(self, name: str, data_writable: bool) -> Path:
+        """A pod's writable and read-only places: home (read-only), data (the
+        volume, or read-only without one), tmp (the emptyDir)."""
+        run = self.root / name
+        run.mkdir(mode=0o755)
+        run.chmod(0o755)
+        for sub, mode in (("home", 0o555), ("data", 0o700 if data_writable else 0o555)):
+            (run / sub).mkdir()
+            (run / sub).chmod(mode)
+        (run / "tmp").mkdir()
+        (run / "tmp").chmod(0o1777)
+        if self.user is not None and data_writable:
+            os.chown(run / "data", self.user, self.user)
+        return run
+
+    def entrypoint(self, env: dict[str, str]) -> list[str]:
+        argv = entrypoint()
+        argv[0] = shutil.which(argv[0], path=env["PATH"]) or argv[0]
+        assert argv[0].startswith(str(self.venv)), argv
+        return argv
+
+    def start(self, env: dict[str, str]) -> Server:
+        server = Server(self.entrypoint(env), env, cwd=self.venv)
+        server.wait_listening()
+        if self.user is not None:
+            status = Path(f"/proc/{server.proc.pid}/status").read_text()
+            assert re.search(rf"^Uid:\s+{self.user}\s", status, re.MULTILINE), status
+        return server
+
+
+@pytest.fixture(scope="module")
+def image() -> Iterator[Image]:
+    """The image's environment, built once for this module's tests."""
+    user = int(instruction("USER").partition(":")[0]) if os.geteuid() == 0 else None
+    with _scratch() as root:
+        venv = install_image(root)
+        imported = subprocess.run(
+            [
+                str(venv / "bin" / "python"),
+                "-c",
+                "import spades_server; print(spades_server.__file__)",
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        assert imported.startswith(str(venv)), "the wheel's package, not the repository's"
+        _read_only(venv)
+        yield Image(root, venv, user)
+
+
+@contextlib.contextmanager
+def _running(image: Image, env: dict[str, str]) -> Iterator[Server]:
+    server = image.start(env)
+    try:
+        yield server
+    finally:
+        if server.proc.poll() is None:
+            server.proc.kill()
+            server.proc.wait(timeout=10)
+
+
+def test_the_image_serves_health_and_stops_cleanly_on_sigterm(image: Image) -> None:
+    run = image.run_dirs("sqlite", data_writable=True)
+    env, grace = pod_environment("sqlite", run, image.venv)
+    port, metrics_port = int(env["SPADES_PORT"]), int(env["SPADES_METRICS_PORT"])
+
+    with _running(image, env) as server:
+        check = healthcheck()
+        check[0] = shutil.which(check[0], path=env["PATH"]) or check[0]
+        subprocess.run([*as_image_user(), *check], env=env, cwd=image.venv, check=True, timeout=10)
+        serving = health_pb2.HealthCheckResponse.SERVING
+        assert _health(port, "") == serving
+        assert _health(port, server_main.SERVICE_NAME) == serving
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics") as resp:
+            assert b"spades_rpcs_total" in resp.read()
+
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = pb_grpc.SpadesServiceStub(channel)
+            created = stub.CreateMatch(
+                pb.CreateMatchRequest(seats=[pb.SeatConfig(name=f"p{i}") for i in range(4)]),
+                metadata=OPERATOR,
+                timeout=10,
+            )
+            match_id = created.match.match_id
+            stream = stub.Spectate(pb.SpectateRequest(match_id=match_id), timeout=30)
+            next(stream)  # open, with the match's first events
+            took = server.stop(grace)
+            with pytest.raises(grpc.RpcError) as ended:
+                for _ in stream:
+                    pass
+            assert ended.value.code() is grpc.StatusCode.UNAVAILABLE
+        assert took < grace
+        assert "operator token:" not in "".join(server.output), "the token is the Secret's"
+
+    # The match is in the data directory (the volume): a new pod finds it.
+    with _running(image, env) as server, grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        got = pb_grpc.SpadesServiceStub(channel).GetMatch(
+            pb.GetMatchRequest(match_id=match_id), metadata=OPERATOR, timeout=10
+        )
+        assert got.match.match_id == match_id
+        server.stop(grace)
+
+    assert list((run / "home").iterdir()) == []
+    assert Path(env["SPADES_DB"]).parent == run / "data"
+    assert Path(env["SPADES_DB"]).exists()
+
+
+class Redis:
+    """redis-server as the redis overlay's StatefulSet runs it: its ConfigMap's
+    redis.conf and its args, with a free loopback port and the data directory
+    moved under ``run``."""
+
+    def __init__(self, run: Path, password: str) -> None:
+        binary = shutil.which("redis-server")
+        assert binary, "redis-server is not installed (make test installs Debian's)"
+        statefulset = named("redis", "StatefulSet", "spades-redis")
+        c = container(statefulset, "redis")
+        mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+        # The volume's mount (the conf's `dir`) moved under run, like the pods' paths.
+        data = run / "redis-data"
+        data.mkdir()
+        text = config_map("redis", "spades-redis-config")["data"]["redis.conf"]
+        assert f"\ndir {mounts['data']}\n" in text
+        conf = run / "redis.conf"
+        conf.write_text(text.replace(f"\ndir {mounts['data']}\n", f"\ndir {data}\n"))
+        assert c["command"] == ["redis-server"]
+        args = [a.replace("$(REDIS_PASSWORD)", password) for a in c["args"]]
+        assert args[0] == f"{mounts['config']}/redis.conf"
+        args[0] = str(conf)
+        self.port = _free_port()
+        argv = [binary, *args, "--port", str(self.port), "--bind", "127.0.0.1"]
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT
+        )
+        self.client = redis.Redis(port=self.port, password=password, socket_timeout=5)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                self.client.ping()
+                break
+            except redis.ConnectionError:
+                assert self.proc.poll() is None, "redis-server exited"
+                assert time.monotonic() < deadline, "redis-server did not answer"
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        self.client.close()
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+def test_replicas_on_the_redis_overlays_redis(image: Image) -> None:
+    run = image.root / "redis"
+    password = "image-test-redis-password"
+    run_a = image.run_dirs("redis-a", data_writable=False)  # no volume in the redis overlay
+    run_b = image.run_dirs("redis-b", data_writable=False)
+    run.mkdir()
+    store = Redis(run, password)
+    try:
+        config = store.client.config_get("append*") | store.client.config_get("maxmemory*")
+        assert config["appendonly"] == "yes" and config["appendfsync"] == "always"
+        assert config["maxmemory-policy"] == "noeviction"
+
+        envs = []
+        for replica in (run_a, run_b):
+            env, grace = pod_environment("redis", replica, image.venv)
+            url = env["SPADES_REDIS_URL"]
+            assert "secret.spades-redis.password@spades-redis:6379/" in url
+            env["SPADES_REDIS_URL"] = url.replace("secret.spades-redis.password", password).replace(
+                "spades-redis:6379", f"127.0.0.1:{store.port}"
+            )
+            envs.append(env)
+        with _running(image, envs[0]) as a, _running(image, envs[1]) as b:
+            port_a, port_b = (int(e["SPADES_PORT"]) for e in envs)
+            for port in (port_a, port_b):
+                assert (
+                    _health(port, server_main.SERVICE_NAME)
+                    == health_pb2.HealthCheckResponse.SERVING
+                )
+            with (
+                grpc.insecure_channel(f"127.0.0.1:{port_a}") as channel_a,
+                grpc.insecure_channel(f"127.0.0.1:{port_b}") as channel_b,
+            ):
+                created = pb_grpc.SpadesServiceStub(channel_a).CreateMatch(
+                    pb.CreateMatchRequest(seats=[pb.SeatConfig(name=f"p{i}") for i in range(4)]),
+                    metadata=OPERATOR,
+                    timeout=10,
+                )
+                # The other replica serves the match the first one made.
+                got = pb_grpc.SpadesServiceStub(channel_b).GetMatch(
+                    pb.GetMatchRequest(match_id=created.match.match_id),
+                    metadata=OPERATOR,
+                    timeout=10,
+                )
+                assert got.match.match_id == created.match.match_id
+            assert a.stop(grace) < grace
+            assert b.stop(grace) < grace
+        for replica in (run_a, run_b):
+            assert list((replica / "home").iterdir()) == list((replica / "data").iterdir()) == []
+    finally:
+        store.stop()
