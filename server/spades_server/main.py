@@ -70,6 +70,21 @@ OPTIONS = (
         "the prefix of every Redis key (with --store redis): deployments sharing a Redis differ",
     ),
     _Opt(
+        "--redis-wait-replicas",
+        "SPADES_REDIS_WAIT_REPLICAS",
+        "0",
+        "with --store redis: acknowledge an action only once this many Redis replicas "
+        "have it (WAIT), so that a failover cannot lose it; 0: the primary alone",
+        int,
+    ),
+    _Opt(
+        "--redis-wait-timeout-ms",
+        "SPADES_REDIS_WAIT_TIMEOUT_MS",
+        "1000",
+        "how long an action waits for those replicas before it fails with UNAVAILABLE",
+        int,
+    ),
+    _Opt(
         "--takeover-ms",
         "SPADES_TAKEOVER_MS",
         "3000",
@@ -263,6 +278,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "chat_per_hand",
         "seat_changes_per_hand",
         "snapshot_every",
+        "redis_wait_timeout_ms",
     ):
         if getattr(args, flag) < 1:
             p.error(f"--{flag.replace('_', '-')} must be at least 1")
@@ -280,6 +296,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "keepalive_seconds",
         "min_client_ping_seconds",
         "poll_max_wait_ms",
+        "redis_wait_replicas",
+        "takeover_ms",
     ):
         if getattr(args, flag) < 0:
             p.error(f"--{flag.replace('_', '-')} must be 0 or more")
@@ -341,7 +359,12 @@ def make_store(args: argparse.Namespace) -> Store:
     if args.store == "redis":
         from .store.redis import RedisStore  # redis-py is needed only here
 
-        return RedisStore(args.redis_url, args.redis_prefix)
+        return RedisStore(
+            args.redis_url,
+            args.redis_prefix,
+            wait_replicas=args.redis_wait_replicas,
+            wait_timeout_ms=args.redis_wait_timeout_ms,
+        )
     return SqliteStore(
         args.db,
         synchronous=args.sqlite_synchronous,

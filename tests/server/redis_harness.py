@@ -30,7 +30,7 @@ def free_port() -> int:
 
 
 class RedisServer:
-    def __init__(self, workdir: Path, aof: bool = False) -> None:
+    def __init__(self, workdir: Path, aof: bool = False, extra: tuple[str, ...] = ()) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             raise AssertionError("redis-server is not installed: apt-get install redis-server")
@@ -38,6 +38,7 @@ class RedisServer:
         self.workdir = workdir
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.aof = aof
+        self.extra = extra
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -52,7 +53,7 @@ class RedisServer:
             argv += ["--appendonly", "yes", "--appendfsync", "always"]
         else:
             argv += ["--appendonly", "no"]
-        return argv
+        return argv + list(self.extra)
 
     def start(self) -> None:
         log = open(self.workdir / "redis.log", "ab")  # noqa: SIM115
@@ -114,8 +115,8 @@ def make_redis(tmp_path: Path) -> Iterator[type[RedisServer]]:
     made: list[RedisServer] = []
 
     class Own(RedisServer):
-        def __init__(self, aof: bool = False) -> None:
-            super().__init__(tmp_path / f"redis{len(made)}", aof)
+        def __init__(self, aof: bool = False, extra: tuple[str, ...] = ()) -> None:
+            super().__init__(tmp_path / f"redis{len(made)}", aof, extra)
             made.append(self)
             self.start()
 

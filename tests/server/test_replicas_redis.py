@@ -435,3 +435,37 @@ def test_the_stream_limit_of_a_match_holds_across_replicas(
     again.cancel()
     for reader in open_[1:]:
         reader.cancel()
+
+
+def test_with_wait_an_action_is_acknowledged_only_once_a_redis_replica_has_it(
+    make_server: Callable[..., Server], make_redis: type[RedisServer]
+) -> None:
+    primary = make_redis(aof=True)
+    follower = make_redis(extra=("--replicaof", "127.0.0.1", str(primary.port)))
+    (a,) = replicas(
+        make_server, primary.url, "wait", 1,
+        "--redis-wait-replicas", "1", "--redis-wait-timeout-ms", "300",
+    )  # fmt: skip
+    table = create_match(a.stub, seed=21)
+    play({s: a for s in range(4)}, table, lambda v: v.phase == pb.PHASE_PLAYING, 60)
+    before = exported_actions(a, table.match_id)
+    follower.kill9()  # the only Redis replica is gone: no write can be confirmed
+    view = get_view(a.stub, table, 0)
+    seat = seats_to_act(view)[0]
+    action = choose(get_view(a.stub, table, seat))
+    failure = expect_failure(
+        grpc.StatusCode.UNAVAILABLE, submit, a.stub, table, seat, action, action_id="unconfirmed"
+    )
+    assert failure.reason == "STORE_FAILED" and "replicas confirmed" in failure.message
+    follower.start()
+    d = Deadline(20)
+    while True:  # the retry, once the replica is back: applied once, whatever the primary kept
+        try:
+            submit(a.stub, table, seat, action, action_id="unconfirmed")
+            break
+        except grpc.RpcError as err:
+            assert err.code() == grpc.StatusCode.UNAVAILABLE, err
+            d.check("writes to be confirmed again")
+            time.sleep(0.2)
+    actions = exported_actions(a, table.match_id)
+    assert actions[: len(before)] == before and len(actions) == len(before) + 1

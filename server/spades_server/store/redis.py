@@ -197,9 +197,20 @@ class RedisStore:
 
     shared = True  # any replica may append: sessions must expect SeqConflict
 
-    def __init__(self, url: str, prefix: str = "spades", timeout_s: float = 5.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        prefix: str = "spades",
+        timeout_s: float = 5.0,
+        wait_replicas: int = 0,
+        wait_timeout_ms: int = 1000,
+    ) -> None:
         self.url = url
         self.prefix = prefix
+        # WAIT after each append: acknowledged only once this many Redis
+        # replicas have it too, so that a failover keeps it (docs/operations.md).
+        self.wait_replicas = wait_replicas
+        self.wait_timeout_ms = wait_timeout_ms
         self._redis = aioredis.Redis.from_url(
             url,
             socket_timeout=timeout_s,
@@ -299,15 +310,26 @@ class RedisStore:
         keys = self._keys(match_id)
 
         async def work() -> Any:
-            if due_ms is None:
+            if due_ms is None and not self.wait_replicas:
                 return await self._append(keys=keys, args=args)
             pipe = self._redis.pipeline(transaction=False)
             await self._append(keys=keys, args=args, client=pipe)
-            # Written even if the script refused: a loser's time differs from
-            # the winner's by the race's length only, and a claim reads the
-            # match itself before acting (replica.take_over).
-            pipe.zadd(self._due, {match_id: due_ms})
+            if due_ms is not None:
+                # Written even if the script refused: a loser's time differs
+                # from the winner's by the race's length only, and a claim
+                # reads the match itself before acting (replica.take_over).
+                pipe.zadd(self._due, {match_id: due_ms})
+            if self.wait_replicas:
+                pipe.wait(self.wait_replicas, self.wait_timeout_ms)
             results = await pipe.execute(raise_on_error=True)
+            if self.wait_replicas and results[-1] < self.wait_replicas and results[0][0] == b"ok":
+                # On the primary but not (yet) on enough replicas: not
+                # acknowledged. The session reloads; a retry of the same
+                # action id is answered from the log if the write survived.
+                raise StoreUnavailable(
+                    f"{results[-1]} of {self.wait_replicas} Redis replicas confirmed the write "
+                    f"within {self.wait_timeout_ms} ms"
+                )
             return results[0]
 
         status, value = await self._call(work)
