@@ -36,6 +36,12 @@ BOT_FAILURES = Counter(
     "and were replaced by a legal action, by level",
     ["level"],
 )
+REPLICA_EVENTS = Counter(
+    "spades_replica_events_total",
+    "On a shared store (Redis): catch_up (another replica's appends read), conflict (an "
+    "append lost a race and the match was rebuilt), takeover (a due match driven here)",
+    ["kind"],
+)
 GC_PAUSE = Histogram(
     "spades_gc_pause_seconds",
     "Collections of the cyclic garbage collector, which stop the event loop, by generation",

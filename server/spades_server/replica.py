@@ -34,6 +34,7 @@ from spades_engine import Match, parse_action
 
 from .errors import ServiceError, unavailable
 from .gen.spades.v1 import spades_pb2 as pb
+from .metrics import REPLICA_EVENTS
 from .seats import Seat
 from .store import StoredAction, StoredEvent, StoreError
 
@@ -135,6 +136,7 @@ async def resync(session: Session, rebuild: bool) -> bool:
         if rebuild:  # the engine may hold what the store refused
             session.mark_broken()
         raise unavailable("STORE_FAILED", f"the store did not answer: {e}") from e
+    REPLICA_EVENTS.labels("conflict" if rebuild else "catch_up").inc()
     controls = [s.control for s in session.seats]
     adopt(session, meta, new_actions, events)
     return bool(new_actions) or controls != [s.control for s in session.seats]
@@ -181,5 +183,6 @@ async def take_over(session: Session, now_ms: int) -> tuple[Outcome, int]:
         if due > now_ms:
             return "later", due
         left_ms = session.last_event_ms + session.turn_timer_ms - now_ms
+        REPLICA_EVENTS.labels("takeover").inc()
         session.after_change(timer_left_s=max(0.0, left_ms / 1000))
         return "driving", 0
