@@ -1,16 +1,22 @@
 # spades-server's image: `docker build -t spades-server:0.1.0 .`
 #
-# Two stages on the same base: the builder generates the protobuf stubs from
-# proto/ exactly as `make install` does (`make proto`, with the generator
-# tools of pyproject.toml's dev extra, pinned below) and builds the wheels;
-# the runtime stage gets only the virtual environment they were installed
-# into. No secret is built in: the operator token comes from the
-# environment (SPADES_OPERATOR_TOKEN, a Kubernetes Secret in k8s/).
+# Three stages. The builder generates the protobuf stubs from proto/ exactly
+# as `make install` does (`make proto`, with the generator tools of
+# pyproject.toml's dev extra, pinned below) and builds the wheels; the web
+# stage builds the web table (clients/web) with Node as `make web-dist` does;
+# the runtime stage gets only the virtual environment the wheels were
+# installed into and the web table's built files (/app/web). Its entry point
+# is the server; the web table's server is the same image with another
+# command (`python -m spades_server.webapp --dir /app/web ...`). No secret is
+# built in: the operator
+# token comes from the environment (SPADES_OPERATOR_TOKEN, a Kubernetes
+# Secret in k8s/).
 #
-# The base is an exact tag: this repository is built where no registry can be
-# asked for a digest. Where one can, pin it by digest as well
+# The bases are exact tags: this repository is built where no registry can be
+# asked for a digest. Where one can, pin them by digest as well
 # (`docker buildx imagetools inspect python:3.11.14-slim-bookworm`, then
-# `FROM python:3.11.14-slim-bookworm@sha256:...`), in both stages.
+# `FROM python:3.11.14-slim-bookworm@sha256:...`, in both Python stages; the
+# same for node:20.20.2-bookworm-slim).
 # hadolint (`make lint`) checks this file; tests/deploy/test_image_run.py runs
 # what the image runs, without Docker.
 
@@ -51,6 +57,48 @@ RUN pip wheel --no-cache-dir --wheel-dir /wheels ".[${EXTRAS}]" \
        --find-links /wheels "${wheel}[${EXTRAS}]"
 
 
+# The web table: the TypeScript client's build (the page imports
+# clients/typescript/dist), then Vite's build of the page into
+# clients/web/dist, the steps of `make web-dist` (clients/*/client.mk) with
+# the versions their lockfiles pin; Node 20.20.2, the version of
+# clients/web/README.md.
+FROM node:20.20.2-bookworm-slim AS web
+
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
+    SPADES_PYTHON=/opt/protoc/bin/python
+
+# The client's generator (clients/typescript/scripts/generate.mjs) runs
+# protoc-gen-es under grpcio-tools' protoc, with the Python SPADES_PYTHON
+# names: Debian's, with the builder's grpcio-tools and the project's
+# googleapis-common-protos (google/rpc/error_details.proto) and protobuf.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends python3=3.11.2-1+b1 python3-venv=3.11.2-1+b1 \
+    && rm -rf /var/lib/apt/lists/* \
+    && python3 -m venv /opt/protoc \
+    && /opt/protoc/bin/pip install --no-cache-dir \
+       grpcio-tools==1.85.1 protobuf==7.36.2 googleapis-common-protos==1.76.0
+
+WORKDIR /src
+# The npm packages first, from the lockfiles alone (a layer that changes only
+# with them); Playwright, a dev dependency of the page's tests, downloads no
+# browser (PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD).
+COPY clients/typescript/package.json clients/typescript/package-lock.json clients/typescript/
+COPY clients/web/package.json clients/web/package-lock.json clients/web/
+RUN npm ci --prefix clients/typescript --no-audit --no-fund \
+    && npm ci --prefix clients/web --no-audit --no-fund
+
+COPY proto/ proto/
+COPY clients/typescript/ clients/typescript/
+COPY clients/web/ clients/web/
+WORKDIR /src/clients/typescript
+RUN node scripts/generate.mjs \
+    && node_modules/.bin/tsc -p tsconfig.json
+WORKDIR /src/clients/web
+RUN node_modules/.bin/vite build --logLevel warn
+
+
 FROM python:3.11.14-slim-bookworm
 
 # A numeric user with no shell and no home, the UID/GID the manifests give
@@ -63,6 +111,9 @@ RUN groupadd --system --gid 10001 spades \
     && chown 10001:10001 /data
 
 COPY --from=builder /opt/spades /opt/spades
+# The web table's files, read-only (root's), for `python -m
+# spades_server.webapp --dir /app/web`.
+COPY --from=web /src/clients/web/dist /app/web
 
 ENV PATH=/opt/spades/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
@@ -83,5 +134,8 @@ HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
     CMD ["python", "-c", "import os, sys, grpc; from grpc_health.v1 import health_pb2 as h, health_pb2_grpc as g; c = grpc.insecure_channel('127.0.0.1:' + os.environ.get('SPADES_PORT', '50051')); r = g.HealthStub(c).Check(h.HealthCheckRequest(), timeout=3); sys.exit(0 if r.status == h.HealthCheckResponse.SERVING else 1)"]
 
 # Every other setting: a SPADES_* environment variable or a flag after the
-# image's name (`spades-server --help`).
+# image's name (`spades-server --help`). The web table's server replaces the
+# entry point (`docker run --entrypoint python --no-healthcheck IMAGE -m
+# spades_server.webapp --dir /app/web --host 0.0.0.0 --port 8081 --target
+# HOST:PORT`): it serves HTTP, not the gRPC health service the HEALTHCHECK asks.
 ENTRYPOINT ["spades-server", "--host", "0.0.0.0"]

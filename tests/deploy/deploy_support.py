@@ -158,11 +158,41 @@ def dockerfile() -> tuple[tuple[str, str], ...]:
     return tuple(found)
 
 
+def stages() -> list[tuple[str, str, list[tuple[str, str]]]]:
+    """Each stage: its name (``AS name``, or "" for none), its base, and its
+    instructions from its FROM on."""
+    found: list[tuple[str, str, list[tuple[str, str]]]] = []
+    for name, rest in dockerfile():
+        if name == "FROM":
+            words = rest.split()
+            alias = words[2] if len(words) == 3 and words[1].upper() == "AS" else ""
+            assert len(words) in (1, 3), f"FROM {rest}"
+            found.append((alias, words[0], []))
+        found[-1][2].append((name, rest))
+    return found
+
+
+def stage(alias: str) -> tuple[str, list[tuple[str, str]]]:
+    """The base and the instructions of the stage ``FROM ... AS alias``."""
+    found = [(base, steps) for name, base, steps in stages() if name == alias]
+    assert len(found) == 1, f"{len(found)} stages named {alias} in the Dockerfile"
+    return found[0]
+
+
 def runtime_stage() -> list[tuple[str, str]]:
     """The instructions of the last stage (the image that runs)."""
-    instructions = list(dockerfile())
-    last_from = max(i for i, (name, _) in enumerate(instructions) if name == "FROM")
-    return instructions[last_from:]
+    return stages()[-1][2]
+
+
+def copied_from(alias: str) -> tuple[str, str]:
+    """The runtime stage's ``COPY --from=alias SRC DEST``: (SRC, DEST)."""
+    found = []
+    for name, rest in runtime_stage():
+        words = shlex.split(rest)
+        if name == "COPY" and words[0] == f"--from={alias}":
+            found.append((words[1], words[2]))
+    assert len(found) == 1, f"{len(found)} COPY --from={alias} in the runtime stage"
+    return found[0]
 
 
 def instruction(name: str) -> str:

@@ -59,13 +59,13 @@ from deploy_support import (
     config_map,
     container,
     container_env,
-    dockerfile,
     entrypoint,
     healthcheck,
     image_env,
     image_extras,
     instruction,
     named,
+    stage,
 )
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from packaging.requirements import Requirement
@@ -145,8 +145,7 @@ def build_context(dest: Path) -> list[str]:
 
 
 def _builder_runs() -> list[str]:
-    stages = [i for i, (name, _) in enumerate(dockerfile()) if name == "FROM"]
-    return [rest for name, rest in dockerfile()[stages[0] : stages[-1]] if name == "RUN"]
+    return [rest for name, rest in stage("builder")[1] if name == "RUN"]
 
 
 def _run(argv: list[str], **kwargs: Any) -> None:

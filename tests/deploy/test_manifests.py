@@ -4,6 +4,7 @@ main.py's option table, the Dockerfile, metrics.py and the Envoy template.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -26,6 +27,7 @@ from deploy_support import (
     config_table,
     container,
     container_env,
+    copied_from,
     dockerfile,
     effective,
     entrypoint,
@@ -37,6 +39,8 @@ from deploy_support import (
     named,
     objects,
     port,
+    stage,
+    stages,
     workloads,
 )
 from prometheus_client.metrics import MetricWrapperBase
@@ -390,11 +394,46 @@ def test_the_image_has_what_each_overlays_store_needs() -> None:
     assert "redis" in image_extras()
 
 
-def test_both_stages_are_one_exact_base() -> None:
-    bases = {rest.split()[0] for name, rest in dockerfile() if name == "FROM"}
-    (base,) = bases
+def test_every_stage_is_an_exact_base() -> None:
+    # The builder and the runtime stage: one Python base; the web stage: Node 20.
+    python = {base for name, base, _ in stages() if name != "web"}
+    (base,) = python
     assert re.fullmatch(r"python:3\.11\.\d+-slim-bookworm(@sha256:[0-9a-f]{64})?", base)
+    node, _ = stage("web")
+    version = re.fullmatch(r"node:(20)\.(\d+)\.(\d+)-bookworm-slim(@sha256:[0-9a-f]{64})?", node)
+    assert version, node
+    # At least what clients/web/package.json's engines ask (Vite needs >= 20.19).
+    engines = json.loads((ROOT / "clients" / "web" / "package.json").read_text())["engines"]
+    least = re.fullmatch(r">=(\d+)\.(\d+)", engines["node"])
+    assert least and (20, int(version[2])) >= (int(least[1]), int(least[2]))
     assert not any(name in ("ARG", "ENV") and "TOKEN" in rest for name, rest in dockerfile())
+
+
+def test_the_web_stages_generator_is_the_builders() -> None:
+    # The TypeScript client's code comes from the same protoc (grpcio-tools) as
+    # the Python stubs.
+    def pins(steps: list[tuple[str, str]]) -> dict[str, str]:
+        found = {}
+        for name, rest in steps:
+            if name == "RUN":
+                found.update(re.findall(r"([A-Za-z0-9_.-]+)==([A-Za-z0-9_.+-]+)", rest))
+        return found
+
+    builder, web = pins(stage("builder")[1]), pins(stage("web")[1])
+    assert web["grpcio-tools"] == builder["grpcio-tools"]
+    assert {"grpcio-tools", "googleapis-common-protos", "protobuf"} <= set(web)
+
+
+def test_the_runtime_stage_gets_the_web_tables_build() -> None:
+    # What the web stage's last step builds (Vite's outDir, in its last WORKDIR)
+    # is what the runtime stage copies.
+    workdirs = [rest for name, rest in stage("web")[1] if name == "WORKDIR"]
+    config = (ROOT / "clients" / "web" / "vite.config.ts").read_text()
+    (out_dir,) = re.findall(r'outDir: "([^"]+)"', config)
+    assert workdirs[-1] == "/src/clients/web"
+    assert copied_from("web")[0] == f"{workdirs[-1]}/{out_dir}"
+    runs = [rest for name, rest in stage("web")[1] if name == "RUN"]
+    assert "vite build" in runs[-1]
 
 
 # -- docs/operations.md ----------------------------------------------------------------------
