@@ -7,8 +7,8 @@
 # the runtime stage gets only the virtual environment the wheels were
 # installed into and the web table's built files (/app/web). Its entry point
 # is the server; the web table's server is the same image with another
-# command (`python -m spades_server.webapp --dir /app/web ...`). No secret is
-# built in: the operator
+# command (`python -m spades_server.webapp --dir /app/web ...`, the Deployment
+# spades-web of k8s/components/envoy). No secret is built in: the operator
 # token comes from the environment (SPADES_OPERATOR_TOKEN, a Kubernetes
 # Secret in k8s/).
 #
@@ -125,8 +125,9 @@ ENV PATH=/opt/spades/bin:$PATH \
 WORKDIR /opt/spades
 USER 10001:10001
 VOLUME ["/data"]
-# gRPC (SPADES_PORT) and Prometheus /metrics (SPADES_METRICS_PORT).
-EXPOSE 50051 9464
+# gRPC (SPADES_PORT) and Prometheus /metrics (SPADES_METRICS_PORT); 8081 is
+# the web table's server's (--port of spades_server.webapp, in k8s/).
+EXPOSE 50051 9464 8081
 
 # The standard gRPC health service on the gRPC port (SPADES_PORT, 50051).
 # Kubernetes does not read this: its probes are the Deployment's `grpc:` ones.
@@ -135,7 +136,8 @@ HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
 
 # Every other setting: a SPADES_* environment variable or a flag after the
 # image's name (`spades-server --help`). The web table's server replaces the
-# entry point (`docker run --entrypoint python --no-healthcheck IMAGE -m
-# spades_server.webapp --dir /app/web --host 0.0.0.0 --port 8081 --target
-# HOST:PORT`): it serves HTTP, not the gRPC health service the HEALTHCHECK asks.
+# entry point (Kubernetes' `command`; `docker run --entrypoint python
+# --no-healthcheck IMAGE -m spades_server.webapp --dir /app/web --host
+# 0.0.0.0 --port 8081 --target HOST:PORT`): it serves HTTP on 8081, not the
+# gRPC health service the HEALTHCHECK asks.
 ENTRYPOINT ["spades-server", "--host", "0.0.0.0"]

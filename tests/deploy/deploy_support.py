@@ -1,6 +1,7 @@
 """What the deployment tests share: the kustomize builds of k8s/overlays/, the
-Dockerfile's instructions, and the server's own option table (main.OPTIONS),
-so that every check compares the manifests with the code, not with a copy.
+Dockerfile's instructions, the server's own option table (main.OPTIONS) and
+the web table's server's own argument parser (webapp.main), so that every
+check compares the manifests with the code, not with a copy.
 
 kustomize is the Makefile's (`make kustomize`, which `make test` and `make
 lint` build first); it is built here if it is missing, so nothing is skipped.
@@ -8,6 +9,7 @@ lint` build first); it is built here if it is missing, so nothing is skipped.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import functools
 import importlib.util
@@ -25,11 +27,14 @@ from unittest import mock
 
 import yaml
 from spades_server import main as server_main
+from spades_server import webapp
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "k8s"
 OVERLAYS = tuple(sorted(p.name for p in (K8S / "overlays").iterdir() if p.is_dir()))
 SERVER = "spades-server"  # the Deployment and its container
+WEB = "spades-web"  # the web table's Deployment and Service (the envoy component)
+WEB_CONTAINER = "web"
 
 # The server's settings: every flag of main.py's option table and its variable.
 ENV_OF_FLAG = {o.flag: o.env for o in server_main.OPTIONS}
@@ -267,6 +272,51 @@ def effective(overlay: str) -> tuple[Any, dict[str, str]]:
     argv = [*entrypoint()[1:], *c.get("args", [])]
     assert "command" not in c, "the image's ENTRYPOINT is the command"
     return settings(argv, env), env
+
+
+# -- the web table's server (spades_server.webapp) -----------------------------------
+
+
+class _Parsed(Exception):
+    def __init__(self, namespace: argparse.Namespace) -> None:
+        super().__init__("parsed")
+        self.namespace = namespace
+
+
+def webapp_settings(argv: list[str]) -> argparse.Namespace:
+    """What ``python -m spades_server.webapp`` makes of ``argv``: its own
+    parser's namespace (main() is stopped right after parse_args); Refused
+    when it exits on a flag or value it does not know."""
+    real = argparse.ArgumentParser.parse_args
+
+    def parse_then_stop(self: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> Any:
+        raise _Parsed(real(self, *args, **kwargs))
+
+    stderr = io.StringIO()
+    with (
+        mock.patch.object(argparse.ArgumentParser, "parse_args", parse_then_stop),
+        contextlib.redirect_stderr(stderr),
+    ):
+        try:
+            webapp.main(argv)
+        except _Parsed as parsed:
+            return parsed.namespace
+        except SystemExit:
+            pass
+    raise Refused(f"python -m spades_server.webapp {shlex.join(argv)}: {stderr.getvalue()}")
+
+
+def web_container(overlay: str) -> dict[str, Any]:
+    return container(named(overlay, "Deployment", WEB), WEB_CONTAINER)
+
+
+def web_command(overlay: str) -> tuple[list[str], argparse.Namespace]:
+    """The web container's argv (its command, then its args) and what
+    webapp's parser makes of the args."""
+    c = web_container(overlay)
+    argv = [*c["command"], *c.get("args", [])]
+    assert argv[:3] == ["python", "-m", "spades_server.webapp"], argv
+    return argv, webapp_settings(argv[3:])
 
 
 # -- docs/operations.md's table of settings --------------------------------------------

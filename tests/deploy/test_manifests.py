@@ -1,5 +1,6 @@
 """k8s/ against the server it deploys: every overlay's kustomize build, held to
-main.py's option table, the Dockerfile, metrics.py and the Envoy template.
+main.py's option table, webapp.py's flags, the Dockerfile, metrics.py and the
+Envoy template.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from deploy_support import (
     OVERLAYS,
     ROOT,
     SERVER,
+    WEB,
     build,
     config_map,
     config_table,
@@ -41,6 +43,8 @@ from deploy_support import (
     port,
     stage,
     stages,
+    web_command,
+    web_container,
     workloads,
 )
 from prometheus_client.metrics import MetricWrapperBase
@@ -308,6 +312,188 @@ def test_envoys_config_is_the_templates_render() -> None:
     assert lint.recorded_flags(path) == flags.split()
 
 
+def _routes(config: dict[str, Any]) -> list[dict[str, Any]]:
+    (listener,) = config["static_resources"]["listeners"]
+    (manager,) = listener["filter_chains"][0]["filters"]
+    (host,) = manager["typed_config"]["route_config"]["virtual_hosts"]
+    routes: list[dict[str, Any]] = host["routes"]
+    return routes
+
+
+def _route_of(config: dict[str, Any], path: str, content_type: str) -> dict[str, Any]:
+    """The first route of Envoy's listener that takes a request for ``path``
+    with ``content_type`` (prefix and header prefix matches: all it uses)."""
+    for route in _routes(config):
+        match = route["match"]
+        if not path.startswith(match["prefix"]):
+            continue
+        headers = {"content-type": content_type}
+        if all(
+            headers.get(h["name"], "").startswith(h["string_match"]["prefix"])
+            for h in match.get("headers", [])
+        ):
+            return route
+    raise AssertionError(f"no route for {path}")
+
+
+# -- the web table (the envoy component's spades-web) -------------------------------------
+
+
+def test_only_the_envoy_overlay_serves_the_web_table() -> None:
+    for overlay in OVERLAYS:
+        names = {o["metadata"]["name"] for o in build(overlay)}
+        assert (WEB in names) == (overlay == ENVOY_OVERLAY), overlay
+
+
+def test_envoys_web_cluster_is_the_web_service() -> None:
+    config = _envoy_config()
+    # The page and its /api/ calls go to the cluster `web`; the API to the server.
+    assert _route_of(config, "/", "text/html")["route"]["cluster"] == "web"
+    api = "application/json"
+    assert _route_of(config, "/api/new-match", api)["route"]["cluster"] == "web"
+    for grpc in ("application/grpc", "application/grpc-web+proto", "application/proto"):
+        route = _route_of(config, "/spades.v1.SpadesService/CreateMatch", grpc)
+        assert route["route"]["cluster"] == "spades_server", grpc
+    address = _cluster_address(config, "web")
+    assert address["address"] == WEB
+    service = named(ENVOY_OVERLAY, "Service", address["address"])
+    deployment = named(ENVOY_OVERLAY, "Deployment", WEB)
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= labels.items()
+    assert deployment["spec"]["selector"]["matchLabels"] == service["spec"]["selector"]
+    (service_port,) = [p for p in service["spec"]["ports"] if p["port"] == address["port_value"]]
+    _, args = web_command(ENVOY_OVERLAY)
+    assert port(web_container(ENVOY_OVERLAY), service_port["targetPort"]) == args.port
+    assert {p["containerPort"] for p in web_container(ENVOY_OVERLAY)["ports"]} == {args.port}
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_each_service_selects_one_workloads_pods(overlay: str) -> None:
+    # The server's Services never reach the web table's pods, nor the reverse.
+    for service in objects(overlay, "Service"):
+        selector = service["spec"]["selector"].items()
+        chosen = [
+            w["metadata"]["name"]
+            for w in workloads(overlay)
+            if selector <= w["spec"]["template"]["metadata"]["labels"].items()
+        ]
+        assert len(chosen) == 1, (service["metadata"]["name"], chosen)
+
+
+def test_the_web_command_is_webapps_with_flags_it_knows() -> None:
+    argv, args = web_command(ENVOY_OVERLAY)  # webapp's own parser: Refused on an unknown flag
+    c = web_container(ENVOY_OVERLAY)
+    assert "command" in c, "the image's ENTRYPOINT is the server: the web table replaces it"
+    # `python` is the image's (its PATH starts with the virtual environment's bin).
+    venv = copied_from("builder")[1]
+    assert image_env()["PATH"].startswith(f"{venv}/bin:")
+    assert args.host == "0.0.0.0"
+    # The page the web stage built, where the runtime stage puts it.
+    assert str(args.dir) == copied_from("web")[1]
+    # Each flag given once, and each one webapp.py has (not left to a default by a typo).
+    flags = [a for a in argv[3:] if a.startswith("--")]
+    assert len(flags) == len(set(flags)) and set(flags) <= {
+        "--dir",
+        "--host",
+        "--port",
+        "--target",
+        "--matches-per-minute",
+    }
+    assert {"--dir", "--host", "--port", "--target"} <= set(flags)
+
+
+def test_the_web_table_calls_the_service_through_envoy() -> None:
+    _, args = web_command(ENVOY_OVERLAY)
+    host, _, target_port = args.target.rpartition(":")
+    service = named(ENVOY_OVERLAY, "Service", host)
+    assert service["metadata"]["name"] == "spades-envoy"
+    (service_port,) = [p for p in service["spec"]["ports"] if p["port"] == int(target_port)]
+    envoy = container(named(ENVOY_OVERLAY, "Deployment", "spades-envoy"), "envoy")
+    (listener,) = _envoy_config()["static_resources"]["listeners"]
+    assert (
+        port(envoy, service_port["targetPort"])
+        == listener["address"]["socket_address"]["port_value"]
+    )
+    # With the server's own operator token (the same Secret and key).
+    server = container(named(ENVOY_OVERLAY, "Deployment", SERVER), SERVER)
+    web_env = container_env(ENVOY_OVERLAY, web_container(ENVOY_OVERLAY))
+    assert web_env["SPADES_OPERATOR_TOKEN"] == "secret.spades-operator.token"
+    assert (
+        web_env["SPADES_OPERATOR_TOKEN"]
+        == container_env(ENVOY_OVERLAY, server)["SPADES_OPERATOR_TOKEN"]
+    )
+    # Nothing else: the server's ConfigMap (spades-config) is not the web table's.
+    assert set(web_env) == {"SPADES_OPERATOR_TOKEN"}
+
+
+def test_the_web_pods_run_as_the_servers_do() -> None:
+    server = named(ENVOY_OVERLAY, "Deployment", SERVER)
+    web = named(ENVOY_OVERLAY, "Deployment", WEB)
+    server_pod, web_pod = server["spec"]["template"]["spec"], web["spec"]["template"]["spec"]
+    for key in ("runAsNonRoot", "runAsUser", "runAsGroup", "seccompProfile"):
+        assert web_pod["securityContext"][key] == server_pod["securityContext"][key], key
+    user, _, group = instruction("USER").partition(":")
+    assert (web_pod["securityContext"]["runAsUser"], web_pod["securityContext"]["runAsGroup"]) == (
+        int(user),
+        int(group),
+    )
+    c, s = web_container(ENVOY_OVERLAY), container(server, SERVER)
+    assert c["securityContext"] == s["securityContext"]
+    # The same image, whatever name and tag the server's is given (replacements).
+    assert c["image"] == s["image"]
+    # It writes nothing (test_image_run.py runs it with nothing writable).
+    assert "volumeMounts" not in c and "volumes" not in web_pod
+    assert (
+        web_pod["serviceAccountName"]
+        == named(ENVOY_OVERLAY, "ServiceAccount", WEB)["metadata"]["name"]
+    )
+
+
+def test_the_web_probes_ask_for_the_page_and_it_drains_in_time() -> None:
+    _, args = web_command(ENVOY_OVERLAY)
+    c = web_container(ENVOY_OVERLAY)
+    for probe in ("readinessProbe", "livenessProbe"):
+        get = c[probe]["httpGet"]
+        assert get["path"] == "/", probe
+        target = get["port"]
+        assert (port(c, target) if isinstance(target, str) else target) == args.port, probe
+    pod = named(ENVOY_OVERLAY, "Deployment", WEB)["spec"]["template"]["spec"]
+    assert pod["terminationGracePeriodSeconds"] > c["lifecycle"]["preStop"]["sleep"]["seconds"]
+    # More than one replica, and a disruption budget that lets a drain take one.
+    web = named(ENVOY_OVERLAY, "Deployment", WEB)
+    pdb = named(ENVOY_OVERLAY, "PodDisruptionBudget", WEB)
+    labels = web["spec"]["template"]["metadata"]["labels"]
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    assert web["spec"]["replicas"] > pdb["spec"]["maxUnavailable"] >= 1
+
+
+def test_the_web_table_follows_the_servers_image_in_any_overlay(tmp_path: Path) -> None:
+    # The envoy component on the redis overlay (docs/operations.md, "Envoy"), with
+    # the image renamed where the docs say: the web table's image follows.
+    shutil.copytree(K8S, tmp_path / "k8s")
+    overlay = tmp_path / "k8s" / "overlays" / "redis-envoy"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(
+        textwrap.dedent(
+            """\
+            resources: [../redis]
+            components: [../../components/envoy]
+            images:
+              - name: spades-server
+                newName: registry.example/spades-server
+                newTag: 9.9.9
+            """
+        )
+    )
+    out = subprocess.run(
+        [str(kustomize()), "build", str(overlay)], check=True, capture_output=True, text=True
+    ).stdout
+    built = {(o["kind"], o["metadata"]["name"]): o for o in yaml.safe_load_all(out) if o}
+    server = container(built[("Deployment", SERVER)], SERVER)
+    web = container(built[("Deployment", WEB)], "web")
+    assert server["image"] == web["image"] == "registry.example/spades-server:9.9.9"
+
+
 # -- monitoring ------------------------------------------------------------------------------
 
 
@@ -378,7 +564,7 @@ def test_the_image_runs_the_server_as_the_pods_user() -> None:
         assert pod["securityContext"]["runAsGroup"] == int(group)
         args, _ = effective(overlay)
         exposed = {int(p) for p in instruction("EXPOSE").split()}
-        assert exposed == {args.port, args.metrics_port}
+        assert exposed == {args.port, args.metrics_port, web_command(ENVOY_OVERLAY)[1].port}
 
 
 def test_the_image_has_what_each_overlays_store_needs() -> None:
