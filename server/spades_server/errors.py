@@ -9,10 +9,12 @@ never on the message.
 from __future__ import annotations
 
 import grpc
+import structlog
 from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2
 
 DOMAIN = "spades.v1"
+log = structlog.get_logger("spades.errors")
 
 
 class ServiceError(Exception):
@@ -81,3 +83,11 @@ def precondition(reason: str, message: str, **metadata: str) -> ServiceError:
 
 def unavailable(reason: str, message: str) -> ServiceError:
     return ServiceError(grpc.StatusCode.UNAVAILABLE, reason, message)
+
+
+def store_message(what: str, error: Exception) -> str:
+    """A store failure as a client may read it: ``what`` and the error's
+    public part; the whole error goes to the server's log."""
+    log.warning("store failure", error=str(error), kind=type(error).__name__)
+    public = getattr(error, "public", "")
+    return f"{what}: {public}" if public else what

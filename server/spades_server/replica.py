@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Literal
 
 from spades_engine import Match, parse_action
 
-from .errors import ServiceError, unavailable
+from .errors import ServiceError, store_message, unavailable
 from .gen.spades.v1 import spades_pb2 as pb
 from .metrics import REPLICA_EVENTS
 from .seats import Seat
@@ -135,7 +135,7 @@ async def resync(session: Session, rebuild: bool) -> bool:
     except StoreError as e:
         if rebuild:  # the engine may hold what the store refused
             session.mark_broken()
-        raise unavailable("STORE_FAILED", f"the store did not answer: {e}") from e
+        raise unavailable("STORE_FAILED", store_message("the store did not answer", e)) from e
     REPLICA_EVENTS.labels("conflict" if rebuild else "catch_up").inc()
     controls = [s.control for s in session.seats]
     adopt(session, meta, new_actions, events)

@@ -32,7 +32,7 @@ from spades_engine import (
 )
 
 from . import auth, calls, convert, play
-from .errors import ServiceError, invalid, unavailable
+from .errors import ServiceError, invalid, store_message, unavailable
 from .gen.spades.v1 import spades_pb2 as pb
 from .matches import Registry, SeatSpec
 from .metrics import OPEN_STREAMS, RPC_LATENCY, RPCS
@@ -91,7 +91,7 @@ def service_error(exc: BaseException) -> ServiceError:
     if isinstance(exc, StoreError):
         # Loading a match (or listing) failed: the store is unreachable or
         # refused; nothing changed, and the same call can be retried.
-        return unavailable("STORE_UNAVAILABLE", f"the store did not answer: {exc}")
+        return unavailable("STORE_UNAVAILABLE", store_message("the store did not answer", exc))
     return ServiceError(grpc.StatusCode.INTERNAL, "INTERNAL", "internal error")
 
 

@@ -25,7 +25,7 @@ from spades_engine.record import record_of
 
 from . import convert
 from .allowance import Allowances, SessionLimits
-from .errors import ServiceError, exhausted, precondition, unavailable
+from .errors import ServiceError, exhausted, precondition, store_message, unavailable
 from .event_log import EventLog, Payload, engine_payloads
 from .gen.spades.v1 import spades_pb2 as pb
 from .metrics import ACTIONS, REJECTIONS, STORE_LATENCY
@@ -161,14 +161,18 @@ class Session:
         except SeqConflict as e:
             if not self.shared:  # this process is the only writer: a conflict is a bug
                 self.mark_broken()
-                raise unavailable("STORE_FAILED", f"the store refused the write: {e}") from e
+                raise unavailable(
+                    "STORE_FAILED", store_message("the store refused the write", e)
+                ) from e
             # Another replica appended first: become what the store holds and
             # let the caller decide again (replica.py).
             await resync(self, rebuild=True)
             raise Resynced from e
         except StoreError as e:
             self.mark_broken()
-            raise unavailable("STORE_FAILED", f"the store refused the write: {e}") from e
+            raise unavailable(
+                "STORE_FAILED", store_message("the store refused the write", e)
+            ) from e
         finally:
             _APPEND_LATENCY.observe(time.perf_counter() - t0)
         self.event_log.publish(stored)
@@ -206,7 +210,9 @@ class Session:
                 self.match_id, seat, lim.actions_per_second, lim.action_burst
             )
         except StoreError as e:
-            raise unavailable("STORE_UNAVAILABLE", f"the store did not answer: {e}") from e
+            raise unavailable(
+                "STORE_UNAVAILABLE", store_message("the store did not answer", e)
+            ) from e
         if not granted:
             REJECTIONS.labels("RATE_LIMITED").inc()
             raise exhausted(
@@ -229,7 +235,9 @@ class Session:
             total = await store.set_streams(self.match_id, self.shared_streams, most, True)
         except StoreError as e:
             self.shared_streams -= 1
-            raise unavailable("STORE_UNAVAILABLE", f"the store did not answer: {e}") from e
+            raise unavailable(
+                "STORE_UNAVAILABLE", store_message("the store did not answer", e)
+            ) from e
         if total < 0:
             self.shared_streams -= 1
             REJECTIONS.labels("TOO_MANY_STREAMS").inc()

@@ -17,6 +17,10 @@ from typing import Protocol
 class StoreError(Exception):
     """The store failed; nothing of the failed call was stored."""
 
+    # What a client may be told (addresses, paths and driver messages stay in
+    # the server's log); a subclass or an instance may say more.
+    public = ""
+
 
 class SeqConflict(StoreError):
     """``expected_last_seq`` did not match: another writer appended first."""

@@ -75,6 +75,8 @@ _MATCH_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 class StoreUnavailable(StoreError):
     """Redis did not answer (or answered an error): nothing is known to be stored."""
 
+    public = "Redis did not answer"
+
 
 _CREATE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 'exists' end
@@ -326,10 +328,12 @@ class RedisStore:
                 # On the primary but not (yet) on enough replicas: not
                 # acknowledged. The session reloads; a retry of the same
                 # action id is answered from the log if the write survived.
-                raise StoreUnavailable(
+                unconfirmed = StoreUnavailable(
                     f"{results[-1]} of {self.wait_replicas} Redis replicas confirmed the write "
                     f"within {self.wait_timeout_ms} ms"
                 )
+                unconfirmed.public = str(unconfirmed)
+                raise unconfirmed
             return results[0]
 
         status, value = await self._call(work)
