@@ -330,13 +330,21 @@ class Recorder:
     def __init__(self) -> None:
         self.arrivals: dict[tuple[str, int], list[float]] = defaultdict(list)
         self.errors: list[str] = []
+        self.closed = 0  # streams closed by this process: their match ended, or the run
 
-    def message(self, match_id: str, data: bytes, now: float) -> None:
+    def message(self, match_id: str, data: bytes, now: float) -> bool:
+        """Note the arrival of a stream message's action events; True if the
+        match ended in it (the stream is then closed: the server keeps it open)."""
         arrivals = self.arrivals
+        ended = False
         # SpectateResponse and StreamEventsResponse have the same wire format.
         for ev in pb.StreamEventsResponse.FromString(data).events:
-            if ev.WhichOneof("kind") in ACTION_KINDS:
+            kind = ev.WhichOneof("kind")
+            if kind in ACTION_KINDS:
                 arrivals[match_id, ev.seq].append(now)
+            elif kind == "match_ended":
+                ended = True
+        return ended
 
     def error(self, text: str) -> None:
         if len(self.errors) < 50:
@@ -375,19 +383,21 @@ class Opener:
     async def run(
         self, match_id: str, token: str | None, ready: asyncio.Future[bool | None]
     ) -> None:
-        """One stream: a seat's (``token``) or a spectator's (None), to the end.
-        ``ready`` is set when it is open (True: its first message came), has
-        failed (False) or was closed before it opened (None)."""
+        """One stream: a seat's (``token``) or a spectator's (None), until its
+        match ends (then this closes it) or it is cancelled. ``ready`` is set
+        when it is open (True: its first message came), has failed (False) or
+        was closed before it opened (None)."""
         try:
             async with self.gate:  # released once the stream is open (first message)
                 if self.path == "grpc":
                     reader = self._grpc(match_id, token, ready)
                 else:
                     reader = self._http(match_id, token, ready)
-                await reader.__anext__()
+                with contextlib.suppress(StopAsyncIteration):
+                    await reader.__anext__()
             async for _ in reader:
                 pass
-            raise StreamError("the stream ended")
+            self.rec.closed += 1
         except asyncio.CancelledError:
             if not ready.done():
                 ready.set_result(None)
@@ -410,10 +420,13 @@ class Opener:
         clock, rec = time.monotonic, self.rec
         try:
             while (data := await call.read()) is not grpc.aio.EOF:
-                rec.message(match_id, data, clock())
+                ended = rec.message(match_id, data, clock())
                 if not ready.done():
                     ready.set_result(True)
                     yield
+                if ended:
+                    return
+            raise StreamError("the stream ended before its match")
         finally:
             call.cancel()
 
@@ -448,10 +461,12 @@ class Opener:
                 buf += chunk
                 for flag, data in frames(buf):
                     if flag == 0:
-                        rec.message(match_id, data, now)
+                        ended = rec.message(match_id, data, now)
                         if not ready.done():
                             ready.set_result(True)
                             yield
+                        if ended:
+                            return
                     elif flag & 0x80:  # gRPC-Web trailers
                         t = grpc_web_trailers(data)
                         raise StreamError(
@@ -460,6 +475,7 @@ class Opener:
                         )
                     elif flag & 0x02:  # Connect: end of stream, JSON
                         raise StreamError(f"end of stream {data[:200]!r}")
+            raise StreamError("the stream ended before its match")
 
 
 @dataclass
@@ -481,7 +497,6 @@ class Client:
         self.tables: dict[int, TableStreams] = defaultdict(TableStreams)
         self.done = asyncio.Event()
         self.jobs: set[asyncio.Task[None]] = set()
-        self.closed = 0  # streams this process closed (their table moved on)
 
     def send(self, msg: Any) -> None:
         self.conn.send(msg)
@@ -505,12 +520,22 @@ class Client:
         got = await asyncio.gather(*readies)
         return got.count(True), got.count(False)
 
-    def close_table(self, t: int) -> None:
-        for task in self.tables[t].tasks:
+    def close_table(self, t: int) -> list[asyncio.Task[None]]:
+        """Forget table ``t``'s streams; the ones still open, to be closed."""
+        tasks, self.tables[t].tasks = self.tables[t].tasks, []
+        return [k for k in tasks if not k.done()]
+
+    def close(self, tasks: list[asyncio.Task[None]]) -> None:
+        for task in tasks:
             if not task.done():
-                self.closed += 1
-            task.cancel()
-        self.tables[t].tasks = []
+                self.rec.closed += 1
+                task.cancel()
+
+    async def close_later(self, tasks: list[asyncio.Task[None]]) -> None:
+        """Streams of a match that ended close themselves when its end arrives;
+        close any that has not within ``GRACE_S`` of its table's next match."""
+        await asyncio.sleep(GRACE_S)
+        self.close(tasks)
 
     def wanted(self, table: TableStreams) -> list[str | None]:
         if self.cfg["kind"] == "seats":
@@ -521,7 +546,11 @@ class Client:
         kind = msg[0]
         if kind == "table":  # ("table", t, match id, seat tokens): a new match on table t
             _, t, match_id, tokens = msg
-            self.close_table(t)
+            old = self.close_table(t)
+            if old:
+                later = asyncio.create_task(self.close_later(old))
+                self.jobs.add(later)
+                later.add_done_callback(self.jobs.discard)
             table = self.tables[t]
             table.match_id, table.tokens = match_id, tokens
             opened, failed = await self.open(t, match_id, self.wanted(table))
@@ -540,11 +569,14 @@ class Client:
             arrivals, self.rec.arrivals = self.rec.arrivals, defaultdict(list)
             errors, self.rec.errors = self.rec.errors, []
             open_now = sum(1 for tb in self.tables.values() for k in tb.tasks if not k.done())
-            self.send(("arrivals", dict(arrivals), errors, self.closed, open_now))
-            self.closed = 0
+            self.send(("arrivals", dict(arrivals), errors, self.rec.closed, open_now))
+            self.rec.closed = 0
         elif kind == "stop":
             for t in list(self.tables):
-                self.close_table(t)
+                self.close(self.close_table(t))
+            for job in list(self.jobs):
+                if job is not asyncio.current_task():
+                    job.cancel()
             await asyncio.sleep(0.2)
             await self.opener.close()
             self.done.set()
