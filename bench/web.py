@@ -169,6 +169,7 @@ class Stack:
     (its own session, so Ctrl-C is ours to handle; SIGTERM on our death)."""
 
     workdir: Path
+    log_dir: Path
     children: list[stack.Child] = field(default_factory=list)
     server_address: str = ""
     metrics_url: str = ""
@@ -180,7 +181,7 @@ class Stack:
 
     def spawn(self, name: str, argv: list[str]) -> stack.Child:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        child = stack.Child(name, argv, self.workdir / f"{name}.log", env)
+        child = stack.Child(name, argv, self.log_dir / f"{name}.log", env)
         self.children.append(child)
         return child
 
@@ -1360,6 +1361,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="extra server flag, repeatable (--server-arg=--sqlite-synchronous=NORMAL)",
     )
     ap.add_argument("--seed", type=int, default=1, help="seed of the matches and choices (1)")
+    ap.add_argument(
+        "--log-dir",
+        metavar="DIR",
+        help="keep the server's, Envoy's (its access log: a line per call, with its response "
+        "flags) and the file server's output in DIR (default: a temporary directory, removed)",
+    )
     ap.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
     args = ap.parse_args(argv)
     args.paths = [p.strip() for p in args.paths.split(",") if p.strip()]
@@ -1415,7 +1422,9 @@ def main(argv: list[str] | None = None) -> int:
         server_args = [f"--streams-per-match={max(64, per_match)}", *server_args]
     signal.signal(signal.SIGTERM, _interrupt)
     with tempfile.TemporaryDirectory(prefix="spades-bench-web-") as tmp:
-        st = Stack(Path(tmp))
+        log_dir = Path(args.log_dir) if args.log_dir else Path(tmp)
+        log_dir.mkdir(parents=True, exist_ok=True)
+        st = Stack(Path(tmp), log_dir)
         try:
             st.start(server_args, args.envoy, args.envoy_concurrency)
             version = envoy_version(stack.find_envoy(args.envoy))
