@@ -21,7 +21,11 @@ match fed by its own accepted actions (no bots, no timers, nobody else acts,
 so the replica is exact), which keeps the streams under measurement in other
 processes with nothing else to do. A match that ends is replaced by a new one
 on the same table, and its first action waits until every stream of the
-client processes is open on it. Each table's first action of the run waits a
+client processes is open on it (a stream opens from the match's first event,
+``after_seq`` 0, and counts as open once its first message is in); the server
+keeps a stream open after its match ends, so a stream closes itself when the
+match's end arrives on it (that close is what Envoy counts as a reset by the
+client, downstream_rq_rx_reset). Each table's first action of the run waits a
 random 0 to ``--stagger-s`` (default one hand of think time, as in
 bench/server.py), inside the warm-up.
 
@@ -34,7 +38,8 @@ message have been read. An event that arrives before the response (the server
 publishes, then answers) counts as 0 ms; how many did is printed ("early").
 Actions accepted during the measured span count; their deliveries are
 collected ``GRACE_S`` after it, and one that has not arrived by then is
-counted missing.
+counted missing. The time from the request being sent is printed too (in
+the latency mode): it needs no 0 ms rule.
 
 ``--mode latency`` (the default): every seat of every match has one stream on
 each path, all with its seat token, each path in its own client process:
@@ -68,13 +73,16 @@ server's ``spades_open_streams`` gauge, by Envoy's active downstream
 requests), events delivered, their p50/p99/max delay, and the CPU of the
 server, Envoy, the stream clients and this process (the actors), as per cent
 of one core. It stops after the first step whose p99 is 50 ms or more
-(``--keep-going``: not) and reports the largest K with p99 under 50 ms.
+(``--keep-going``: not) and reports the largest K with p99 under 50 ms and
+no delivery missing.
 The server runs with ``--streams-per-match`` high enough for the step (its
 default, 64, would refuse the 65th stream of a match: 20 matches hold at most
 1,280 streams with it); everything else in the server and Envoy is as
 shipped. Envoy's counters of refused, overflowed, timed-out and reset
 requests are read from its admin interface after every step and printed when
-any is not zero.
+any is not zero, but for the resets of the streams the clients closed
+themselves, which are counted apart (``--log-dir`` keeps its access log, with
+each call's response flags).
 
 The server, Envoy and the clients share the machine's cores (2 on the
 project's machine): the figures are those of that one box, not of Envoy or
