@@ -544,7 +544,13 @@ class Client:
         """Streams of a match that ended close themselves when its end arrives;
         close any that has not within ``GRACE_S`` of its table's next match."""
         await asyncio.sleep(GRACE_S)
-        self.close(tasks)
+        left = [k for k in tasks if not k.done()]
+        if left:
+            self.rec.error(
+                f"{len(left)} streams had not seen their match end {GRACE_S:g} s after "
+                "their table's next match began; closed"
+            )
+        self.close(left)
 
     def wanted(self, table: TableStreams) -> list[str | None]:
         if self.cfg["kind"] == "seats":
