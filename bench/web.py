@@ -506,6 +506,8 @@ class Client:
         self.tables: dict[int, TableStreams] = defaultdict(TableStreams)
         self.done = asyncio.Event()
         self.jobs: set[asyncio.Task[None]] = set()
+        self.failed_by_match: dict[str, int] = {}  # streams that failed to open, by match
+        self.failed_new = 0  # since the last collect
 
     def send(self, msg: Any) -> None:
         self.conn.send(msg)
@@ -527,7 +529,11 @@ class Client:
             table.tasks.append(asyncio.create_task(self.opener.run(match_id, token, ready)))
             readies.append(ready)
         got = await asyncio.gather(*readies)
-        return got.count(True), got.count(False)
+        failed = got.count(False)
+        if failed:  # not retried: their match's deliveries are not expected of them
+            self.failed_by_match[match_id] = self.failed_by_match.get(match_id, 0) + failed
+            self.failed_new += failed
+        return got.count(True), failed
 
     def close_table(self, t: int) -> list[asyncio.Task[None]]:
         """Forget table ``t``'s streams; the ones still open, to be closed."""
@@ -584,8 +590,11 @@ class Client:
             arrivals, self.rec.arrivals = self.rec.arrivals, defaultdict(list)
             errors, self.rec.errors = self.rec.errors, []
             open_now = sum(1 for tb in self.tables.values() for k in tb.tasks if not k.done())
-            self.send(("arrivals", dict(arrivals), errors, self.rec.closed, open_now))
-            self.rec.closed = 0
+            self.send((
+                "arrivals", dict(arrivals), errors, self.rec.closed, open_now,
+                self.failed_new, dict(self.failed_by_match),
+            ))  # fmt: skip
+            self.rec.closed = self.failed_new = 0
         elif kind == "stop":
             for t in list(self.tables):
                 self.close(self.close_table(t))
@@ -701,12 +710,21 @@ class Clients:
 
     async def collect(self) -> dict[str, Any]:
         """Since the last collect: the arrivals, by (match id, seq), a list per
-        process; the errors; the streams each process closed; streams open now."""
+        process; the errors; the streams each process closed; the streams that
+        failed to open (and, per process, by match since the start); streams
+        open now."""
         self.broadcast(("collect",))
         per: dict[tuple[str, int], list[list[float]]] = {}
-        out: dict[str, Any] = {"arrivals": per, "errors": [], "closed": [], "open": 0}
+        out: dict[str, Any] = {
+            "arrivals": per, "errors": [], "closed": [], "open": 0, "failed": 0,
+            "failed_by_match": [],
+        }  # fmt: skip
         for i in range(len(self.conns)):
-            _, arrivals, errs, n_closed, n_open = await self.expect(i, "arrivals")
+            _, arrivals, errs, n_closed, n_open, n_failed, by_match = await self.expect(
+                i, "arrivals"
+            )
+            out["failed"] += n_failed
+            out["failed_by_match"].append(by_match)
             for key, times in arrivals.items():
                 per.setdefault(key, [[] for _ in self.conns])[i] = times
             out["errors"] += errs
@@ -982,7 +1000,15 @@ async def latency_mode(args: argparse.Namespace, st: Stack) -> dict[str, Any]:
         driver.stopping = True
         await clients.stop()
         await driver.close()
-    per = delays(driver, got["arrivals"], lambda _m, _i: 4, start, end, len(args.paths))
+    failed = got["failed_by_match"]
+    per = delays(
+        driver,
+        got["arrivals"],
+        lambda m, i: 4 - failed[i].get(m, 0),
+        start,
+        end,
+        len(args.paths),
+    )
     submits = sorted(
         a.accepted - a.sent for a in driver.accepted.values() if start <= a.accepted < end
     )
@@ -1052,6 +1078,8 @@ def print_latency(r: dict[str, Any]) -> None:
         f"through Envoy; matches: {r['matches_started']:,} started, "
         f"{r['matches_finished']:,} played to the end"
     )
+    if r["stream_failures"]:
+        print(f"{r['stream_failures']:,} streams failed to open (not retried, not expected)")
     print_cpu(r["cpu_percent"])
     print_trouble(r["envoy_trouble"], r["envoy_client_resets"], r["closed_by_clients_via_envoy"])
     print_errors(r["errors"])
@@ -1100,13 +1128,11 @@ async def capacity_step(
     t_open = time.monotonic()
     for i in range(n):
         clients.send(i, ("spectators", counts[i]))
-    failed = 0
     for i in range(n):
-        _, _, f = await clients.expect(i, "grown")
-        failed += f
+        await clients.expect(i, "grown")
     open_seconds = time.monotonic() - t_open
     await asyncio.sleep(1.0)  # the last streams' backlogs
-    await clients.collect()  # arrivals and closes so far: not this step's
+    before = await clients.collect()  # arrivals and closes so far: not this step's
     stats0 = st.envoy_stats()
     meter = driver_meter(st, clients)
     meter.start()
@@ -1120,12 +1146,14 @@ async def capacity_step(
     got = await clients.collect()
     bad, resets = envoy_moved(stats0, st.envoy_stats())
     # Every measured action's match had all its spectators open (a table's new
-    # match waits for them): the expected deliveries per process are its share.
+    # match waits for them): the expected deliveries per process are its share,
+    # less the streams that failed to open on that match.
     table_of = driver.table_of
+    failed_on = got["failed_by_match"]
     per = delays(
         driver,
         got["arrivals"],
-        lambda m, i: counts[i].get(table_of.get(m, -1), 0),
+        lambda m, i: counts[i].get(table_of.get(m, -1), 0) - failed_on[i].get(m, 0),
         start,
         end,
         n,
@@ -1144,7 +1172,7 @@ async def capacity_step(
         "open_server": server_open,
         "open_envoy": envoy_active,
         "open_seconds": open_seconds,
-        "failed_to_open": failed,
+        "failed_to_open": before["failed"] + got["failed"],
         "measured_seconds": end - start,
         **s,
         "deliveries_per_second": s["deliveries"] / (end - start),
@@ -1177,6 +1205,7 @@ CAPACITY_HEADER = [
     "delivered",
     "per s",
     "missing",
+    "failed",
     "p50 ms",
     "p99 ms",
     "max ms",
@@ -1205,6 +1234,7 @@ def capacity_row(s: dict[str, Any]) -> list[str]:
         f"{s['deliveries']:,}",
         f"{s['deliveries_per_second']:,.0f}",
         f"{s['missing']:,}",
+        f"{s['failed_to_open']:,}",
         fmt_ms(s["p50_ms"]),
         fmt_ms(s["p99_ms"]),
         fmt_ms(s["max_ms"]),
@@ -1261,7 +1291,9 @@ def print_capacity(r: dict[str, Any]) -> None:
         "each); open: by the clients, by the server's spades_open_streams gauge and by Envoy's "
         "active downstream requests, at the end of the step; open s: the time the step took to "
         "open its new streams; delivered: action events on the streams, of the actions accepted "
-        "in the step, per s of the step; delay (ms) from the accepted action (its SubmitAction "
+        "in the step, per s of the step; missing: not on an open stream 2 s after the step; "
+        "failed: streams that failed to open since the previous step (not retried, and not "
+        "expected to deliver); delay (ms) from the accepted action (its SubmitAction "
         "response) to its event on each stream, 0 if it was there first; % of one core over the "
         "step: server, Envoy, the stream clients, the actors (this process), other processes"
     )
@@ -1271,8 +1303,6 @@ def print_capacity(r: dict[str, Any]) -> None:
     print(f"matches: {r['matches_started']:,} started, {r['matches_finished']:,} played to the end")
     for s in steps:
         extra = []
-        if s["failed_to_open"]:
-            extra.append(f"{s['failed_to_open']:,} streams failed to open")
         if s["envoy_trouble"]:
             extra.append(f"Envoy counters moved: {s['envoy_trouble']}")
         if s["cpu_percent"]["other"] > 10:
