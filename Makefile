@@ -103,6 +103,8 @@ bench: install
 	$(PYTHON) bench/snapshot_load.py
 	$(PYTHON) bench/grpc_floor.py --act bidi
 	$(PYTHON) bench/grpc_floor.py
+	$(PYTHON) bench/web.py
+	$(PYTHON) bench/web.py --mode capacity
 
 # The server, Envoy and the web table (python -m spades_server.stack): prints
 # the one URL to open and the operator token; Ctrl-C stops all three. The
