@@ -85,6 +85,14 @@ OPTIONS = (
         int,
     ),
     _Opt(
+        "--redis-max-connections",
+        "SPADES_REDIS_MAX_CONNECTIONS",
+        "64",
+        "with --store redis: connections to Redis per replica (the pub/sub one aside); "
+        "past them a call waits for one",
+        int,
+    ),
+    _Opt(
         "--takeover-ms",
         "SPADES_TAKEOVER_MS",
         "3000",
@@ -279,6 +287,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "seat_changes_per_hand",
         "snapshot_every",
         "redis_wait_timeout_ms",
+        "redis_max_connections",
     ):
         if getattr(args, flag) < 1:
             p.error(f"--{flag.replace('_', '-')} must be at least 1")
@@ -364,6 +373,7 @@ def make_store(args: argparse.Namespace) -> Store:
             args.redis_prefix,
             wait_replicas=args.redis_wait_replicas,
             wait_timeout_ms=args.redis_wait_timeout_ms,
+            max_connections=args.redis_max_connections,
         )
     return SqliteStore(
         args.db,

@@ -206,6 +206,7 @@ class RedisStore:
         timeout_s: float = 5.0,
         wait_replicas: int = 0,
         wait_timeout_ms: int = 1000,
+        max_connections: int = 64,
     ) -> None:
         self.url = url
         self.prefix = prefix
@@ -213,13 +214,19 @@ class RedisStore:
         # replicas have it too, so that a failover keeps it (docs/operations.md).
         self.wait_replicas = wait_replicas
         self.wait_timeout_ms = wait_timeout_ms
-        self._redis = aioredis.Redis.from_url(
+        # A blocking pool: past max_connections a call waits for a connection
+        # (up to timeout_s) rather than fail; redis-py's default pool refused
+        # calls with "Too many connections" under saturation (bench/replicas.py).
+        pool = aioredis.BlockingConnectionPool.from_url(
             url,
+            max_connections=max_connections,
+            timeout=timeout_s,
             socket_timeout=timeout_s,
             socket_connect_timeout=timeout_s,
             health_check_interval=30,
             retry_on_timeout=False,
         )
+        self._redis = aioredis.Redis(connection_pool=pool)
         self._create = self._redis.register_script(_CREATE)
         self._append = self._redis.register_script(_APPEND)
         self._snapshot = self._redis.register_script(_SNAPSHOT)
@@ -503,7 +510,7 @@ class RedisStore:
                     await self._follower.close()
         with contextlib.suppress(TimeoutError, rex.RedisError, OSError):
             async with asyncio.timeout(3):
-                await self._redis.aclose()
+                await self._redis.aclose(close_connection_pool=True)
 
 
 class _Follower:
