@@ -342,6 +342,15 @@ def yes(passed: bool) -> str:
     return "yes" if passed else "NO"
 
 
+def warn_if_disturbed(others: list[float]) -> None:
+    """As bench/server.py: say so when other processes used the machine."""
+    if others and max(others) > 10:
+        print(
+            f"WARNING: other processes used up to {max(others):.0f} % of a core during the "
+            "measurement; on a shared machine, run again when it is quiet"
+        )
+
+
 # -- part 1: the load on three configurations --------------------------------------------
 
 
@@ -627,6 +636,9 @@ def print_load(r: dict[str, Any], args: argparse.Namespace) -> None:
         f"{args.rounds} alternating rounds); 'idle': the processes of the configurations "
         f"not playing; 'other': the rest of the machine; set-up of all tables "
         f"{r['setup_seconds']:.1f} s"
+    )
+    warn_if_disturbed(
+        [c[kind]["cpu_percent"]["other"] for c in r["configs"].values() for kind, _ in kinds]
     )
     for key, c in r["configs"].items():
         if c["error_count"]:
@@ -958,6 +970,7 @@ def print_scaling(r: dict[str, Any], args: argparse.Namespace) -> None:
         f"{args.scaling_seconds:g} s measured per step after {RAMP_S:g} s; conns: the replica's "
         f"connections in Redis's CLIENT LIST (of which subscribed), ssub: their shard channels"
     )
+    warn_if_disturbed([s["cpu_percent"]["other"] for s in r["steps"]])
     for e in r["errors"][:10]:
         print(f"  ERROR {e}")
     print()
@@ -1183,6 +1196,7 @@ def print_failover(r: dict[str, Any], args: argparse.Namespace) -> None:
         f"s in all: the two survivors {c['survivors']:.0f}, redis-server {c['redis']:.0f}, "
         f"this client {c['client']:.0f}, other processes {c['other']:.0f}"
     )
+    warn_if_disturbed([c["other"]])
     for f in r["failures"][:10]:
         print(f"  failure: {f}")
     print()
