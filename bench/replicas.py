@@ -108,6 +108,7 @@ from cpu_usage import cpu_seconds, machine_busy_seconds
 from server import (
     ACTIONS_PER_HAND,
     OPERATOR_MD,
+    RESULT_TIMEOUT_S,
     RULESET_PB,
     Control,
     Server,
@@ -445,9 +446,9 @@ async def _load_client(conn: Connection, addresses: list[str], cfg: dict[str, An
     control.stopping = True
     control.gate.set()
     try:
-        await asyncio.wait_for(asyncio.gather(*playing), timeout=30)
+        await asyncio.wait_for(asyncio.gather(*playing), timeout=RESULT_TIMEOUT_S + 15)
     except TimeoutError:
-        control.errors.append("the tables did not stop within 30 s")
+        control.errors.append(f"the tables did not stop within {RESULT_TIMEOUT_S + 15:g} s")
     conn.send(
         {
             "matches_started": control.matches_started,

@@ -378,7 +378,14 @@ class SeatClient:
         except grpc.aio.AioRpcError as e:
             if e.code() != grpc.StatusCode.CANCELLED:
                 table.control.errors.append(f"stream of seat {seat}: {e.code().name} {e.details()}")
+                # Without this seat the match cannot go on: end the table's
+                # other calls too, rather than leave them waiting for its turn.
+                table.cancel_streams()
             return False
+        finally:
+            for fut in self.waiting.values():  # results that can no longer come
+                if not fut.done():
+                    fut.set_exception(ConnectionError("the seat's call ended"))
         return False
 
     def _on_results(self, results: Any) -> None:
@@ -457,7 +464,10 @@ class SeatClient:
         try:
             await self.call.write(pb.PlayRequest(action=action))
             result = await asyncio.wait_for(waiting, RESULT_TIMEOUT_S)
+        except ConnectionError:
+            return None  # the call ended (its error, if any, is counted once)
         except (grpc.aio.AioRpcError, TimeoutError) as e:
+            self.waiting.pop(request.action_id, None)
             self.table.control.errors.append(f"Play action: {e!r}"[:200])
             return None
         if result.HasField("error"):
