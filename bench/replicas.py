@@ -37,13 +37,15 @@ Parts (``--parts``, all by default, in this order):
   Replicas A and B; M matches (``--scaling-matches``, 10, 100, 1000, each step
   adding to the last) created and played through A (``SubmitAction``, one
   action in flight per match, ``--scaling-rate`` actions/s in all whatever M,
-  matches taken in turn), each with one ``Spectate`` stream on B, so B holds
-  the M matches and follows them only through Redis. Measured: A's accepted
-  action -> its event on B's stream (p50/p99; B's event may come before A's
-  response reaches the client: counted as 0), request sent -> event on B, B's
-  CPU, and from Redis's ``CLIENT LIST`` each replica's client connections, how
-  many of them are subscribers, and their shard channels (``ssub``),
-  connections told apart by their local ports (psutil).
+  matches taken in turn, matches with no mercy score so that none ends), each
+  with one ``Spectate`` stream on B, so B holds the M matches and follows them
+  only through Redis. Measured: A's accepted action -> its event on B's
+  stream (p50/p99; B's event may come before A's response reaches the
+  client: counted as 0), request sent -> event on B, B's CPU, and from
+  Redis's ``CLIENT LIST`` each replica's client connections, how many of them
+  are subscribed and their shard channels (``ssub``), and how many of B's
+  others sent a command while it was measured (``idle``); connections are
+  told apart by their local ports (psutil).
 * **failover**: replicas X, Y, Z; ``--failover-matches`` matches created on X,
   their four seats' ``StreamEvents`` streams and actions on X, each match
   played to a random point of its first hand (5 to 52 actions; no action in
