@@ -93,7 +93,7 @@ lint: install buf envoy-config
 	$(PYTHON) -m mypy
 	$(MAKE) --no-print-directory lint-clients
 
-bench: install
+bench: install redis-server
 	$(PYTHON) bench/engine.py
 	$(PYTHON) bench/store.py
 	$(PYTHON) bench/server.py
@@ -105,6 +105,7 @@ bench: install
 	$(PYTHON) bench/grpc_floor.py
 	$(PYTHON) bench/web.py
 	$(PYTHON) bench/web.py --mode capacity
+	$(PYTHON) bench/replicas.py
 
 # The server, Envoy and the web table (python -m spades_server.stack): prints
 # the one URL to open and the operator token; Ctrl-C stops all three. The

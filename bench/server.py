@@ -201,12 +201,19 @@ class Control:
 
 
 class Table:
-    """One match and its four seat clients, all in this process."""
+    """One match and its four seat clients, all in this process. ``seat_stubs``:
+    the server each seat talks to (bench/replicas.py spreads them over
+    replicas); by default all four use ``stub``, which creates the match."""
 
     def __init__(
-        self, stub: spades_pb2_grpc.SpadesServiceAsyncStub, control: Control, rng: random.Random
+        self,
+        stub: spades_pb2_grpc.SpadesServiceAsyncStub,
+        control: Control,
+        rng: random.Random,
+        seat_stubs: list[spades_pb2_grpc.SpadesServiceAsyncStub] | None = None,
     ) -> None:
         self.stub = stub
+        self.seat_stubs = seat_stubs or [stub] * 4
         self.control = control
         self.rng = rng
         self.in_flight = 0  # actions chosen and not yet answered
@@ -228,10 +235,8 @@ class Table:
         )
         self.match_id = created.match.match_id
         self.metadata = [(("authorization", f"Bearer {t.token}"),) for t in created.seat_tokens]
-        for md in self.metadata:
-            claimed = await self.stub.ClaimSeat(
-                pb.ClaimSeatRequest(match_id=self.match_id), metadata=md
-            )
+        for md, stub in zip(self.metadata, self.seat_stubs, strict=True):
+            claimed = await stub.ClaimSeat(pb.ClaimSeatRequest(match_id=self.match_id), metadata=md)
         self.setup_seq = claimed.view.as_of_seq  # the last claim's event
         # The table's replica of the match, fed by whichever seat's stream shows
         # an action first (every action of the classic preset is public): the
@@ -245,12 +250,12 @@ class Table:
         # first seq of an action -> [response time, send time, streams seen, last seen]
         self.tracked: dict[int, list[Any]] = {}
         self.calls: list[Any] = []
-        for md in self.metadata:
+        for md, stub in zip(self.metadata, self.seat_stubs, strict=True):
             if self.control.via == "play":
-                call: Any = self.stub.Play(metadata=md)
+                call: Any = stub.Play(metadata=md)
                 await call.write(pb.PlayRequest(open=pb.PlayOpen(match_id=self.match_id)))
             else:
-                call = self.stub.StreamEvents(
+                call = stub.StreamEvents(
                     pb.StreamEventsRequest(match_id=self.match_id, after_seq=0), metadata=md
                 )
             self.calls.append(call)
@@ -373,7 +378,14 @@ class SeatClient:
         except grpc.aio.AioRpcError as e:
             if e.code() != grpc.StatusCode.CANCELLED:
                 table.control.errors.append(f"stream of seat {seat}: {e.code().name} {e.details()}")
+                # Without this seat the match cannot go on: end the table's
+                # other calls too, rather than leave them waiting for its turn.
+                table.cancel_streams()
             return False
+        finally:
+            for fut in self.waiting.values():  # results that can no longer come
+                if not fut.done():
+                    fut.set_exception(ConnectionError("the seat's call ended"))
         return False
 
     def _on_results(self, results: Any) -> None:
@@ -435,7 +447,8 @@ class SeatClient:
     async def _on_unary(self, request: pb.SubmitActionRequest) -> int | None:
         """SubmitAction; the first event's sequence number, or None on an error."""
         try:
-            response = await self.table.stub.SubmitAction(request, metadata=self.md)
+            stub = self.table.seat_stubs[self.seat]
+            response = await stub.SubmitAction(request, metadata=self.md)
         except grpc.aio.AioRpcError as e:
             self.table.control.errors.append(f"SubmitAction: {e.code().name} {e.details()}")
             return None
@@ -451,7 +464,10 @@ class SeatClient:
         try:
             await self.call.write(pb.PlayRequest(action=action))
             result = await asyncio.wait_for(waiting, RESULT_TIMEOUT_S)
+        except ConnectionError:
+            return None  # the call ended (its error, if any, is counted once)
         except (grpc.aio.AioRpcError, TimeoutError) as e:
+            self.waiting.pop(request.action_id, None)
             self.table.control.errors.append(f"Play action: {e!r}"[:200])
             return None
         if result.HasField("error"):
