@@ -250,9 +250,15 @@ def make_server(tmp_path: Path) -> Iterator[Callable[..., Server]]:
         return srv
 
     yield make
-    for srv in started:
+    failures: list[AssertionError] = []
+    for srv in started:  # every one, even after one failed to stop
         if srv.running():
-            srv.stop()
+            try:
+                srv.stop()
+            except AssertionError as e:
+                failures.append(e)
+    if failures:
+        raise failures[0]
 
 
 # -- errors ---------------------------------------------------------------------------
