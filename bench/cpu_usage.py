@@ -4,6 +4,7 @@ machine (psutil, from the ``tools`` extra), summed per kind of phase."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import psutil
@@ -78,14 +79,62 @@ class Meter:
         usage.machine += machine
 
 
-def print_caveats(percents: list[dict[str, float]], errors: list[str]) -> None:
-    """Warn when other processes disturbed the measurement, and list client errors."""
-    disturbed = max(u["other_processes"] for u in percents)
-    if disturbed > 10:
+def _cpu_or_zero(pid: int) -> float:
+    try:
+        return cpu_seconds(pid)
+    except psutil.Error:
+        return 0.0  # gone (a process killed on purpose, say)
+
+
+class GroupMeter:
+    """CPU seconds of named groups of processes, of the rest of the machine
+    ("other") and the wall-clock time ("wall") from ``start()`` to ``stop()``."""
+
+    def __init__(self, groups: dict[str, list[int]]) -> None:
+        self.groups = groups
+        self._marks: dict[str, float] = {}
+        self._t0 = 0.0
+
+    def _read(self) -> dict[str, float]:
+        out = {name: sum(_cpu_or_zero(p) for p in pids) for name, pids in self.groups.items()}
+        out["machine"] = machine_busy_seconds()
+        return out
+
+    def start(self) -> None:
+        self._marks = self._read()
+        self._t0 = time.monotonic()
+
+    def stop(self) -> dict[str, float]:
+        now = self._read()
+        used = {k: now[k] - self._marks[k] for k in now}
+        machine = used.pop("machine")
+        used["other"] = max(0.0, machine - sum(used.values()))
+        used["wall"] = time.monotonic() - self._t0
+        return used
+
+
+def percent(used: dict[str, float], key: str) -> float:
+    """Per cent of one core, from ``GroupMeter.stop()``'s seconds."""
+    return 100.0 * used.get(key, 0.0) / (used.get("wall") or 1.0)
+
+
+def percents(used: dict[str, float]) -> dict[str, float]:
+    """Every group's (and "other"'s) per cent of one core."""
+    return {k: percent(used, k) for k in used if k != "wall"}
+
+
+def warn_if_disturbed(others: list[float]) -> None:
+    """Say so when other processes (per cent of one core) used the machine."""
+    if others and max(others) > 10:
         print(
-            f"WARNING: other processes used up to {disturbed:.0f} % of a core during the "
+            f"WARNING: other processes used up to {max(others):.0f} % of a core during the "
             "measurement; on a shared machine, run again when it is quiet"
         )
+
+
+def print_caveats(percents: list[dict[str, float]], errors: list[str]) -> None:
+    """Warn when other processes disturbed the measurement, and list client errors."""
+    warn_if_disturbed([u["other_processes"] for u in percents])
     if errors:
         print(f"ERRORS ({len(errors)}):")
         for e in errors[:10]:

@@ -108,7 +108,8 @@ from spades_server.gen.spades.v1 import spades_pb2 as pb
 from spades_server.gen.spades.v1 import spades_pb2_grpc
 from spades_server.main import tune_gc
 
-from cpu_usage import cpu_seconds, machine_busy_seconds
+from cpu_usage import GroupMeter as Meter
+from cpu_usage import percent, warn_if_disturbed
 from server import (
     ACTIONS_PER_HAND,
     OPERATOR_MD,
@@ -120,6 +121,7 @@ from server import (
     _channel,
     ms,
     pct,
+    print_grid,
     recv,
     start_server,
 )
@@ -281,45 +283,6 @@ class Procs:
                 self.redis.proc.wait(timeout=5)
 
 
-def _cpu(pid: int) -> float:
-    try:
-        return cpu_seconds(pid)
-    except psutil.Error:
-        return 0.0  # gone (killed on purpose)
-
-
-class Meter:
-    """CPU seconds of groups of processes and of the whole machine over a span."""
-
-    def __init__(self, groups: dict[str, list[int]]) -> None:
-        self.groups = groups
-        self._marks: dict[str, float] = {}
-        self._t0 = 0.0
-
-    def _read(self) -> dict[str, float]:
-        out = {name: sum(_cpu(p) for p in pids) for name, pids in self.groups.items()}
-        out["machine"] = machine_busy_seconds()
-        return out
-
-    def start(self) -> None:
-        self._marks = self._read()
-        self._t0 = clock()
-
-    def stop(self) -> dict[str, float]:
-        """CPU seconds per group, 'other' (the rest of the machine) and 'wall'."""
-        now = self._read()
-        used = {k: now[k] - self._marks[k] for k in now}
-        machine = used.pop("machine")
-        used["other"] = max(0.0, machine - sum(used.values()))
-        used["wall"] = clock() - self._t0
-        return used
-
-
-def percent(cpu: dict[str, float], key: str) -> float:
-    """Per cent of one core."""
-    return 100.0 * cpu.get(key, 0.0) / (cpu.get("wall") or 1.0)
-
-
 def add_cpu(total: dict[str, float], more: dict[str, float]) -> None:
     for k, v in more.items():
         total[k] = total.get(k, 0.0) + v
@@ -328,35 +291,12 @@ def add_cpu(total: dict[str, float], more: dict[str, float]) -> None:
 # -- output ------------------------------------------------------------------------------
 
 
-def print_grid(header: list[str], rows: list[list[str]]) -> None:
-    """A table: the first column left-aligned, the others right-aligned."""
-    w = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-
-    def line(r: list[str]) -> str:
-        cells = [f"{r[0]:<{w[0]}}"] + [f"{c:>{w[i]}}" for i, c in enumerate(r) if i]
-        return "  ".join(cells).rstrip()
-
-    print(line(header))
-    print("-" * len(line(header)))
-    for r in rows:
-        print(line(r))
-
-
 def f_ms(seconds: float) -> str:
     return "n/a" if math.isnan(seconds) else f"{ms(seconds):.2f} ms"
 
 
 def yes(passed: bool) -> str:
     return "yes" if passed else "NO"
-
-
-def warn_if_disturbed(others: list[float]) -> None:
-    """As bench/server.py: say so when other processes used the machine."""
-    if others and max(others) > 10:
-        print(
-            f"WARNING: other processes used up to {max(others):.0f} % of a core during the "
-            "measurement; on a shared machine, run again when it is quiet"
-        )
 
 
 # -- part 1: the load on three configurations --------------------------------------------

@@ -726,6 +726,20 @@ def run_load(args: argparse.Namespace, server: Server) -> dict[str, Any]:
     }
 
 
+def print_grid(header: list[str], rows: list[list[str]], left: int = 1) -> None:
+    """A table: the first ``left`` columns left-aligned, the others right-aligned."""
+    w = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(r: list[str]) -> str:
+        cells = [c.ljust(w[i]) if i < left else c.rjust(w[i]) for i, c in enumerate(r)]
+        return "  ".join(cells).rstrip()
+
+    print(line(header))
+    print("-" * len(line(header)))
+    for r in rows:
+        print(line(r))
+
+
 def print_table(rows: list[tuple[str, str, str, str]]) -> None:
     """Rows of (measure, value, target, ok), aligned."""
     w = [max(len(r[i]) for r in rows) for i in range(3)]

@@ -127,8 +127,18 @@ from spades_server.gen.spades.v1 import spades_pb2 as pb
 from spades_server.gen.spades.v1 import spades_pb2_grpc
 from spades_server.main import tune_gc
 
-from cpu_usage import cpu_seconds, machine_busy_seconds
-from server import ACTIONS_PER_HAND, OPERATOR_MD, OPERATOR_TOKEN, RULES, RULESET_PB, ms, pct, split
+from cpu_usage import GroupMeter, percents, warn_if_disturbed
+from server import (
+    ACTIONS_PER_HAND,
+    OPERATOR_MD,
+    OPERATOR_TOKEN,
+    RULES,
+    RULESET_PB,
+    ms,
+    pct,
+    print_grid,
+    split,
+)
 from spades_engine import Match
 
 PATHS = ("grpc", "grpc-web", "connect")
@@ -907,45 +917,6 @@ def summary(r: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class CpuMeter:
-    """CPU seconds of the server, Envoy, the clients and this process, and of
-    the machine, from ``start()`` to ``stop()``, as per cent of one core."""
-
-    def __init__(self, pids: dict[str, list[int]]) -> None:
-        self.pids = pids
-        self.marks: dict[str, float] = {}
-        self.t0 = 0.0
-
-    def _read(self) -> dict[str, float]:
-        out = {k: sum(cpu_seconds(p) for p in v) for k, v in self.pids.items()}
-        out["machine"] = machine_busy_seconds()
-        return out
-
-    def start(self) -> None:
-        self.marks, self.t0 = self._read(), time.monotonic()
-
-    def stop(self) -> dict[str, float]:
-        now, wall = self._read(), time.monotonic() - self.t0
-        pct_ = {k: 100 * (now[k] - self.marks[k]) / wall for k in now}
-        ours = sum(v for k, v in pct_.items() if k != "machine")
-        pct_["other"] = max(0.0, pct_.pop("machine") - ours)
-        return pct_
-
-
-def print_rows(header: list[str], rows: list[list[str]], left: int = 1) -> None:
-    """A table: the first ``left`` columns left-aligned, the rest right-aligned."""
-    w = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-
-    def line(r: list[str]) -> str:
-        cells = [c.ljust(w[i]) if i < left else c.rjust(w[i]) for i, c in enumerate(r)]
-        return "  ".join(cells).rstrip()
-
-    print(line(header))
-    print("-" * len(line(header)))
-    for r in rows:
-        print(line(r))
-
-
 def fmt_ms(x: float) -> str:
     return f"{x:.2f}"
 
@@ -970,7 +941,7 @@ async def latency_mode(args: argparse.Namespace, st: Stack) -> dict[str, Any]:
     cfgs = [dict(base, path=p, kind="seats") for p in args.paths]
     clients = Clients(cfgs)
     driver = Driver(args, st.server_address, clients)
-    meter = CpuMeter(
+    meter = GroupMeter(
         {
             "server": [st.pid("server")],
             "envoy": [st.pid("envoy")],
@@ -988,7 +959,7 @@ async def latency_mode(args: argparse.Namespace, st: Stack) -> dict[str, Any]:
         start = time.monotonic()
         await asyncio.sleep(args.seconds)
         end = time.monotonic()
-        cpu = meter.stop()
+        cpu = percents(meter.stop())
         open_server = st.server_open_streams()
         open_envoy = st.envoy_stats().get("http.spades.downstream_rq_active", -1)
         await asyncio.sleep(GRACE_S)
@@ -1057,7 +1028,7 @@ def print_latency(r: dict[str, Any]) -> None:
             )
         print(title)
         early = "early" if not key else ""
-        print_rows(
+        print_grid(
             ["path", "streams", "deliveries", "missing", early, "p50", "p90", "p99", "max"], rows
         )
         print()
@@ -1088,11 +1059,7 @@ def print_latency(r: dict[str, Any]) -> None:
 def print_cpu(cpu: dict[str, float]) -> None:
     parts = ", ".join(f"{k} {v:.0f}" for k, v in cpu.items())
     print(f"CPU (% of one core, measured span): {parts}")
-    if cpu["other"] > 10:
-        print(
-            f"WARNING: other processes used {cpu['other']:.0f} % of a core during the "
-            "measurement; on a shared machine, run again when it is quiet"
-        )
+    warn_if_disturbed([cpu["other"]])
 
 
 def print_trouble(bad: dict[str, int], resets: int, closed: int) -> None:
@@ -1139,7 +1106,7 @@ async def capacity_step(
     start = time.monotonic()
     await asyncio.sleep(args.step_seconds)
     end = time.monotonic()
-    cpu = meter.stop()
+    cpu = percents(meter.stop())
     envoy_active = st.envoy_stats().get("http.spades.downstream_rq_active", -1)
     server_open = st.server_open_streams()
     await asyncio.sleep(GRACE_S)
@@ -1185,8 +1152,8 @@ async def capacity_step(
     }
 
 
-def driver_meter(st: Stack, clients: Clients) -> CpuMeter:
-    return CpuMeter(
+def driver_meter(st: Stack, clients: Clients) -> GroupMeter:
+    return GroupMeter(
         {
             "server": [st.pid("server")],
             "envoy": [st.pid("envoy")],
