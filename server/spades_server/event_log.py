@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from spades_engine import Ruleset
@@ -142,19 +142,11 @@ class EventLog:
         first. A plain coroutine rather than an async generator: every
         generator layer costs a few microseconds per message on the fan-out
         path."""
-        if self.streams >= self.max_streams:
-            raise exhausted("TOO_MANY_STREAMS", f"at most {self.max_streams} streams per match")
-        self.streams += 1
-        try:
+        with self._viewer():
             pos = min(after_seq, self.last_seq)
             bit = convert.viewer_bit(seat)
-            masks, framed = self.masks, self.framed
             while True:
-                batch: list[bytes] = []
-                while pos < self.last_seq and len(batch) < STREAM_BATCH:
-                    if masks[pos] & bit:
-                        batch.append(framed[pos])
-                    pos += 1
+                batch, pos = self._batch(pos, bit)
                 if outbox is not None:
                     results = outbox.take(pos)
                     if results:
@@ -174,8 +166,6 @@ class EventLog:
                 if outbox is not None:
                     outbox.wake = woken
                 await woken
-        finally:
-            self.streams -= 1
 
     async def poll(
         self, seat: int | None, after_seq: int, wait_s: float
@@ -189,21 +179,14 @@ class EventLog:
         hidden from this viewer), and whether visible events remain after it.
         A poll counts against ``max_streams`` while it runs, like a stream: a
         viewer waiting is a viewer of the match."""
-        if self.streams >= self.max_streams:
-            raise exhausted("TOO_MANY_STREAMS", f"at most {self.max_streams} streams per match")
-        self.streams += 1
-        try:
+        with self._viewer():
             loop = asyncio.get_running_loop()
             deadline = loop.time() + wait_s
             pos = min(after_seq, self.last_seq)
             bit = convert.viewer_bit(seat)
-            masks, framed = self.masks, self.framed
+            masks = self.masks
             while True:
-                batch: list[bytes] = []
-                while pos < self.last_seq and len(batch) < STREAM_BATCH:
-                    if masks[pos] & bit:
-                        batch.append(framed[pos])
-                    pos += 1
+                batch, pos = self._batch(pos, bit)
                 if batch:
                     end = self.last_seq
                     more = any(masks[i] & bit for i in range(pos, end))
@@ -222,5 +205,27 @@ class EventLog:
                         await woken
                 except TimeoutError:
                     self.forget(woken)
+
+    @contextlib.contextmanager
+    def _viewer(self) -> Iterator[None]:
+        """Count one stream (or poll) of the match while it runs; refuse one
+        past ``max_streams``."""
+        if self.streams >= self.max_streams:
+            raise exhausted("TOO_MANY_STREAMS", f"at most {self.max_streams} streams per match")
+        self.streams += 1
+        try:
+            yield
         finally:
             self.streams -= 1
+
+    def _batch(self, pos: int, bit: int) -> tuple[list[bytes], int]:
+        """The framed events from ``pos`` (0-based) that the viewer ``bit`` may
+        see, at most ``STREAM_BATCH``, and where the walk stopped. One call per
+        message: the loop over events stays inline."""
+        batch: list[bytes] = []
+        masks, framed, end = self.masks, self.framed, self.last_seq
+        while pos < end and len(batch) < STREAM_BATCH:
+            if masks[pos] & bit:
+                batch.append(framed[pos])
+            pos += 1
+        return batch, pos
