@@ -18,7 +18,6 @@ import re
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import grpc
 import structlog
@@ -33,7 +32,7 @@ from .gen.spades.v1 import spades_pb2 as pb
 from .metrics import ACTIVE_MATCHES, LOADED_MATCHES
 from .seats import CONTROL_BOT, CONTROL_OPEN, Seat
 from .session import Session
-from .store import MatchNotFound, Store, StoredEvent, StoreError
+from .store import MatchNotFound, SharedStore, Store, StoredEvent, StoreError, as_shared
 
 # A page token: "p1." and the count of matches older than the next page's
 # first, in urlsafe base64 so that clients treat it as opaque. Decoded strictly:
@@ -100,7 +99,8 @@ class Registry:
         self._unloads: dict[str, asyncio.TimerHandle] = {}
         # A store other replicas share (Redis): matches are loaded when asked
         # for, followed while held, and taken over when due (``start``).
-        self.shared: bool = getattr(store, "shared", False)
+        self.shared_store = as_shared(store)
+        self.shared = self.shared_store is not None
         self.due_poll_s = 0.25
         self._due_task: asyncio.Task[None] | None = None
         self._touched: dict[str, float] = {}  # match id -> monotonic time of its last use
@@ -118,7 +118,7 @@ class Registry:
         takes it over, ``start``)."""
         if self.shared:
             try:
-                return len(await self.store.match_ids())  # type: ignore[attr-defined]
+                return len(await self._shared.match_ids())
             except StoreError as e:  # serve anyway: calls answer UNAVAILABLE until it is back
                 log.warning("the store is unreachable at start", error=str(e))
                 return 0
@@ -134,12 +134,17 @@ class Registry:
             session.start()
         return len(self.order)
 
+    @property
+    def _shared(self) -> SharedStore:
+        assert self.shared_store is not None, "a shared store's call on a single one"
+        return self.shared_store
+
     def start(self) -> None:
         """On a shared store: follow other replicas' appends to the matches
         held here, and take over the matches that fall due."""
         if not self.shared:
             return
-        self.store.follow(self._on_append, self._on_reset)  # type: ignore[attr-defined]
+        self._shared.follow(self._on_append, self._on_reset)
         self._due_task = asyncio.get_running_loop().create_task(self._due_loop())
 
     def _on_append(self, match_id: str, seq: int) -> None:
@@ -157,7 +162,7 @@ class Registry:
         while True:
             await asyncio.sleep(self.due_poll_s)
             try:
-                claims = await self.store.claim_due(_now_ms(), lease_ms)  # type: ignore[attr-defined]
+                claims = await self._shared.claim_due(_now_ms(), lease_ms)
             except StoreError:
                 continue  # Redis is away: try again at the next tick
             for match_id, lease_end in claims:
@@ -179,7 +184,7 @@ class Registry:
                     await self._load(match_id)
 
     async def _take_over(self, match_id: str, lease_end: int) -> None:
-        store: Any = self.store
+        store = self._shared
         try:
             session = await self.get(match_id)
             outcome, due = await replica.take_over(session, _now_ms())
@@ -211,7 +216,7 @@ class Registry:
             self._touched.pop(match_id, None)
             session.close()
             with contextlib.suppress(StoreError):
-                await self.store.unwatch(match_id)  # type: ignore[attr-defined]
+                await self._shared.unwatch(match_id)
 
     def _add(self, session: Session) -> None:
         match_id = session.match_id
@@ -250,7 +255,7 @@ class Registry:
 
     async def _unwatch(self, match_id: str) -> None:
         with contextlib.suppress(StoreError):
-            await self.store.unwatch(match_id)  # type: ignore[attr-defined]
+            await self._shared.unwatch(match_id)
 
     def active(self) -> int:
         """Matches held here that are not over."""
@@ -304,7 +309,7 @@ class Registry:
         return session, tokens
 
     async def _follow_new(self, session: Session) -> None:
-        store: Any = self.store
+        store = self._shared
         try:
             await store.watch(session.match_id)
             due = session.due_ms(session.last_event_ms)
@@ -350,7 +355,7 @@ class Registry:
         if self.shared:
             # Before reading, so that no append between the read and the
             # subscription goes unseen (the refresh below reads it).
-            await self.store.watch(match_id)  # type: ignore[attr-defined]
+            await self._shared.watch(match_id)
         try:
             loaded = await self.store.load_match(match_id)
         except MatchNotFound:
@@ -392,7 +397,7 @@ class Registry:
         shift nor repeat the pages that follow: they are newer than every page
         after the first.
         """
-        order = await self.store.match_ids() if self.shared else self.order  # type: ignore[attr-defined]
+        order = await self._shared.match_ids() if self.shared else self.order
         end = len(order) if not token else _page_end(token, len(order))
         size = 50 if size <= 0 else min(size, 500)
         start = max(0, end - size)

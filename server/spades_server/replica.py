@@ -115,10 +115,10 @@ async def resync(session: Session, rebuild: bool) -> bool:
     engine match may hold an action the store refused, so build it again from
     the store's snapshot. Returns whether the tail held an action or a change
     of a seat's control (which tells who drives the match now)."""
-    store = session.store
+    store = session.shared_only
     try:
         if rebuild:
-            loaded = await store.load_match(session.match_id, after_seq=session.last_seq)  # type: ignore[call-arg]
+            loaded = await store.load_match(session.match_id, after_seq=session.last_seq)
             match = Match.from_snapshot(loaded.snapshot)
             for a in loaded.actions[loaded.snapshot_actions :]:
                 match.apply(a.seat, parse_action(a.action))
@@ -127,7 +127,7 @@ async def resync(session: Session, rebuild: bool) -> bool:
             meta, events = loaded.meta, loaded.events
             session.snapshot_actions = max(session.snapshot_actions, loaded.snapshot_actions)
         else:
-            _, meta, new_actions, events = await store.tail(  # type: ignore[attr-defined]
+            _, meta, new_actions, events = await store.tail(
                 session.match_id, session.last_seq, session.stored_actions
             )
             for a in new_actions:

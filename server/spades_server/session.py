@@ -14,8 +14,8 @@ import base64
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
 
 import grpc
 import structlog
@@ -32,7 +32,15 @@ from .metrics import ACTIONS, REJECTIONS, STORE_LATENCY
 from .replica import ReplicaLink, Resynced, catch_up_locked, resync
 from .seat_bots import SeatBots
 from .seats import CONTROL_HUMAN, CONTROL_STAND_IN, HUMAN_CONTROLS, Seat
-from .store import LoadedMatch, SeqConflict, Store, StoredAction, StoreError
+from .store import (
+    LoadedMatch,
+    SeqConflict,
+    SharedStore,
+    Store,
+    StoredAction,
+    StoreError,
+    as_shared,
+)
 from .turn_timer import TurnTimer
 
 _APPEND_LATENCY = STORE_LATENCY.labels("append")
@@ -40,6 +48,7 @@ log = structlog.get_logger("spades.session")
 
 
 _SEQ_MASK = (1 << 32) - 1
+_T = TypeVar("_T")
 # How often a call decides again after losing a race to another replica
 # (a shared store) before it gives up with UNAVAILABLE.
 MAX_RESYNCS = 5
@@ -86,7 +95,8 @@ class Session:
         self.last_event_ms = created_ms  # the time of the latest event
         # A store that other replicas append to too (Redis): appends may lose
         # a race, and other replicas' appends arrive through ``replica``.
-        self.shared: bool = getattr(store, "shared", False)
+        self.shared_store = as_shared(store)
+        self.shared = self.shared_store is not None
         self.shared_streams = 0  # streams here that count in the store (shared)
         self.closing = False
         self.broken = False
@@ -198,6 +208,11 @@ class Session:
         """Remember a stored action's result for retries of its action id."""
         self._answered[action.seat][action.action_id] = action.first_seq << 32 | action.last_seq
 
+    @property
+    def shared_only(self) -> SharedStore:
+        assert self.shared_store is not None, "a shared store's call on a single one"
+        return self.shared_store
+
     async def check_rate(self, seat: int) -> None:
         """Take one of the seat's action allowance (an action or a seat change):
         on a shared store from the bucket every replica shares, else here."""
@@ -206,7 +221,7 @@ class Session:
             return
         lim = self.limits
         try:
-            granted = await self.store.take_action_token(  # type: ignore[attr-defined]
+            granted = await self.shared_only.take_action_token(
                 self.match_id, seat, lim.actions_per_second, lim.action_burst
             )
         except StoreError as e:
@@ -228,7 +243,7 @@ class Session:
         if not self.shared:
             yield
             return
-        store: Any = self.store
+        store = self.shared_only
         most = self.limits.streams_per_match
         self.shared_streams += 1
         try:
@@ -253,7 +268,7 @@ class Session:
     async def refresh_streams(self) -> None:
         """Renew this replica's stream count before it expires (shared store)."""
         if self.shared and self.shared_streams > 0:
-            store: Any = self.store
+            store = self.shared_only
             with contextlib.suppress(StoreError):
                 await store.set_streams(
                     self.match_id, self.shared_streams, self.limits.streams_per_match, False
@@ -296,12 +311,19 @@ class Session:
         async with self.lock:
             if self.shared and expected_seq is not None and expected_seq > self.last_seq:
                 await catch_up_locked(self)  # the client saw it on another replica
-            for _ in range(MAX_RESYNCS):
-                try:
-                    return await self._submit_locked(seat, action_id, action, expected_seq)
-                except Resynced:
-                    continue
-            raise unavailable("CONTENDED", "other replicas kept changing the match; retry")
+            return await self._deciding(
+                lambda: self._submit_locked(seat, action_id, action, expected_seq)
+            )
+
+    async def _deciding(self, decide: Callable[[], Awaitable[_T]]) -> _T:
+        """Run ``decide`` (the lock held), again each time it lost a race to
+        another replica and the session was rebuilt (``Resynced``)."""
+        for _ in range(MAX_RESYNCS):
+            try:
+                return await decide()
+            except Resynced:
+                continue
+        raise unavailable("CONTENDED", "other replicas kept changing the match; retry")
 
     async def _submit_locked(
         self, seat: int, action_id: str, action: Action, expected_seq: int | None
@@ -410,12 +432,7 @@ class Session:
 
     async def set_control(self, seat: int, control: int, reason: str) -> None:
         async with self.lock:
-            for _ in range(MAX_RESYNCS):
-                try:
-                    return await self._set_control_locked(seat, control, reason)
-                except Resynced:
-                    continue
-            raise unavailable("CONTENDED", "other replicas kept changing the match; retry")
+            await self._deciding(lambda: self._set_control_locked(seat, control, reason))
 
     async def _set_control_locked(self, seat: int, control: int, reason: str) -> None:
         self.check_usable()
@@ -431,17 +448,15 @@ class Session:
 
     async def chat(self, seat: int, text: str) -> int:
         async with self.lock:
-            for _ in range(MAX_RESYNCS):
-                self.check_usable()
-                self._check_chat(seat, text)
-                ev = pb.MatchEvent()
-                ev.chat_message.CopyFrom(pb.ChatMessage(seat=seat, text=text))
-                try:
-                    await self.append([(f"team:{seat & 1}", ev)])
-                except Resynced:
-                    continue
-                return self.last_seq
-            raise unavailable("CONTENDED", "other replicas kept changing the match; retry")
+            return await self._deciding(lambda: self._chat_locked(seat, text))
+
+    async def _chat_locked(self, seat: int, text: str) -> int:
+        self.check_usable()
+        self._check_chat(seat, text)
+        ev = pb.MatchEvent()
+        ev.chat_message.CopyFrom(pb.ChatMessage(seat=seat, text=text))
+        await self.append([(f"team:{seat & 1}", ev)])
+        return self.last_seq
 
     def _check_chat(self, seat: int, text: str) -> None:
         if not self.match.rules.partnerships:

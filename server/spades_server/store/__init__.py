@@ -5,10 +5,12 @@ from .base import (
     MatchExists,
     MatchNotFound,
     SeqConflict,
+    SharedStore,
     Store,
     StoredAction,
     StoredEvent,
     StoreError,
+    as_shared,
 )
 from .memory import MemoryStore
 from .sqlite import SqliteStore, StoreStats
@@ -19,10 +21,12 @@ __all__ = [
     "MatchNotFound",
     "MemoryStore",
     "SeqConflict",
+    "SharedStore",
     "SqliteStore",
     "Store",
     "StoreError",
     "StoreStats",
     "StoredAction",
     "StoredEvent",
+    "as_shared",
 ]

@@ -10,8 +10,9 @@ Contract every implementation keeps:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, cast
 
 
 class StoreError(Exception):
@@ -97,3 +98,49 @@ class Store(Protocol):
 
     async def close(self) -> None:
         """Flush and release everything; later calls raise StoreError."""
+
+
+class SharedStore(Store, Protocol):
+    """A store several replicas append to (Redis): what they need beyond ``Store``."""
+
+    shared: bool  # True
+
+    async def load_match(self, match_id: str, after_seq: int = 0) -> LoadedMatch:
+        """As ``Store.load_match``; ``after_seq``: only the events after it."""
+
+    async def tail(
+        self, match_id: str, after_seq: int, after_actions: int
+    ) -> tuple[int, bytes, list[StoredAction], list[StoredEvent]]:
+        """The last seq, the metadata, and the actions and events after these."""
+
+    async def match_ids(self) -> list[str]:
+        """Every stored match's id, oldest first."""
+
+    async def claim_due(
+        self, now_ms: int, lease_ms: int, limit: int = 100
+    ) -> list[tuple[str, int]]:
+        """Matches due by ``now_ms``, leased to the caller: (id, lease end)."""
+
+    async def release_due(self, match_id: str, lease_end: int) -> None:
+        """Drop a claimed entry unless it moved since."""
+
+    async def set_due(self, match_id: str, due_ms: int) -> None:
+        """Set when the match falls due."""
+
+    def follow(self, on_append: Callable[[str, int], None], on_reset: Callable[[], None]) -> None:
+        """Receive other replicas' appends to the matches ``watch`` names."""
+
+    async def watch(self, match_id: str) -> None: ...
+
+    async def unwatch(self, match_id: str) -> None: ...
+
+    async def take_action_token(self, match_id: str, seat: int, rate: float, burst: int) -> bool:
+        """One of the seat's action tokens, shared by every replica."""
+
+    async def set_streams(self, match_id: str, count: int, most: int, opening: bool) -> int:
+        """This replica's open streams on the match; the total, or -1 if refused."""
+
+
+def as_shared(store: Store) -> SharedStore | None:
+    """``store`` as a shared store, or None for a single process's store."""
+    return cast(SharedStore, store) if getattr(store, "shared", False) else None

@@ -46,7 +46,7 @@ import json
 import re
 import secrets
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import redis.asyncio as aioredis
 import redis.exceptions as rex
@@ -57,6 +57,7 @@ from .base import (
     MatchExists,
     MatchNotFound,
     SeqConflict,
+    SharedStore,
     StoredAction,
     StoredEvent,
     StoreError,
@@ -265,9 +266,6 @@ class RedisStore:
             raise StoreUnavailable(f"redis refused: {e}") from e
 
     # -- the Store contract -----------------------------------------------------
-    async def ping(self) -> None:
-        await self._call(self._redis.ping)
-
     async def create_match(
         self, match_id: str, meta: bytes, snapshot: bytes, events: list[StoredEvent]
     ) -> None:
@@ -414,19 +412,6 @@ class RedisStore:
             [_action(after_actions + i, a) for i, a in enumerate(raw_actions)],
             [_event(e) for e in entries],
         )
-
-    async def last_seqs(self, match_ids: list[str]) -> list[int | None]:
-        """Each match's last sequence number (None: not stored), in one round trip."""
-        if not match_ids:
-            return []
-
-        async def work() -> list[Any]:
-            pipe = self._redis.pipeline(transaction=False)
-            for m in match_ids:
-                pipe.hget(self._keys(m)[0], "seq")
-            return await pipe.execute()
-
-        return [None if s is None else int(s) for s in await self._call(work)]
 
     async def match_ids(self) -> list[str]:
         """Every stored match's id, oldest first."""
@@ -596,3 +581,9 @@ def _event(entry: tuple[bytes, dict[bytes, bytes]]) -> StoredEvent:
 def _action(index: int, raw: bytes) -> StoredAction:
     seat, action, action_id, first, last = json.loads(raw)
     return StoredAction(index, seat, action, action_id, first, last)
+
+
+if TYPE_CHECKING:
+
+    def _is_a_shared_store(store: RedisStore) -> SharedStore:
+        return store  # mypy checks here that RedisStore keeps the whole SharedStore protocol
