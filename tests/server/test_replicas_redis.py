@@ -308,6 +308,20 @@ def test_redis_restarted_with_aof_always_loses_no_acknowledged_action(
     assert exported_actions(a, table.match_id) == before
 
 
+def submit_once_available(
+    srv: Server, table: Table, seat: int, action: pb.Action, action_id: str, what: str
+) -> pb.SubmitActionResponse:
+    """Send the action (the same id every time) until it is not UNAVAILABLE."""
+    d = Deadline(20)
+    while True:
+        try:
+            return submit(srv.stub, table, seat, action, action_id=action_id)
+        except grpc.RpcError as err:
+            assert err.code() == grpc.StatusCode.UNAVAILABLE, err
+            d.check(what)
+            time.sleep(0.2)
+
+
 def test_redis_away_gives_unavailable_then_service_resumes(
     make_server: Callable[..., Server], make_redis: type[RedisServer]
 ) -> None:
@@ -326,15 +340,7 @@ def test_redis_away_gives_unavailable_then_service_resumes(
     assert failure.reason in ("STORE_FAILED", "STORE_UNAVAILABLE", "MATCH_RELOADING")
     time.sleep(2)
     redis.start()
-    d = Deadline(20)
-    while True:
-        try:
-            done = submit(a.stub, table, seat, action, action_id="after-redis")
-            break
-        except grpc.RpcError as err:
-            assert err.code() == grpc.StatusCode.UNAVAILABLE, err
-            d.check("service to resume after Redis came back")
-            time.sleep(0.2)
+    done = submit_once_available(a, table, seat, action, "after-redis", "Redis to be back")
     actions = exported_actions(a, table.match_id)
     assert actions[: len(before)] == before and len(actions) == len(before) + 1
     # The replica that only followed serves the new event too, to a client
@@ -458,14 +464,7 @@ def test_with_wait_an_action_is_acknowledged_only_once_a_redis_replica_has_it(
     )
     assert failure.reason == "STORE_FAILED" and "replicas confirmed" in failure.message
     follower.start()
-    d = Deadline(20)
-    while True:  # the retry, once the replica is back: applied once, whatever the primary kept
-        try:
-            submit(a.stub, table, seat, action, action_id="unconfirmed")
-            break
-        except grpc.RpcError as err:
-            assert err.code() == grpc.StatusCode.UNAVAILABLE, err
-            d.check("writes to be confirmed again")
-            time.sleep(0.2)
+    # The retry, once the replica is back: applied once, whatever the primary kept.
+    submit_once_available(a, table, seat, action, "unconfirmed", "writes to be confirmed again")
     actions = exported_actions(a, table.match_id)
     assert actions[: len(before)] == before and len(actions) == len(before) + 1

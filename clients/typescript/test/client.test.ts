@@ -25,11 +25,9 @@ import {
   type SeatSession,
   type SpadesClient,
 } from "../src/node.js";
-import { PKG, startServer, within, type Server } from "./harness.js";
+import { FAST, PKG, WAIT_MS, startServer, within, type Server } from "./harness.js";
 import { EventReader as Collector } from "./reader.js";
 
-const WAIT_MS = 30_000;
-const FAST = { initialDelayMs: 20, maxDelayMs: 500, maxAttempts: 10 };
 
 /** A match with seat 0 human and three bots, seed fixed; returns the claimed seat. */
 async function newMatch(client: SpadesClient, seed = 11n): Promise<SeatClient> {

@@ -22,11 +22,9 @@ import {
   type SeatClient,
   type SpadesClient,
 } from "../src/node.js";
-import { startServer, within, type Server } from "./harness.js";
+import { FAST, WAIT_MS, startServer, within, type Server } from "./harness.js";
 import { EventReader as Reader } from "./reader.js";
 
-const WAIT_MS = 30_000;
-const FAST = { initialDelayMs: 20, maxDelayMs: 500, maxAttempts: 10 };
 
 function seqs(events: readonly MatchEvent[]): string[] {
   return events.map((e) => `${e.seq} ${e.kind.case}`);

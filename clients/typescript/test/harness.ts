@@ -10,6 +10,10 @@ import { fileURLToPath } from "node:url";
 export const PKG = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 /** The repository's root. */
 export const ROOT = resolve(PKG, "..", "..");
+/** How long a test waits for what a real server should do in well under a second. */
+export const WAIT_MS = 30_000;
+/** Reconnection settings that make a test's reconnects quick. */
+export const FAST = { initialDelayMs: 20, maxDelayMs: 500, maxAttempts: 10 };
 
 const START_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 15_000;

@@ -29,12 +29,10 @@ import {
   type ReconnectInfo,
   type SeatClient,
 } from "../src/node.js";
-import { startServer, within, type Server } from "./harness.js";
+import { FAST, WAIT_MS, startServer, within, type Server } from "./harness.js";
 import { EventReader as Reader } from "./reader.js";
 import { startStack, type Stack } from "./stack.js";
 
-const WAIT_MS = 30_000;
-const FAST = { initialDelayMs: 20, maxDelayMs: 500, maxAttempts: 10 };
 /** Hidden from every seat but its holder or its team, and from spectators. */
 const PRIVATE = new Set(["handShown", "cardsPassed", "chatMessage", "cardsDrawn"]);
 

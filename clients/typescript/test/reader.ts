@@ -1,8 +1,7 @@
 // Reads a session's or a stream's events in the background, for the tests to
 // wait on: shared by client.test.ts (SeatSession) and events.test.ts (EventStream).
 import type { MatchEvent } from "../src/node.js";
-
-const WAIT_MS = 30_000;
+import { WAIT_MS } from "./harness.js";
 
 export class EventReader {
   readonly events: MatchEvent[] = [];

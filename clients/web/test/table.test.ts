@@ -108,6 +108,20 @@ async function bid(page: Page, preferred = 3): Promise<number> {
   return tricks;
 }
 
+/** Bid when asked and play the first legal card, until ``cards`` are played. */
+async function bidAndPlay(page: Page, cards: number): Promise<void> {
+  for (let played = 0; played < cards; ) {
+    const move = await nextMove(page);
+    assert.ok(move === "bid" || move === "play", `${move}: ${(await snapshot(page)).problems.join("; ")}`);
+    if (move === "bid") {
+      await bid(page);
+    } else {
+      await playCard(page, (await snapshot(page)).legal[0]!);
+      played++;
+    }
+  }
+}
+
 async function newMatchFromLobby(page: Page, url: string, seed: string, opts: { longPoll?: boolean } = {}): Promise<string> {
   await page.goto(url);
   await page.waitForSelector("[data-form=new-match]");
@@ -299,16 +313,7 @@ describe("the web table in Chromium against the real stack", { timeout: 600_000 
     await onPhone(browser, poll ? "reload-poll" : "reload", async (page) => {
       const calls = countCalls(page);
       const matchId = await newMatchFromLobby(page, stack.url, poll ? "2203" : "2202", { longPoll: poll });
-      for (let played = 0; played < 4; ) {
-        const move = await nextMove(page);
-        assert.ok(move === "bid" || move === "play", move);
-        if (move === "bid") {
-          await bid(page);
-        } else {
-          await playCard(page, (await snapshot(page)).legal[0]!);
-          played++;
-        }
-      }
+      await bidAndPlay(page, 4);
       assert.equal(await nextMove(page), "play");
       const before = await snapshot(page);
       await page.reload();
@@ -383,16 +388,7 @@ describe("the web table in Chromium against the real stack", { timeout: 600_000 
       assert.ok(held >= 1, "the page opened a stream");
       await shot(page, "fallback.png");
       // Play on by long-poll: the bid and a few cards.
-      for (let played = 0; played < 4; ) {
-        const move = await nextMove(page);
-        assert.ok(move === "bid" || move === "play", `${move}: ${(await snapshot(page)).problems.join("; ")}`);
-        if (move === "bid") {
-          await bid(page);
-        } else {
-          await playCard(page, (await snapshot(page)).legal[0]!);
-          played++;
-        }
-      }
+      await bidAndPlay(page, 4);
       assert.equal(await nextMove(page), "play");
       // The log: the seat's events, each once, none missing, across the switch.
       const s = await snapshot(page);
