@@ -27,7 +27,11 @@ include $(wildcard clients/*/client.mk)
 
 install: $(INSTALLED) $(STUBS)
 
-$(INSTALLED): pyproject.toml
+# The engine is compiled by mypyc during the install where a C compiler exists
+# (setup.py), so an edit of the engine reinstalls it; until then the package
+# loads its sources rather than the stale compiled modules (spades_engine._build).
+ENGINE_SOURCES := $(shell find engine/spades_engine -name '*.py' -not -path '*/__pycache__/*')
+$(INSTALLED): pyproject.toml setup.py $(ENGINE_SOURCES)
 	test -x $(PYTHON) || $(BOOTSTRAP_PYTHON) -m venv $(VENV)
 	$(PYTHON) -m pip install -q --disable-pip-version-check --upgrade pip
 	$(PYTHON) -m pip install -q --disable-pip-version-check -e '.[dev]'
@@ -48,8 +52,12 @@ proto:
 	find $(GEN) -type d -exec touch {}/__init__.py \;
 	find $(GEN) -name '*.py*' -exec sed -i 's/^from spades\.v1 import/from spades_server.gen.spades.v1 import/; s/^import spades\.v1\./import spades_server.gen.spades.v1./' {} +
 
+# The whole suite on the build installed (compiled where a C compiler exists),
+# then the engine's suite again on the pure-Python build; the differential test
+# in the first run compares the two builds match by match.
 test: install redis-server
 	$(PYTHON) -m pytest
+	SPADES_ENGINE_PURE=1 SPADES_EXPECT_BUILD=pure $(PYTHON) -m pytest tests/engine -n 2 --ignore tests/engine/test_differential.py
 	$(MAKE) --no-print-directory test-clients
 
 # The Redis store's tests start their own redis-server processes (Debian's

@@ -6,8 +6,20 @@ Start with ``Match`` and a ``Ruleset`` (or a preset from ``preset``)::
     m = Match(preset("classic"), seed=42)
 
 Every exception the engine raises for input it refuses is a ``SpadesError``.
+
+Two builds come from the same sources: compiled by mypyc (installed where a C
+compiler exists) and pure Python.  ``COMPILED`` says which one is loaded and
+``BUILD`` why; ``SPADES_ENGINE_PURE=1`` in the environment forces the pure one.
 """
 
+from pathlib import Path as _Path
+
+from . import _build
+
+BUILD: str = _build.choose(__name__, _Path(__file__).resolve().parent)
+
+# Every other import comes after the choice of build (ruff: E402 allowed here).
+from . import match as _match
 from .actions import (
     BLIND_NIL,
     DRAW_DISCARD,
@@ -46,8 +58,12 @@ from .snapshot import replay_snapshot
 from .state import Phase
 from .view import SeatView
 
+COMPILED: bool = _build.is_compiled(_match)
+
 __all__ = [
     "BLIND_NIL",
+    "BUILD",
+    "COMPILED",
     "DRAW_DISCARD",
     "DRAW_KEEP",
     "EXCHANGE",
