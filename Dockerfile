@@ -26,10 +26,13 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1 \
     PYTHONDONTWRITEBYTECODE=1
 
-# make runs the Makefile's `proto` target, the one `make install` runs.
+# make runs the Makefile's `proto` target, the one `make install` runs; gcc
+# compiles the engine (setup.py: mypyc's C), which SPADES_ENGINE_BUILD=compiled
+# makes a requirement: no C compiler is an error here, not a pure-Python image.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends make=4.3-4.1 \
+    && apt-get install -y --no-install-recommends make=4.3-4.1 gcc=4:12.2.0-3 libc6-dev=2.36-9+deb12u14 \
     && rm -rf /var/lib/apt/lists/*
+ENV SPADES_ENGINE_BUILD=compiled
 
 WORKDIR /src
 # The stubs' generator, in .venv as the Makefile expects it: the versions the
@@ -37,13 +40,14 @@ WORKDIR /src
 RUN python -m venv .venv \
     && .venv/bin/pip install --no-cache-dir grpcio-tools==1.85.1 mypy-protobuf==5.1.0
 
-COPY pyproject.toml README.md Makefile ./
+COPY pyproject.toml setup.py README.md Makefile ./
 COPY proto/ proto/
 COPY engine/ engine/
 COPY server/ server/
 RUN make proto
 
-# The project's wheel and its dependencies' wheels, with the redis extra
+# The project's wheel (the compiled engine in it: mypy, which brings mypyc, is
+# a build requirement that pip fetches for this step alone) and its dependencies' wheels, with the redis extra
 # (redis-py for --store redis: one image for every overlay), then an
 # environment with them alone (no pip in it), which the runtime stage copies.
 # (DL3013 asks for pinned versions: the one package named here is the wheel

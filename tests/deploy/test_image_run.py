@@ -166,6 +166,12 @@ def build_context(dest: Path) -> list[str]:
     return copied
 
 
+def _builder_env() -> dict[str, str]:
+    """The builder stage's ENV (``KEY=value`` pairs without spaces in values)."""
+    pairs = [w for name, rest in stage("builder")[1] if name == "ENV" for w in rest.split()]
+    return dict(p.split("=", 1) for p in pairs)
+
+
 def _builder_runs() -> list[str]:
     return [rest for name, rest in stage("builder")[1] if name == "RUN"]
 
@@ -209,8 +215,17 @@ def install_image(root: Path) -> Path:
     _run(["make", "--no-print-directory", "proto", f"VENV={sys.prefix}"], cwd=context)
     wheels = root / "wheels"
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    _run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(context)])
+    build_env = {**os.environ, **_builder_env()}
+    assert build_env.get("SPADES_ENGINE_BUILD") == "compiled", "the image's engine is compiled"
+    _run(
+        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(context)],
+        env=build_env,
+    )
     (wheel,) = wheels.glob("spades_engine-*.whl")
+    with zipfile.ZipFile(wheel) as whl:
+        names = whl.namelist()
+    assert any(n.startswith("spades_engine/native__mypyc.") for n in names), "no compiled engine"
+    assert "spades_engine/kernel.py" in names, "the sources stay beside the compiled modules"
     venv = root / "opt" / "spades"
     _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
     _run([*pip, "--python", str(venv / "bin" / "python"), "install", "--no-deps", str(wheel)])
@@ -389,13 +404,14 @@ def image() -> Iterator[Image]:
             [
                 str(venv / "bin" / "python"),
                 "-c",
-                "import spades_server; print(spades_server.__file__)",
+                "import spades_server as s, spades_engine as e; print(s.__file__, e.COMPILED)",
             ],
             check=True,
             capture_output=True,
             text=True,
         ).stdout
         assert imported.startswith(str(venv)), "the wheel's package, not the repository's"
+        assert imported.split()[1] == "True", "the image loads the compiled engine"
         _read_only(venv)
         yield Image(root, venv, user)
 
