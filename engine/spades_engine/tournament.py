@@ -13,20 +13,42 @@ orientations of (A's points per hand minus B's points per hand), where a
 line-up's points are the mean over the sides it holds.  The confidence
 interval is mean ± 1.96·sd/√n over those paired differences.
 
-Bots are looked up by name in ``spades_engine.bots.BOTS`` when the tournament
-runs, so whatever levels are registered then can play.  Each bot call is
-timed here, with ``time.perf_counter``, around the call alone.
+Bots are looked up by name when the tournament runs: a level registered in
+``spades_engine.bots.BOTS`` then (it gets its seat's view), or a
+tournament-only bot of :data:`MATCH_BOTS` (``omniscient``: it gets the match
+itself, every hand included, and is never offered to a table's seats).  Each
+bot call is timed here, with ``time.perf_counter``, around the call alone.
+
+Builds.  A name may end in ``@pure`` or ``@compiled`` (``expert@pure``,
+``hard@compiled``, ``omniscient@pure``).  ``@compiled`` is the bot of the
+loaded ``spades_engine``, which must be the mypyc-compiled build (else the
+tournament refuses to start).  ``@pure`` is the bot of the engine's sources
+imported a second time (``_build.load_pure``, package ``spades_engine_pure``),
+whatever build is loaded: the seat is played on a *mirror* match of that
+package, made from the same rules (``Ruleset.to_dict``/``from_dict``), seed,
+deal and dealer, to which every seat's action is applied too (through its text
+form, ``parse_action(str(action))``).  The pure bot decides on the mirror's
+view (or the mirror itself) and its action is converted back.  Before each of
+its calls the seat's legal actions in both matches are compared, and after
+every hand the two matches' snapshots; any difference stops the tournament.
+Only the bot call is timed: building the views and keeping the mirror are not.
+A name without a build is the bot of the build loaded (``spades_engine.BUILD``).
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 import multiprocessing
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from types import ModuleType
+from typing import Any, Literal
 
+from . import _build
+from .actions import Action, parse_action
 from .cards import cards_of
 from .deck import SplitMix64, deal, first_dealer, hand_seed
 from .errors import IllegalAction
@@ -34,10 +56,11 @@ from .events import HandScored, MatchEnded
 from .match import Match
 from .ruleset import Ruleset
 
-if TYPE_CHECKING:
-    from .bots import Bot
-
 Mode = Literal["deals", "games"]
+MatchBot = Callable[[Match, int, int, int], Action]
+"""A tournament-only bot: ``(match, seat, seed, budget_ms) -> Action``.  It
+reads the match (every hand) and must not change it."""
+BUILDS = ("pure", "compiled")
 LABELS = ("A", "B")
 Z95 = 1.96
 _MASK64 = (1 << 64) - 1
@@ -58,26 +81,117 @@ class Config:
     budget_ms: int = 200
     max_hands: int = 200  # games mode: a game not over after this many hands is a draw
     independent_seeds: bool = False  # give the line-ups different bot seeds (see _bot_seed)
+    budget_a_ms: int | None = None  # line-up A's budget when not budget_ms
+    budget_b_ms: int | None = None
 
     def lineup(self, label: str) -> tuple[str, ...]:
         return self.a if label == "A" else self.b
 
+    def budget(self, label: str) -> int:
+        """The time budget the bots of line-up ``label`` get per call."""
+        own = self.budget_a_ms if label == "A" else self.budget_b_ms
+        return self.budget_ms if own is None else own
+
+    def think_key(self, label: str, name: str) -> str:
+        """The name a bot's think times are reported under: with the budget
+        when the line-ups have different budgets."""
+        if self.budget("A") == self.budget("B"):
+            return name
+        return f"{name} ({self.budget(label)} ms)"
+
+
+MATCH_BOTS: dict[str, tuple[str, str]] = {"omniscient": (".bots.omniscient", "omniscient")}
+"""The tournament-only bots (:data:`MatchBot`), never in ``BOTS``: name ->
+(module, function).  A module starting with ``.`` is in the engine package,
+imported when a tournament uses it from whichever package (build) plays the
+seat; another module is imported as named, the same for every build."""
+
 
 def bot_names() -> list[str]:
+    """Every name the tournament plays without a build suffix: the registered
+    levels, then the tournament-only bots."""
     from .bots import BOTS
 
-    return list(BOTS)
+    return [*BOTS, *(n for n in MATCH_BOTS if n not in BOTS)]
+
+
+def split_name(name: str) -> tuple[str, str | None]:
+    """``"expert@pure"`` -> ``("expert", "pure")``; ``"hard"`` -> ``("hard", None)``."""
+    base, at, build = name.partition("@")
+    return base, (build if at else None)
+
+
+def _package() -> ModuleType:
+    """The engine package this module belongs to (the build loaded)."""
+    return sys.modules[__name__.rpartition(".")[0]]
+
+
+def _pure_package() -> ModuleType:
+    """The engine's sources loaded as a second package (once per process)."""
+    return _build.load_pure()
+
+
+def _lookup(pkg: ModuleType, base: str) -> tuple[Callable[..., Action], bool] | None:
+    """Bot ``base`` of package ``pkg``, and whether it is a match bot; None if unknown."""
+    bots: dict[str, Callable[..., Action]] = importlib.import_module(pkg.__name__ + ".bots").BOTS
+    if base in bots:
+        return bots[base], False
+    if base in MATCH_BOTS:
+        module, function = MATCH_BOTS[base]
+        if module.startswith("."):
+            module = pkg.__name__ + module
+        bot: MatchBot = getattr(importlib.import_module(module), function)
+        return bot, True
+    return None
+
+
+def _resolve(name: str) -> tuple[Callable[..., Action], bool, bool]:
+    """The bot a name stands for: the function, whether it gets the match (not
+    a view), and whether it is the pure package's (played on a mirror)."""
+    base, build = split_name(name)
+    if build is not None and build not in BUILDS:
+        raise TournamentError(
+            f"unknown build {build!r} in bot name {name!r}: {' or '.join(BUILDS)}"
+        )
+    main = _package()
+    found = _lookup(main, base)
+    if found is None:
+        raise TournamentError(
+            f"unknown bot {base!r}; registered: {', '.join(bot_names())} "
+            f"(each also as NAME@pure or NAME@compiled)"
+        )
+    if build == "pure":
+        pure = _lookup(_pure_package(), base)
+        if pure is None:
+            raise TournamentError(
+                f"bot {base!r} is not registered in the pure build "
+                "(spades_engine_pure.bots.BOTS lists the levels of the sources)"
+            )
+        return pure[0], pure[1], True
+    if build == "compiled":
+        if not getattr(main, "COMPILED", False):
+            raise TournamentError(
+                f"{name!r} needs the mypyc-compiled build, but the engine loaded is "
+                f"{getattr(main, 'BUILD', 'pure')!r}: build it with `make install` (a C "
+                f"compiler is needed) and run without {_build.PURE_ENV}"
+            )
+        module = sys.modules.get(getattr(found[0], "__module__", None) or "")
+        file = str(getattr(module, "__file__", None) or "")
+        if file.endswith(".py") and not file.endswith("__init__.py"):
+            raise TournamentError(
+                f"{name!r}: {module.__name__ if module else base} is not compiled (added or "
+                "changed since the build): rebuild with `make install`"
+            )
+    return found[0], found[1], False
 
 
 def check_config(cfg: Config) -> None:
     """Refuse unknown bot names and line-ups longer than the seats they get."""
-    from .bots import BOTS
-
     if cfg.count < 1:
         raise TournamentError(f"the number of {cfg.mode} must be at least 1")
     if cfg.max_hands < 1:
         raise TournamentError("max_hands must be at least 1")
-    if cfg.budget_ms < 0:
+    if min(cfg.budget("A"), cfg.budget("B"), cfg.budget_ms) < 0:
         raise TournamentError("budget_ms must be 0 or more")
     if cfg.mode == "deals" and cfg.rules.players == 2:
         raise TournamentError(
@@ -89,10 +203,10 @@ def check_config(cfg: Config) -> None:
         if not names:
             raise TournamentError(f"line-up {label} names no bot")
         for name in names:
-            if name not in BOTS:
-                raise TournamentError(
-                    f"unknown bot {name!r} in line-up {label}; registered: {', '.join(BOTS)}"
-                )
+            try:
+                _resolve(name)
+            except TournamentError as e:
+                raise TournamentError(f"line-up {label}: {e}") from None
         if len(names) > most:
             raise TournamentError(
                 f"line-up {label} names {len(names)} bots but holds at most {most} seat(s)"
@@ -194,8 +308,6 @@ class PairResult:
 
 def play_pair(cfg: Config, index: int) -> PairResult:
     """Play duplicate pair ``index`` under every orientation."""
-    from .bots import BOTS
-
     rules = cfg.rules
     seed = pair_seed(cfg.seed, index)
     tallies = {label: LineupTally() for label in LABELS}
@@ -209,16 +321,19 @@ def play_pair(cfg: Config, index: int) -> PairResult:
     for labels in orientations(rules):
         names = seat_bots(cfg, labels)
         if cfg.mode == "deals":
-            match = Match(hand_rules, seed=seed, deals=[cards], dealer=dealer)
+            start = _Start(hand_rules, seed, [cards], dealer)
             max_hands = 1
         else:
-            match = Match(rules, seed=seed)
+            start = _Start(rules, seed, [], None)
             max_hands = cfg.max_hands
+        match = start.match(_package())
         first_deal = tuple(match.state.hand.dealt)
         first = match.state.hand.dealer
         salts = tuple(_LABEL_SALT[x] if cfg.independent_seeds else 0 for x in labels)
-        bots = [BOTS[n] for n in names]
-        scored, winner = _play(match, names, bots, salts, cfg.budget_ms, seed, max_hands, think)
+        seats = _Seats(names, start)
+        budgets = tuple(cfg.budget(x) for x in labels)
+        keys = tuple(cfg.think_key(x, n) for x, n in zip(labels, names, strict=True))
+        scored, winner = _play(match, seats, names, keys, salts, budgets, seed, max_hands, think)
         logs.append(_tally(rules, labels, names, first, first_deal, scored, winner, tallies))
         if cfg.mode == "games":
             tallies["A"].games += 1
@@ -239,12 +354,86 @@ def _win_share(winner_label: str | None) -> float:
     return 0.5 if winner_label is None else float(winner_label == "A")
 
 
+@dataclass(frozen=True, slots=True)
+class _Start:
+    """How an orientation's match begins, so a mirror can begin alike."""
+
+    rules: Ruleset
+    seed: int
+    deals: Sequence[Sequence[Sequence[int]]]
+    dealer: int | None
+
+    def match(self, pkg: ModuleType) -> Any:
+        """The match in package ``pkg`` (the loaded engine, or the pure copy)."""
+        rules: Any = self.rules
+        if pkg is not _package():
+            rules = pkg.Ruleset.from_dict(self.rules.to_dict())
+        return pkg.Match(rules, seed=self.seed, deals=self.deals, dealer=self.dealer)
+
+
+class _Seats:
+    """What plays each seat of one orientation: the bot of each seat, and the
+    pure build's mirror match when a seat's bot is ``@pure``."""
+
+    def __init__(self, names: Sequence[str], start: _Start) -> None:
+        resolved = [_resolve(n) for n in names]
+        self.names = tuple(names)
+        self.bots = [r[0] for r in resolved]
+        self.gets_match = [r[1] for r in resolved]
+        self.mirrored = [r[2] for r in resolved]
+        self.pure: ModuleType | None = None
+        self.mirror: Any = None
+        if any(self.mirrored):
+            self.pure = _pure_package()
+            self.mirror = start.match(self.pure)
+
+    def act(self, match: Match, seat: int, seed: int, budget: int) -> tuple[Action, float]:
+        """The action of the bot in ``seat`` and its think time in milliseconds,
+        timed around the bot call alone."""
+        bot = self.bots[seat]
+        table: Any = match
+        if self.mirrored[seat]:
+            table = self.mirror
+            mine = [str(a) for a in table.legal_actions(seat)]
+            if mine != [str(a) for a in match.legal_actions(seat)]:
+                self._diverged(f"seat {seat}'s legal actions differ: {mine}")
+        if self.gets_match[seat]:
+            t0 = time.perf_counter()
+            action = bot(table, seat, seed, budget)
+        else:
+            view = table.view(seat)
+            t0 = time.perf_counter()
+            action = bot(view, seed, budget)
+        ms = (time.perf_counter() - t0) * 1000.0
+        if self.mirrored[seat]:
+            action = parse_action(str(action))
+        return action, ms
+
+    def applied(self, seat: int, action: Action) -> None:
+        """Apply to the mirror the action the match took."""
+        if self.mirror is None or self.pure is None:
+            return
+        try:
+            self.mirror.apply(seat, self.pure.parse_action(str(action)))
+        except self.pure.SpadesError as e:
+            self._diverged(f"it refused seat {seat}'s {action}: {e}")
+
+    def check(self, match: Match) -> None:
+        """The mirror is the match, action for action (after every hand)."""
+        if self.mirror is not None and self.mirror.to_snapshot() != match.to_snapshot():
+            self._diverged(f"the snapshots differ after hand {match.hand_number}")
+
+    def _diverged(self, what: str) -> None:
+        raise TournamentError(f"the pure build's mirror match diverged from the match: {what}")
+
+
 def _play(
     match: Match,
+    seats: _Seats,
     names: Sequence[str],
-    bots: Sequence[Bot],
+    keys: Sequence[str],
     salts: Sequence[int],
-    budget: int,
+    budgets: Sequence[int],
     seed: int,
     max_hands: int,
     think: dict[str, list[float]],
@@ -252,27 +441,27 @@ def _play(
     """Let the bots play until the match is over or ``max_hands`` hands are scored."""
     scored: list[HandScored] = []
     winner: int | None = None
-    times = {name: think.setdefault(name, []) for name in names}
+    times = [think.setdefault(key, []) for key in keys]
     step = 0
     while True:
         seat = match.to_act
         if seat < 0:  # the blind nil exchange: its seats act in any order
             seat = match.seats_to_act()[0]
-        view = match.view(seat)
         bot_seed = _bot_seed(seed ^ salts[seat], step, seat)
-        t0 = time.perf_counter()
-        action = bots[seat](view, bot_seed, budget)
-        times[names[seat]].append((time.perf_counter() - t0) * 1000.0)
+        action, ms = seats.act(match, seat, bot_seed, budgets[seat])
+        times[seat].append(ms)
         try:
             events = match.apply(seat, action)
         except IllegalAction as e:  # report the bot that made it
             raise TournamentError(
                 f"bot {names[seat]!r} in seat {seat} chose an illegal action {action}: {e}"
             ) from e
+        seats.applied(seat, action)
         step += 1
         for ev in events:
             if isinstance(ev, HandScored):
                 scored.append(ev)
+                seats.check(match)
             elif isinstance(ev, MatchEnded):
                 winner = ev.winner
         if match.is_over or len(scored) >= max_hands:
@@ -426,7 +615,8 @@ def summarize(
             "wins": t.wins if cfg.mode == "games" else None,
         }
     think_out: dict[str, Any] = {}
-    order = list(dict.fromkeys([*cfg.a, *cfg.b, *sorted(think)]))  # A's bots, then B's
+    keys = [cfg.think_key(label, n) for label in LABELS for n in cfg.lineup(label)]
+    order = list(dict.fromkeys([*keys, *sorted(think)]))  # A's bots, then B's
     for name in (n for n in order if n in think):
         ms = sorted(think[name])
         think_out[name] = {
@@ -446,6 +636,9 @@ def summarize(
         "rules": cfg.rules.to_dict(),
         "seed": cfg.seed,
         "budget_ms": cfg.budget_ms,
+        "budget_ms_a": cfg.budget("A"),
+        "budget_ms_b": cfg.budget("B"),
+        "engine_build": getattr(_package(), "BUILD", None),
         "max_hands": cfg.max_hands if cfg.mode == "games" else None,
         "independent_seeds": cfg.independent_seeds,
         "jobs": jobs,
@@ -476,11 +669,19 @@ def format_report(summary: dict[str, Any]) -> str:
     s = summary
     unit = "deals" if s["mode"] == "deals" else "games"
     seats = " ".join("".join(o) for o in s["orientations"])  # e.g. ABAB BABA
+    budget_a, budget_b = s.get("budget_ms_a", s["budget_ms"]), s.get("budget_ms_b", s["budget_ms"])
+    budget = (
+        f"budget {budget_a} ms"
+        if budget_a == budget_b
+        else f"budget A {budget_a} ms, B {budget_b} ms"
+    )
     lines = [
         f"A = {','.join(s['a'])}  vs  B = {','.join(s['b'])}",
         f"rules {s['preset'] or 'custom'}, {s['pairs']} {unit} x {len(s['orientations'])} "
-        f"orientations (seats {seats}), seed {s['seed']}, budget {s['budget_ms']} ms",
+        f"orientations (seats {seats}), seed {s['seed']}, {budget}",
     ]
+    if s.get("engine_build"):
+        lines.append(f"engine build loaded: {s['engine_build']}")
     d = s["points_diff"]
     ci = d["ci95"]
     ci_text = f"95% CI [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "95% CI n/a (n < 2)"
@@ -498,14 +699,15 @@ def format_report(summary: dict[str, Any]) -> str:
             "hands counted as half)"
         )
     lines.append("")
+    wide = max([16, *(len(",".join(s["lineups"][label]["bots"])) for label in LABELS)])
     lines.append(
-        f"{'line-up':<8} {'bots':<16} {'pts/hand':>9} {'nil bids':>9} {'nil made':>9} "
+        f"{'line-up':<8} {'bots':<{wide}} {'pts/hand':>9} {'nil bids':>9} {'nil made':>9} "
         f"{'nil rate':>9} {'bags/hand':>10}" + (f" {'wins':>7}" if s["mode"] == "games" else "")
     )
     for label in LABELS:
         u = s["lineups"][label]
         row = (
-            f"{label:<8} {','.join(u['bots']):<16} {_num(u['points_per_hand'], '.2f'):>9} "
+            f"{label:<8} {','.join(u['bots']):<{wide}} {_num(u['points_per_hand'], '.2f'):>9} "
             f"{u['nil_bids']:>9} {u['nil_made']:>9} {_num(u['nil_success_rate'], '.1%'):>9} "
             f"{_num(u['bags_per_hand'], '.3f'):>10}"
         )
@@ -513,10 +715,11 @@ def format_report(summary: dict[str, Any]) -> str:
             row += f" {u['wins']:>7g}"
         lines.append(row)
     lines.append("")
-    lines.append(f"{'think time':<12} {'calls':>9} {'p50 ms':>9} {'p99 ms':>9} {'max ms':>9}")
+    width = max([12, *(len(name) for name in s["think_ms"])])
+    lines.append(f"{'think time':<{width}} {'calls':>9} {'p50 ms':>9} {'p99 ms':>9} {'max ms':>9}")
     for name, t in s["think_ms"].items():
         lines.append(
-            f"{name:<12} {t['calls']:>9} {t['p50_ms']:>9.3f} {t['p99_ms']:>9.3f} "
+            f"{name:<{width}} {t['calls']:>9} {t['p50_ms']:>9.3f} {t['p99_ms']:>9.3f} "
             f"{t['max_ms']:>9.3f}"
         )
     lines.append("")

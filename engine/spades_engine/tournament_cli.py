@@ -2,6 +2,8 @@
 
 spades-tournament --a hard --b normal --deals 400
 spades-tournament --a expert --b hard --games 500 --json out.json --png out.png
+spades-tournament --a expert@compiled --b expert@pure --deals 300 --budget-a 50 --budget-b 200
+spades-tournament --a omniscient --b hard --deals 300
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from .tournament import (
     check_config,
     format_report,
     run,
+    split_name,
     summarize,
 )
 from .tournament_chart import ChartUnavailable, render
@@ -55,6 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             count=args.deals if args.deals is not None else args.games,
             seed=args.seed,
             budget_ms=args.budget_ms,
+            budget_a_ms=args.budget_a,
+            budget_b_ms=args.budget_b,
             max_hands=args.max_hands,
             independent_seeds=args.independent_seeds,
         )
@@ -105,7 +110,11 @@ def _parser() -> argparse.ArgumentParser:
         description="Duplicate tournament: two bot line-ups play the same deals with the seats "
         "swapped (in cutthroat, rotated through every seat), so the luck of the cards cancels. "
         "Prints the mean A - B points per hand over the duplicate pairs with its 95% CI, the "
-        "win rate (games mode), nil bids and bags per line-up, and think time per bot.",
+        "win rate (games mode), nil bids and bags per line-up, and think time per bot. "
+        "A bot is a registered level (--list-bots) or the tournament-only 'omniscient' "
+        "yardstick, which sees every hand; NAME@compiled is the bot of the compiled build "
+        "(refused when it is not the one loaded) and NAME@pure the bot of the pure-Python "
+        "sources, played on a mirror match, so both builds can meet in one run.",
     )
     p.add_argument(
         "--a",
@@ -155,6 +164,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="MS",
         help="time budget passed to every bot call (default: 200)",
     )
+    p.add_argument(
+        "--budget-a",
+        type=int,
+        metavar="MS",
+        help="line-up A's budget instead of --budget-ms (e.g. the compiled build at 50 ms "
+        "against the pure one at 200)",
+    )
+    p.add_argument("--budget-b", type=int, metavar="MS", help="line-up B's budget, like --budget-a")
     p.add_argument("--seed", type=int, default=1, help="seed of the deals and games (default: 1)")
     p.add_argument(
         "--max-hands",
@@ -172,7 +189,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="PATH", help="write the result as JSON")
     p.add_argument("--png", metavar="PATH", help="write a bar chart of the result as PNG")
     p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
-    p.add_argument("--list-bots", action="store_true", help="print the registered bots and exit")
+    p.add_argument(
+        "--list-bots",
+        action="store_true",
+        help="print the bots the tournament knows (the registered levels, then the "
+        "tournament-only ones) and exit",
+    )
     return p
 
 
@@ -215,7 +237,12 @@ def _lineup(text: str) -> tuple[str, ...]:
     if not names:
         raise TournamentError(f"line-up {text!r} names no bot")
     known = set(bot_names())
-    return tuple(n if n in known or n.lower() not in known else n.lower() for n in names)
+    out = []
+    for n in names:
+        base, build = split_name(n)
+        base = base if base in known or base.lower() not in known else base.lower()
+        out.append(base if build is None else f"{base}@{build.lower()}")
+    return tuple(out)
 
 
 def _rules_name(args: argparse.Namespace) -> str:
