@@ -128,8 +128,8 @@ def read_record(path: str | Path) -> dict[str, Any]:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as e:
         raise RecordError(f"cannot read {path}: {e.strerror or e}") from None
-    except UnicodeDecodeError as e:
-        raise RecordError(f"{path} is not UTF-8 text: {e}") from None
+    except UnicodeDecodeError as bad:  # not `e`: compiled by mypyc, a name keeps one type
+        raise RecordError(f"{path} is not UTF-8 text: {bad}") from None
     return loads_record(text)
 
 
@@ -161,8 +161,8 @@ def replay_events(record: dict[str, Any]) -> tuple[Match, list[Event]]:
             raise RecordActionError(i, seat, text, None, str(e)) from None
         try:
             events.extend(match.apply(seat, action))
-        except IllegalAction as e:
-            raise RecordActionError(i, seat, text, e.reason, e.message) from None
+        except IllegalAction as refused:  # not `e`: compiled by mypyc, a name keeps one type
+            raise RecordActionError(i, seat, text, refused.reason, refused.message) from None
     return match, events
 
 
@@ -195,8 +195,8 @@ def start_match(record: dict[str, Any]) -> Match:
         raise RecordError(f'"seed" must be an integer, got {_show(seed)}')
     try:
         check_seed(seed)
-    except DealError as e:
-        raise RecordError(f'bad "seed": {e}') from None
+    except DealError as bad_seed:  # not `e`: compiled by mypyc, a name keeps one type
+        raise RecordError(f'bad "seed": {bad_seed}') from None
     dealer = record.get("dealer")
     if dealer is not None and (type(dealer) is not int or not 0 <= dealer < rules.players):
         raise RecordError(
@@ -206,13 +206,13 @@ def start_match(record: dict[str, Any]) -> Match:
     for i, d in enumerate(deals):
         try:
             check_deal(rules, [mask_of(cs) for cs in d])
-        except DealError as e:
-            raise RecordError(f"bad deals[{i}]: {e}") from None
+        except DealError as bad_deal:
+            raise RecordError(f"bad deals[{i}]: {bad_deal}") from None
     _list(record["actions"], "actions")
     try:
         return Match(rules, seed=seed, deals=deals, dealer=dealer)
-    except DealError as e:
-        raise RecordError(f"bad deals: {e}") from None
+    except DealError as bad_deal:
+        raise RecordError(f"bad deals: {bad_deal}") from None
 
 
 def _deals(value: Any) -> list[list[list[Card]]]:

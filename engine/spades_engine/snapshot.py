@@ -315,8 +315,8 @@ class _Reader:
             ]
             try:
                 check_deal(r, masks)
-            except DealError as e:
-                raise _fail(path, str(e)) from None
+            except DealError as bad_deal:  # not `e`: compiled by mypyc, a name keeps one type
+                raise _fail(path, str(bad_deal)) from None
             deals.append([cards_of(m) for m in masks])
         dealer = self.seat(d["first_dealer"], "first_dealer")
         return r, seed, deals, dealer, self.actions(d["actions"])
