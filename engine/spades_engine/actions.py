@@ -107,7 +107,7 @@ def bid(n: int) -> Bid:
     return BIDS[n] if 0 <= n < len(BIDS) else Bid(n)
 
 
-def parse_action(text: str) -> Action:
+def parse_action(text: object) -> Action:
     """Parse the text form used in game records: ``bid 3``, ``blind_nil``, ``look``,
     ``exchange``, ``no_exchange``, ``trump H``, ``draw keep``, ``draw discard``,
     ``pass AS KH``, ``play QS``.  Raises

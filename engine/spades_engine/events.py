@@ -223,7 +223,7 @@ Event = (
 _EVENT_TYPES = Event.__args__
 
 
-def event_to_dict(event: Event) -> dict[str, Any]:
+def event_to_dict(event: object) -> dict[str, Any]:
     """A JSON-ready form: ``type`` plus the fields, cards by name."""
     if not isinstance(event, _EVENT_TYPES):
         raise SpadesError(f"{type(event).__name__} is not an engine event")

@@ -24,9 +24,10 @@ reaches exactly the state of the original match (its snapshot bytes are equal).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from os import PathLike
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .actions import parse_action
 from .cards import Card, CardError, card_name, cards_of, mask_of, parse_card
@@ -69,7 +70,7 @@ class RecordActionError(RecordError):
 # -- writing -----------------------------------------------------------------------------
 
 
-def record_of(match: Match) -> dict[str, Any]:
+def record_of(match: object) -> dict[str, Any]:
     """The game record of a match: its rules, seed, first dealer, explicit deals
     (only if it had any) and every action applied so far."""
     if not isinstance(match, Match):
@@ -88,7 +89,7 @@ def record_of(match: Match) -> dict[str, Any]:
     return rec
 
 
-def dumps_record(record: dict[str, Any]) -> str:
+def dumps_record(record: Mapping[str, Any]) -> str:
     """JSON text of a record: one line per key, per explicit hand and per action."""
     lines = []
     for key, value in record.items():
@@ -105,17 +106,18 @@ def _compact(value: Any) -> str:
     return json.dumps(value, separators=(", ", ": "), ensure_ascii=False, allow_nan=False)
 
 
-def write_record(path: str | Path, record: dict[str, Any]) -> None:
+def write_record(path: str | PathLike[str], record: Mapping[str, Any]) -> None:
     Path(path).write_text(dumps_record(record), encoding="utf-8")
 
 
 # -- reading -----------------------------------------------------------------------------
 
 
-def loads_record(text: str) -> dict[str, Any]:
-    """Parse record JSON; the content is checked by ``replay``."""
+def loads_record(text: object) -> dict[str, Any]:
+    """Parse record JSON (a str, bytes or bytearray, as ``json.loads`` takes);
+    the content is checked by ``replay``."""
     try:
-        doc = json.loads(text)
+        doc = json.loads(cast(Any, text))  # anything else: json's own TypeError
     except (ValueError, RecursionError) as e:
         raise RecordError(f"not valid JSON: {e}") from None
     if type(doc) is not dict:
@@ -123,7 +125,7 @@ def loads_record(text: str) -> dict[str, Any]:
     return doc
 
 
-def read_record(path: str | Path) -> dict[str, Any]:
+def read_record(path: str | PathLike[str]) -> dict[str, Any]:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as e:
@@ -133,7 +135,7 @@ def read_record(path: str | Path) -> dict[str, Any]:
     return loads_record(text)
 
 
-def replay(record: dict[str, Any]) -> Match:
+def replay(record: object) -> Match:
     """The match a record describes, every action applied through ``Match.apply``.
 
     Raises ``RecordError`` for a malformed record and ``RecordActionError``
@@ -143,11 +145,12 @@ def replay(record: dict[str, Any]) -> Match:
     return replay_events(record)[0]
 
 
-def replay_events(record: dict[str, Any]) -> tuple[Match, list[Event]]:
+def replay_events(record: object) -> tuple[Match, list[Event]]:
     """Like ``replay``, also returning every event in order (the opening deal's first)."""
     match = start_match(record)
     events: list[Event] = list(match.opening_events)
-    for i, entry in enumerate(_list(record["actions"], "actions")):
+    actions = cast(dict[str, Any], record)["actions"]  # start_match checked it is a dict
+    for i, entry in enumerate(_list(actions, "actions")):
         if type(entry) is not list or len(entry) != 2:
             raise RecordError(f"actions[{i}] must be [seat, action], got {_show(entry)}")
         seat, text = entry
@@ -166,7 +169,7 @@ def replay_events(record: dict[str, Any]) -> tuple[Match, list[Event]]:
     return match, events
 
 
-def start_match(record: dict[str, Any]) -> Match:
+def start_match(record: object) -> Match:
     """The match at the start of a record, before any action (header fields checked)."""
     if type(record) is not dict:
         raise RecordError(f"a record is a JSON object, not {type(record).__name__}")
