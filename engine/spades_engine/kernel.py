@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
+from typing import Final
 
 from .cards import TWO_OF_CLUBS
 from .events import SideScore
@@ -128,6 +129,11 @@ class SimState:
         "trumping",
     )
 
+    def __new__(cls, *args: object, **kwargs: object) -> SimState:
+        # Compiled by mypyc, the default __new__ of a class runs its __init__
+        # too; this one only allocates (see _NEW).
+        return object.__new__(cls)
+
     def __init__(
         self,
         hands: Sequence[int],
@@ -183,7 +189,7 @@ class SimState:
                 raise ValueError("hand sizes do not fit the trick in progress")
 
     def copy(self) -> SimState:
-        new = SimState.__new__(SimState)
+        new = _NEW(SimState)  # no __init__: nothing to check
         new.hands = self.hands[:]
         new.leader = self.leader
         new.to_act = self.to_act
@@ -206,6 +212,20 @@ class SimState:
             f"to_act={self.to_act}, trick={self.trick}, spades_broken={self.spades_broken}, "
             f"tricks_won={self.tricks_won}, trumping={self.trumping}, trump={self.trump})"
         )
+
+
+def _blank_maker() -> Callable[[type[SimState]], SimState]:
+    """How :meth:`SimState.copy` makes a state without running ``__init__``:
+    ``object.__new__``, the C allocation, uncompiled; compiled by mypyc, where
+    ``object.__new__`` refuses a native class, the class's own ``__new__``."""
+    try:
+        object.__new__(SimState)
+    except TypeError:
+        return SimState.__new__
+    return object.__new__
+
+
+_NEW: Final = _blank_maker()
 
 
 def legal_mask(state: SimState) -> int:
