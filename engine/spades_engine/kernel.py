@@ -130,8 +130,8 @@ class SimState:
     )
 
     def __new__(cls, *args: object, **kwargs: object) -> SimState:
-        # Compiled by mypyc, the default __new__ of a class runs its __init__
-        # too; this one only allocates (see _NEW).
+        # Compiled by mypyc, a class's default __new__ runs its __init__ too,
+        # and object.__new__ refuses it: this one only allocates, for copy().
         return object.__new__(cls)
 
     def __init__(
@@ -189,7 +189,10 @@ class SimState:
                 raise ValueError("hand sizes do not fit the trick in progress")
 
     def copy(self) -> SimState:
-        new = _NEW(SimState)  # no __init__: nothing to check
+        # A blank state, without __init__'s checks: uncompiled object.__new__,
+        # which skips the Python-level call of SimState.__new__; compiled, the
+        # native call of that __new__ (see _OBJECT_NEW).
+        new = object.__new__(SimState) if _OBJECT_NEW else SimState.__new__(SimState)
         new.hands = self.hands[:]
         new.leader = self.leader
         new.to_act = self.to_act
@@ -214,18 +217,17 @@ class SimState:
         )
 
 
-def _blank_maker() -> Callable[[type[SimState]], SimState]:
-    """How :meth:`SimState.copy` makes a state without running ``__init__``:
-    ``object.__new__``, the C allocation, uncompiled; compiled by mypyc, where
-    ``object.__new__`` refuses a native class, the class's own ``__new__``."""
+def _object_new_works() -> bool:
     try:
         object.__new__(SimState)
-    except TypeError:
-        return SimState.__new__
-    return object.__new__
+    except TypeError:  # "not safe, use SimState.__new__()": compiled by mypyc
+        return False
+    return True
 
 
-_NEW: Final = _blank_maker()
+_OBJECT_NEW: Final = _object_new_works()
+"""Whether ``object.__new__`` allocates a ``SimState`` (false when this module
+is compiled by mypyc): how :meth:`SimState.copy` allocates fastest."""
 
 
 def legal_mask(state: SimState) -> int:
