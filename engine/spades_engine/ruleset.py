@@ -599,9 +599,10 @@ PRESETS: dict[str, Ruleset] = {
 PRESET_SEEDS = {"classic": "001", "polish": "000", "german": "002", "bulgarian": "003"}
 
 
-def parse_option(text: str) -> tuple[str, Any]:
+def parse_option(text: object) -> tuple[str, Any]:
     """Parse a command line's ``OPTION=VALUE`` (the value as JSON, else a string)."""
-    name, sep, raw = text.partition("=")
+    given: Any = text  # any value, as uncompiled: its own partition() or AttributeError
+    name, sep, raw = given.partition("=")
     if not sep or not name:
         raise RulesetError(f"--set {show(text)}: expected OPTION=VALUE", ())
     try:
