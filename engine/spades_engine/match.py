@@ -8,7 +8,7 @@ bidding, exchange, play, hand and scoring modules.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import cast
+from typing import Any
 
 from .actions import (
     Action,
@@ -211,8 +211,9 @@ class Match:
             raise IllegalAction(Reason.INVALID_SEAT, f"no seat {show(seat)} at this table", None)
         phase = st.phase
         kind = type(action)
+        act: Any = action  # an action once its kind is one (no typing.cast call: a hot path)
         if kind is Play and phase is _PLAYING:
-            events, hand_done = apply_play(st, seat, cast(Play, action))
+            events, hand_done = apply_play(st, seat, act)
             if hand_done:
                 events.extend(finish_hand(st))
         elif phase is _MATCH_OVER:
@@ -224,9 +225,9 @@ class Match:
                 Reason.WRONG_PHASE, f"{kind.__name__} is not allowed during {phase.value}", seat
             )
         else:
-            events = self._apply_other(seat, cast(Action, action))
+            events = self._apply_other(seat, act)
         st.action_count += 1
-        self.actions.append((seat, cast(Action, action)))  # its type is an action's
+        self.actions.append((seat, act))
         return events
 
     def _apply_other(self, seat: int, action: Action) -> list[Event]:

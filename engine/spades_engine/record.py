@@ -27,7 +27,7 @@ import json
 from collections.abc import Mapping, Sequence
 from os import PathLike
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from .actions import parse_action
 from .cards import Card, CardError, card_name, cards_of, mask_of, parse_card
@@ -117,7 +117,8 @@ def loads_record(text: object) -> dict[str, Any]:
     """Parse record JSON (a str, bytes or bytearray, as ``json.loads`` takes);
     the content is checked by ``replay``."""
     try:
-        doc = json.loads(cast(Any, text))  # anything else: json's own TypeError
+        given: Any = text  # anything else: json's own TypeError, as uncompiled
+        doc = json.loads(given)
     except (ValueError, RecursionError) as e:
         raise RecordError(f"not valid JSON: {e}") from None
     if type(doc) is not dict:
@@ -149,7 +150,8 @@ def replay_events(record: object) -> tuple[Match, list[Event]]:
     """Like ``replay``, also returning every event in order (the opening deal's first)."""
     match = start_match(record)
     events: list[Event] = list(match.opening_events)
-    actions = cast(dict[str, Any], record)["actions"]  # start_match checked it is a dict
+    checked: Any = record  # start_match checked it is a dict
+    actions = checked["actions"]
     for i, entry in enumerate(_list(actions, "actions")):
         if type(entry) is not list or len(entry) != 2:
             raise RecordError(f"actions[{i}] must be [seat, action], got {_show(entry)}")
