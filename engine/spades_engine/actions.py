@@ -3,11 +3,31 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from .cards import SUIT_LETTERS, Card, CardError, card_name, parse_card
 from .errors import ActionParseError, show
 
+_C = TypeVar("_C")
 
+
+def _python_class(cls: type[_C]) -> type[_C]:
+    """A class decorator that changes nothing, so that compiled by mypyc the
+    class stays an ordinary Python class (mypyc makes a native class, whose
+    fields hold only values of their declared types, of a class with no other
+    decorator than ``@dataclass``).
+
+    An action holds whatever its caller built it with, compiled or not:
+    ``Play(None)``, ``Bid("3")`` or ``PassCards([...])`` are made, and
+    ``Match.apply`` refuses or takes them by the rules.  So the engine reads an
+    action's fields through ``Any`` (``given: Any = action``): compiled, a read
+    through the declared type would check the value first, and make ``True``
+    the int ``1``.
+    """
+    return cls
+
+
+@_python_class
 @dataclass(frozen=True, slots=True)
 class Bid:
     """Bid a number of tricks; 0 is Nil."""
@@ -15,9 +35,11 @@ class Bid:
     tricks: int
 
     def __str__(self) -> str:
-        return f"bid {self.tricks}"
+        given: Any = self  # its field as built (see _python_class)
+        return f"bid {given.tricks}"
 
 
+@_python_class
 @dataclass(frozen=True, slots=True)
 class BlindNil:
     """Bid Nil without having seen one's cards."""
@@ -26,6 +48,7 @@ class BlindNil:
         return "blind_nil"
 
 
+@_python_class
 @dataclass(frozen=True, slots=True)
 class Look:
     """Look at one's cards, giving up the chance of a blind nil this hand."""
@@ -34,6 +57,7 @@ class Look:
         return "look"
 
 
+@_python_class
 @dataclass(frozen=True, slots=True)
 class PassCards:
     """Pass cards face down to the partner in a blind nil exchange."""
@@ -41,9 +65,11 @@ class PassCards:
     cards: tuple[Card, ...]
 
     def __str__(self) -> str:
-        return "pass " + " ".join(card_name(c) for c in self.cards)
+        given: Any = self  # its field as built (see _python_class)
+        return "pass " + " ".join(card_name(c) for c in given.cards)
 
 
+@_python_class
 @dataclass(frozen=True, slots=True)
 class ExchangeDecision:
     """With the optional blind nil exchange: the blind nil bidder takes it or not."""
@@ -51,9 +77,11 @@ class ExchangeDecision:
     exchange: bool
 
     def __str__(self) -> str:
-        return "exchange" if self.exchange else "no_exchange"
+        given: Any = self  # its field as built (see _python_class)
+        return "exchange" if given.exchange else "no_exchange"
 
 
+@_python_class
 @dataclass(frozen=True, slots=True)
 class NameTrump:
     """With auction trump: the highest bidder names the hand's trump suit (0..3,
@@ -62,10 +90,12 @@ class NameTrump:
     suit: int
 
     def __str__(self) -> str:
-        s = self.suit
+        given: Any = self  # its field as built (see _python_class)
+        s: object = given.suit
         return "trump " + (SUIT_LETTERS[s] if type(s) is int and 0 <= s < 4 else show(s))
 
 
+@_python_class
 @dataclass(frozen=True, slots=True)
 class Draw:
     """Two players' draw: keep the stock's top card and discard the next
@@ -74,15 +104,18 @@ class Draw:
     keep: bool
 
     def __str__(self) -> str:
-        return "draw keep" if self.keep else "draw discard"
+        given: Any = self  # its field as built (see _python_class)
+        return "draw keep" if given.keep else "draw discard"
 
 
+@_python_class
 @dataclass(frozen=True, slots=True)
 class Play:
     card: Card
 
     def __str__(self) -> str:
-        return f"play {card_name(self.card)}"
+        given: Any = self  # its field as built (see _python_class)
+        return f"play {card_name(given.card)}"
 
 
 Action = Bid | BlindNil | Look | PassCards | ExchangeDecision | NameTrump | Draw | Play
@@ -107,7 +140,7 @@ def bid(n: int) -> Bid:
     return BIDS[n] if 0 <= n < len(BIDS) else Bid(n)
 
 
-def parse_action(text: str) -> Action:
+def parse_action(text: object) -> Action:
     """Parse the text form used in game records: ``bid 3``, ``blind_nil``, ``look``,
     ``exchange``, ``no_exchange``, ``trump H``, ``draw keep``, ``draw discard``,
     ``pass AS KH``, ``play QS``.  Raises

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .actions import BIDS, BLIND_NIL, LOOK, Action, Bid, BlindNil, Look
 from .cards import cards_of
 from .errors import IllegalAction, Reason
@@ -103,7 +105,8 @@ def apply_bid(st: MatchState, seat: int, action: Bid) -> list[Event]:
             "your cards are face down: look at them first, or bid blind nil",
             seat,
         )
-    n, top = action.tricks, st.rules.tricks_per_hand
+    given: Any = action  # its field as built: any value (see actions._python_class)
+    n, top = given.tricks, st.rules.tricks_per_hand
     if type(n) is not int or not 0 <= n <= top:
         raise IllegalAction(
             Reason.BID_OUT_OF_RANGE,

@@ -11,7 +11,7 @@ a set of cards is one ``int`` whose bits are the cards.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import NewType, TypeGuard
+from typing import Any, NewType, TypeGuard
 
 from .errors import SpadesError, show
 
@@ -63,14 +63,18 @@ def is_joker(c: int) -> bool:
     return c in (LITTLE_JOKER, BIG_JOKER)
 
 
-def card_name(c: int) -> str:
+def card_name(c: object) -> str:
     """The short name of a card: ``"QS"``, ``"TH"``, ``"2C"``, ``"LJ"``, ``"BJ"``."""
     if c == LITTLE_JOKER:
         return "LJ"
     if c == BIG_JOKER:
         return "BJ"
+    # ``c`` is whatever the caller passed (typed ``object``, so that compiled by
+    # mypyc the function gets it as it is): Python's own operators say whether
+    # it is a number.
+    n: Any = c
     try:
-        s, r = c >> 4, c & 15
+        s, r = n >> 4, n & 15
     except TypeError:  # a float, None...: costs nothing on the way of a real card
         raise CardError(f"{show(c)} is not a card index") from None
     if not (0 <= s <= 3 and 0 <= r <= ACE):
@@ -78,7 +82,7 @@ def card_name(c: int) -> str:
     return RANK_LETTERS[r] + SUIT_LETTERS[s]
 
 
-def parse_card(text: str) -> Card:
+def parse_card(text: object) -> Card:
     """Parse a card name; accepts ``10H`` as well as ``TH`` and any letter case."""
     if type(text) is not str:
         raise CardError(f"a card name is a str, not {type(text).__name__}")
@@ -124,7 +128,7 @@ def hand_str(mask: int) -> str:
     return " ".join(card_name(c) for c in cards_of(mask))
 
 
-def parse_hand(text: str) -> int:
+def parse_hand(text: object) -> int:
     """Parse a space- or comma-separated list of card names into a mask."""
     if type(text) is not str:
         raise CardError(f"a hand is a str of card names, not {type(text).__name__}")

@@ -9,6 +9,8 @@ each holds 13 cards, the 26 discards are out of play, and bidding opens.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .actions import DRAW_DISCARD, DRAW_KEEP, Action, Draw
 from .cards import Card, cards_of
 from .deck import shuffled
@@ -41,12 +43,14 @@ def apply_draw(st: MatchState, seat: int, action: Draw) -> list[Event]:
     h = st.hand
     if seat != h.to_act:
         raise IllegalAction(Reason.NOT_YOUR_TURN, f"seat {h.to_act} draws now, not {seat}", seat)
-    if type(action.keep) is not bool:
+    given: Any = action  # its field as built: any value (see actions._python_class)
+    keep: object = given.keep
+    if type(keep) is not bool:
         raise IllegalAction(
-            Reason.UNKNOWN_ACTION, f"Draw(keep={show(action.keep)}): keep is true or false", seat
+            Reason.UNKNOWN_ACTION, f"Draw(keep={show(keep)}): keep is true or false", seat
         )
     top, nxt = h.stock[h.drawn], h.stock[h.drawn + 1]
-    kept, discarded = (top, nxt) if action.keep else (nxt, top)
+    kept, discarded = (top, nxt) if keep else (nxt, top)
     h.hands[seat] |= 1 << kept
     h.discarded[seat] |= 1 << discarded
     h.drawn += 2

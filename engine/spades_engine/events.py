@@ -39,6 +39,15 @@ class Audience:
     def __str__(self) -> str:
         return self.kind if self.kind == "everyone" else f"{self.kind}:{self.index}"
 
+    # Copies and pickles set the fields back with object.__setattr__, as
+    # @dataclass's own methods for a frozen class do (see Ruleset.__getstate__).
+    def __getstate__(self) -> list[object]:
+        return [getattr(self, f.name) for f in dataclasses.fields(self)]
+
+    def __setstate__(self, state: list[object]) -> None:
+        for f, value in zip(dataclasses.fields(self), state, strict=True):
+            object.__setattr__(self, f.name, value)
+
 
 EVERYONE = Audience("everyone")
 _SEATS = tuple(Audience("seat", i) for i in range(5))
@@ -223,7 +232,7 @@ Event = (
 _EVENT_TYPES = Event.__args__
 
 
-def event_to_dict(event: Event) -> dict[str, Any]:
+def event_to_dict(event: object) -> dict[str, Any]:
     """A JSON-ready form: ``type`` plus the fields, cards by name."""
     if not isinstance(event, _EVENT_TYPES):
         raise SpadesError(f"{type(event).__name__} is not an engine event")

@@ -12,6 +12,7 @@ begins."""
 from __future__ import annotations
 
 from itertools import combinations
+from typing import Any
 
 from .actions import EXCHANGE, NO_EXCHANGE, Action, ExchangeDecision, PassCards
 from .cards import Card, card_name, cards_of
@@ -89,7 +90,8 @@ def apply_decision(st: MatchState, seat: int, action: ExchangeDecision) -> list[
             "the blind nil exchange is compulsory at this table: pass your cards",
             seat,
         )
-    exchange: object = action.exchange  # anything: a caller may build ExchangeDecision(1)
+    given: Any = action  # its field as built (see actions._python_class)
+    exchange: object = given.exchange  # anything: a caller may build ExchangeDecision(1)
     if type(exchange) is not bool:
         raise IllegalAction(
             Reason.UNKNOWN_ACTION,
@@ -133,7 +135,8 @@ def apply_pass(st: MatchState, seat: int, action: PassCards) -> list[Event]:
         raise IllegalAction(Reason.NOT_IN_EXCHANGE, "you are not part of this exchange", seat)
     if seat in h.exchange_chosen:
         raise IllegalAction(Reason.ALREADY_PASSED, "you have already chosen cards to pass", seat)
-    cards: object = action.cards  # anything: a caller may build PassCards(None)
+    given: Any = action  # its field as built (see actions._python_class)
+    cards: object = given.cards  # anything: a caller may build PassCards(None)
     if not isinstance(cards, tuple | list):
         raise IllegalAction(
             Reason.WRONG_PASS_COUNT, f"pass a tuple of {k} cards, not {type(cards).__name__}", seat

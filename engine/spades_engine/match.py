@@ -8,6 +8,7 @@ bidding, exchange, play, hand and scoring modules.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from .actions import (
     Action,
@@ -70,13 +71,17 @@ class Match:
     >>> events = m.apply(seat, m.legal_actions(seat)[0])
     """
 
+    # The public methods type what a caller may pass wrongly as ``object``: so
+    # that compiled by mypyc they get it as it is and refuse it with the
+    # engine's own error, as they do uncompiled (a parameter typed ``int``
+    # would refuse a str with a TypeError first, and take True for 1).
     def __init__(
         self,
-        rules: Ruleset | None = None,
+        rules: object = None,
         *,
-        seed: int = 0,
+        seed: object = 0,
         deals: Sequence[Sequence[Sequence[int]]] = (),
-        dealer: int | None = None,
+        dealer: object = None,
     ) -> None:
         """Start a match; the first hand is dealt at once (see ``opening_events``).
 
@@ -162,7 +167,7 @@ class Match:
         """Every seat with at least one legal action now."""
         return [s for s in range(self.rules.players) if self.legal_actions(s)]
 
-    def legal_actions(self, seat: int) -> list[Action]:
+    def legal_actions(self, seat: object) -> list[Action]:
         """The actions ``seat`` may take now: none for a seat number that is not at
         the table.  A ``seat`` that is not an ``int`` (a ``bool`` included) raises
         ``IllegalAction`` with reason ``INVALID_SEAT``, as ``view`` and ``apply`` do."""
@@ -184,18 +189,18 @@ class Match:
             return legal_draw_actions(st, seat)
         return []
 
-    def view(self, seat: int | None) -> SeatView:
+    def view(self, seat: object) -> SeatView:
         """What ``seat`` may know now; ``None`` for a spectator.  Any other value
         than a seat of this table or ``None`` raises ``IllegalAction`` (``INVALID_SEAT``)."""
-        if seat is not None and (type(seat) is not int or not 0 <= seat < self.rules.players):
-            valid = type(seat) is int
-            raise IllegalAction(
-                Reason.INVALID_SEAT, f"no seat {show(seat)} at this table", seat if valid else None
-            )
-        return make_view(self._st, seat, self.legal_actions(seat) if seat is not None else [])
+        if seat is None:
+            return make_view(self._st, None, [])
+        if type(seat) is not int or not 0 <= seat < self.rules.players:
+            valid = seat if type(seat) is int else None
+            raise IllegalAction(Reason.INVALID_SEAT, f"no seat {show(seat)} at this table", valid)
+        return make_view(self._st, seat, self.legal_actions(seat))
 
     # -- acting ----------------------------------------------------------------
-    def apply(self, seat: int, action: Action) -> list[Event]:
+    def apply(self, seat: object, action: object) -> list[Event]:
         """Apply one seat's action and return the events it caused.
 
         Raises ``IllegalAction`` (with a stable ``reason``) and changes nothing
@@ -206,8 +211,9 @@ class Match:
             raise IllegalAction(Reason.INVALID_SEAT, f"no seat {show(seat)} at this table", None)
         phase = st.phase
         kind = type(action)
+        act: Any = action  # an action once its kind is one (no typing.cast call: a hot path)
         if kind is Play and phase is _PLAYING:
-            events, hand_done = apply_play(st, seat, action)  # type: ignore[arg-type]
+            events, hand_done = apply_play(st, seat, act)
             if hand_done:
                 events.extend(finish_hand(st))
         elif phase is _MATCH_OVER:
@@ -219,9 +225,9 @@ class Match:
                 Reason.WRONG_PHASE, f"{kind.__name__} is not allowed during {phase.value}", seat
             )
         else:
-            events = self._apply_other(seat, action)
+            events = self._apply_other(seat, act)
         st.action_count += 1
-        self.actions.append((seat, action))
+        self.actions.append((seat, act))
         return events
 
     def _apply_other(self, seat: int, action: Action) -> list[Event]:
@@ -262,7 +268,7 @@ class Match:
         return dump_snapshot(self)
 
     @classmethod
-    def from_snapshot(cls, data: bytes) -> Match:
+    def from_snapshot(cls, data: object) -> Match:
         """The match a snapshot holds, rebuilt by replaying its actions from its
         deal; ``SnapshotError`` unless the replay gives exactly its state."""
         from .snapshot import load_snapshot

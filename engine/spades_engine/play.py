@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .actions import PLAYS, Action, Play
 from .cards import SPADES, SUIT_NAMES, TWO_OF_CLUBS, Card, card_name, is_card
 from .errors import IllegalAction, Reason, show
@@ -55,9 +57,13 @@ def apply_play(st: MatchState, seat: int, action: Play) -> tuple[list[Event], bo
         raise IllegalAction(
             Reason.NOT_YOUR_TURN, f"it is seat {h.to_act}'s turn to play, not seat {seat}'s", seat
         )
-    c = action.card
+    given: Any = action  # its field as built: any value (see actions._python_class)
+    card = given.card
     hand = h.hands[seat]
-    if type(c) is not int or not 0 <= c < 64 or not hand >> c & 1:
+    if type(card) is not int:
+        raise IllegalAction(Reason.CARD_NOT_IN_HAND, f"you do not hold {_name(card)}", seat)
+    c: Card = card  # type: ignore[assignment]  # an int: compiled, native from here on
+    if not 0 <= c < 64 or not hand >> c & 1:
         raise IllegalAction(Reason.CARD_NOT_IN_HAND, f"you do not hold {_name(c)}", seat)
     if st.rules.deuces_high:
         return _apply_play_deuces(st, seat, c, hand)

@@ -24,7 +24,8 @@ reaches exactly the state of the original match (its snapshot bytes are equal).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from os import PathLike
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,7 @@ class RecordActionError(RecordError):
 # -- writing -----------------------------------------------------------------------------
 
 
-def record_of(match: Match) -> dict[str, Any]:
+def record_of(match: object) -> dict[str, Any]:
     """The game record of a match: its rules, seed, first dealer, explicit deals
     (only if it had any) and every action applied so far."""
     if not isinstance(match, Match):
@@ -88,7 +89,7 @@ def record_of(match: Match) -> dict[str, Any]:
     return rec
 
 
-def dumps_record(record: dict[str, Any]) -> str:
+def dumps_record(record: Mapping[str, Any]) -> str:
     """JSON text of a record: one line per key, per explicit hand and per action."""
     lines = []
     for key, value in record.items():
@@ -105,17 +106,19 @@ def _compact(value: Any) -> str:
     return json.dumps(value, separators=(", ", ": "), ensure_ascii=False, allow_nan=False)
 
 
-def write_record(path: str | Path, record: dict[str, Any]) -> None:
+def write_record(path: str | PathLike[str], record: Mapping[str, Any]) -> None:
     Path(path).write_text(dumps_record(record), encoding="utf-8")
 
 
 # -- reading -----------------------------------------------------------------------------
 
 
-def loads_record(text: str) -> dict[str, Any]:
-    """Parse record JSON; the content is checked by ``replay``."""
+def loads_record(text: object) -> dict[str, Any]:
+    """Parse record JSON (a str, bytes or bytearray, as ``json.loads`` takes);
+    the content is checked by ``replay``."""
     try:
-        doc = json.loads(text)
+        given: Any = text  # anything else: json's own TypeError, as uncompiled
+        doc = json.loads(given)
     except (ValueError, RecursionError) as e:
         raise RecordError(f"not valid JSON: {e}") from None
     if type(doc) is not dict:
@@ -123,17 +126,17 @@ def loads_record(text: str) -> dict[str, Any]:
     return doc
 
 
-def read_record(path: str | Path) -> dict[str, Any]:
+def read_record(path: str | PathLike[str]) -> dict[str, Any]:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as e:
         raise RecordError(f"cannot read {path}: {e.strerror or e}") from None
-    except UnicodeDecodeError as e:
-        raise RecordError(f"{path} is not UTF-8 text: {e}") from None
+    except UnicodeDecodeError as bad:  # not `e`: compiled by mypyc, a name keeps one type
+        raise RecordError(f"{path} is not UTF-8 text: {bad}") from None
     return loads_record(text)
 
 
-def replay(record: dict[str, Any]) -> Match:
+def replay(record: object) -> Match:
     """The match a record describes, every action applied through ``Match.apply``.
 
     Raises ``RecordError`` for a malformed record and ``RecordActionError``
@@ -143,11 +146,13 @@ def replay(record: dict[str, Any]) -> Match:
     return replay_events(record)[0]
 
 
-def replay_events(record: dict[str, Any]) -> tuple[Match, list[Event]]:
+def replay_events(record: object) -> tuple[Match, list[Event]]:
     """Like ``replay``, also returning every event in order (the opening deal's first)."""
     match = start_match(record)
     events: list[Event] = list(match.opening_events)
-    for i, entry in enumerate(_list(record["actions"], "actions")):
+    checked: Any = record  # start_match checked it is a dict
+    actions = checked["actions"]
+    for i, entry in enumerate(_list(actions, "actions")):
         if type(entry) is not list or len(entry) != 2:
             raise RecordError(f"actions[{i}] must be [seat, action], got {_show(entry)}")
         seat, text = entry
@@ -161,12 +166,12 @@ def replay_events(record: dict[str, Any]) -> tuple[Match, list[Event]]:
             raise RecordActionError(i, seat, text, None, str(e)) from None
         try:
             events.extend(match.apply(seat, action))
-        except IllegalAction as e:
-            raise RecordActionError(i, seat, text, e.reason, e.message) from None
+        except IllegalAction as refused:  # not `e`: compiled by mypyc, a name keeps one type
+            raise RecordActionError(i, seat, text, refused.reason, refused.message) from None
     return match, events
 
 
-def start_match(record: dict[str, Any]) -> Match:
+def start_match(record: object) -> Match:
     """The match at the start of a record, before any action (header fields checked)."""
     if type(record) is not dict:
         raise RecordError(f"a record is a JSON object, not {type(record).__name__}")
@@ -195,8 +200,8 @@ def start_match(record: dict[str, Any]) -> Match:
         raise RecordError(f'"seed" must be an integer, got {_show(seed)}')
     try:
         check_seed(seed)
-    except DealError as e:
-        raise RecordError(f'bad "seed": {e}') from None
+    except DealError as bad_seed:  # not `e`: compiled by mypyc, a name keeps one type
+        raise RecordError(f'bad "seed": {bad_seed}') from None
     dealer = record.get("dealer")
     if dealer is not None and (type(dealer) is not int or not 0 <= dealer < rules.players):
         raise RecordError(
@@ -206,13 +211,13 @@ def start_match(record: dict[str, Any]) -> Match:
     for i, d in enumerate(deals):
         try:
             check_deal(rules, [mask_of(cs) for cs in d])
-        except DealError as e:
-            raise RecordError(f"bad deals[{i}]: {e}") from None
+        except DealError as bad_deal:
+            raise RecordError(f"bad deals[{i}]: {bad_deal}") from None
     _list(record["actions"], "actions")
     try:
         return Match(rules, seed=seed, deals=deals, dealer=dealer)
-    except DealError as e:
-        raise RecordError(f"bad deals: {e}") from None
+    except DealError as bad_deal:
+        raise RecordError(f"bad deals: {bad_deal}") from None
 
 
 def _deals(value: Any) -> list[list[list[Card]]]:

@@ -64,7 +64,7 @@ class RulesetError(SpadesError, ValueError):
         self.problems = problems if problems is not None else ((message, options),)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Ruleset:
     """The table rules of one match.  Defaults are the ``classic`` table (seed 001)."""
 
@@ -91,13 +91,61 @@ class Ruleset:
     deck_mask: int = field(init=False, repr=False, compare=False)
     hand_size: int = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        values, problems = _check({name: getattr(self, name) for name in OPTION_NAMES})
+    # The constructor is written out rather than made by @dataclass: it takes
+    # any value (an enum option as its string value, a wrong type to refuse)
+    # and stores the checked ones, so compiled by mypyc a field never holds a
+    # value of another type than its own.  Its defaults are the fields' above.
+    def __init__(
+        self,
+        target_score: object = 500,
+        mercy_score: object = -200,
+        bag_rule: object = BagRule.TEN_FOR_100,
+        blind_nil: object = False,
+        blind_nil_deficit: object = 100,
+        blind_nil_exchange: object = 2,
+        blind_nil_exchange_optional: object = False,
+        first_lead: object = FirstLead.LEFT_OF_DEALER,
+        nil_allowed: object = True,
+        set_penalty: object = SetPenalty.TEN_PER_BID,
+        partnerships: object = True,
+        jokers: object = False,
+        players: object = 4,
+        thirteen_bid: object = False,
+        scoring: object = Scoring.CLASSIC,
+        spades_broken: object = SpadesBroken.ANY_SPADE,
+        suicide: object = False,
+        auction_trump: object = False,
+        deuces_high: object = False,
+    ) -> None:
+        """Raises ``RulesetError`` naming every bad value and every conflict."""
+        values, problems = _check(
+            {
+                "target_score": target_score,
+                "mercy_score": mercy_score,
+                "bag_rule": bag_rule,
+                "blind_nil": blind_nil,
+                "blind_nil_deficit": blind_nil_deficit,
+                "blind_nil_exchange": blind_nil_exchange,
+                "blind_nil_exchange_optional": blind_nil_exchange_optional,
+                "first_lead": first_lead,
+                "nil_allowed": nil_allowed,
+                "set_penalty": set_penalty,
+                "partnerships": partnerships,
+                "jokers": jokers,
+                "players": players,
+                "thirteen_bid": thirteen_bid,
+                "scoring": scoring,
+                "spades_broken": spades_broken,
+                "suicide": suicide,
+                "auction_trump": auction_trump,
+                "deuces_high": deuces_high,
+            }
+        )
         if problems:
             raise _error(problems)
-        # Store enum options as enums even when given as their string values:
-        # the rules compare them by identity (``is FirstLead.DEALER``).
-        for name in _ENUMS:
+        # Enum options are stored as enums even when given as their string
+        # values: the rules compare them by identity (``is FirstLead.DEALER``).
+        for name in OPTION_NAMES:
             object.__setattr__(self, name, values[name])
         deck = _deck_mask(self.players, self.jokers)
         if self.deuces_high:  # the 2 of diamonds stays (a spade), the 2 of hearts leaves
@@ -106,6 +154,17 @@ class Ruleset:
         # two players draw the whole deck and keep half of it
         held_by = 2 * self.players if self.players == 2 else self.players
         object.__setattr__(self, "hand_size", deck.bit_count() // held_by)
+
+    # Copies and pickles set the fields back with object.__setattr__, as
+    # @dataclass's own methods for a frozen class do (compiled by mypyc, the
+    # class would otherwise get defaults that set them as attributes, which a
+    # frozen class refuses).
+    def __getstate__(self) -> list[object]:
+        return [getattr(self, f.name) for f in dataclasses.fields(self)]
+
+    def __setstate__(self, state: list[object]) -> None:
+        for f, value in zip(dataclasses.fields(self), state, strict=True):
+            object.__setattr__(self, f.name, value)
 
     # -- derived facts -------------------------------------------------------
     @property
@@ -142,7 +201,7 @@ class Ruleset:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Ruleset:
+    def from_dict(cls, data: Mapping[str, Any]) -> Ruleset:
         """Build a ruleset from option names and values (unknown names are refused);
         options not named keep their default."""
         if not isinstance(data, Mapping):
@@ -540,9 +599,10 @@ PRESETS: dict[str, Ruleset] = {
 PRESET_SEEDS = {"classic": "001", "polish": "000", "german": "002", "bulgarian": "003"}
 
 
-def parse_option(text: str) -> tuple[str, Any]:
+def parse_option(text: object) -> tuple[str, Any]:
     """Parse a command line's ``OPTION=VALUE`` (the value as JSON, else a string)."""
-    name, sep, raw = text.partition("=")
+    given: Any = text  # any value, as uncompiled: its own partition() or AttributeError
+    name, sep, raw = given.partition("=")
     if not sep or not name:
         raise RulesetError(f"--set {show(text)}: expected OPTION=VALUE", ())
     try:
@@ -552,7 +612,7 @@ def parse_option(text: str) -> tuple[str, Any]:
     return name.strip(), value
 
 
-def preset(name: str, **overrides: Any) -> Ruleset:
+def preset(name: object, **overrides: Any) -> Ruleset:
     """A named preset, optionally with some options changed."""
     base = PRESETS.get(name) if type(name) is str else None
     if base is None:

@@ -162,7 +162,7 @@ def snapshot_document(st: MatchState, actions: list[tuple[int, Action]]) -> dict
 # -- loading -----------------------------------------------------------------------------
 
 
-def load_snapshot(data: bytes) -> Match:
+def load_snapshot(data: object) -> Match:
     """Rebuild a match from ``dump_snapshot`` bytes; raises ``SnapshotError`` if the
     snapshot is malformed or holds a state its deal and actions do not give."""
     match, _ = replay_snapshot(data)
@@ -170,7 +170,7 @@ def load_snapshot(data: bytes) -> Match:
     return match
 
 
-def replay_snapshot(data: bytes) -> tuple[Match, list[Event]]:
+def replay_snapshot(data: object) -> tuple[Match, list[Event]]:
     """A snapshot's match rebuilt by replaying its actions from its deal, with every
     event of its history in order (the opening deal's, then each action's).
 
@@ -201,7 +201,7 @@ def replay_snapshot(data: bytes) -> tuple[Match, list[Event]]:
     return match, events
 
 
-def _document(data: bytes) -> Any:
+def _document(data: object) -> Any:
     """The JSON document inside a snapshot (header and payload checked)."""
     if not isinstance(data, bytes | bytearray | memoryview):
         raise SnapshotError(f"a snapshot is bytes, not {type(data).__name__}")
@@ -315,8 +315,8 @@ class _Reader:
             ]
             try:
                 check_deal(r, masks)
-            except DealError as e:
-                raise _fail(path, str(e)) from None
+            except DealError as bad_deal:  # not `e`: compiled by mypyc, a name keeps one type
+                raise _fail(path, str(bad_deal)) from None
             deals.append([cards_of(m) for m in masks])
         dealer = self.seat(d["first_dealer"], "first_dealer")
         return r, seed, deals, dealer, self.actions(d["actions"])

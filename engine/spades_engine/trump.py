@@ -10,6 +10,8 @@ before it is led); ``HandState.trump`` holds it, spades otherwise.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .actions import NAME_TRUMPS, Action, NameTrump
 from .cards import SUIT_LETTERS
 from .errors import IllegalAction, Reason, show
@@ -59,7 +61,8 @@ def apply_name_trump(st: MatchState, seat: int, action: NameTrump) -> list[Event
             f"seat {h.trump_namer}, the highest bidder, names trump, not seat {seat}",
             seat,
         )
-    suit: object = action.suit  # anything: a caller may build NameTrump("H")
+    given: Any = action  # its field as built (see actions._python_class)
+    suit: object = given.suit  # anything: a caller may build NameTrump("H")
     if type(suit) is not int or not 0 <= suit < 4:
         raise IllegalAction(
             Reason.NOT_A_SUIT,

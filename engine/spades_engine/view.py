@@ -7,6 +7,7 @@ cannot leak by accident.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from .actions import Action
@@ -22,6 +23,15 @@ class TrickView:
     leader: int
     cards: tuple[Card, ...]  # play order, starting with the lead
     winner: int
+
+    # Copies and pickles set the fields back with object.__setattr__, as
+    # @dataclass's own methods for a frozen class do (see Ruleset.__getstate__).
+    def __getstate__(self) -> list[object]:
+        return [getattr(self, f.name) for f in dataclasses.fields(self)]
+
+    def __setstate__(self, state: list[object]) -> None:
+        for f, value in zip(dataclasses.fields(self), state, strict=True):
+            object.__setattr__(self, f.name, value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +85,15 @@ class SeatView:
         for c in self.trick:
             m |= 1 << c
         return m
+
+    # Copies and pickles set the fields back with object.__setattr__, as
+    # @dataclass's own methods for a frozen class do (see Ruleset.__getstate__).
+    def __getstate__(self) -> list[object]:
+        return [getattr(self, f.name) for f in dataclasses.fields(self)]
+
+    def __setstate__(self, state: list[object]) -> None:
+        for f, value in zip(dataclasses.fields(self), state, strict=True):
+            object.__setattr__(self, f.name, value)
 
 
 def make_view(st: MatchState, seat: int | None, legal: list[Action]) -> SeatView:

@@ -137,18 +137,28 @@ def _engine_playout(m: Match, rnd: Rnd) -> tuple[list[tuple[int, int]], tuple[in
                 return plays, e.tricks
 
 
-class _Recorder(list[int]):
-    """Suit chunks that log every card played: ``chunks[4 * seat + suit] = new``
-    drops one card."""
+class _Recorder:
+    """The fast loop's ``rnd``, logging every card the loop drops from the suit
+    chunks (``chunks[4 * seat + suit]``): it draws one number a card, just
+    before it drops the card, so each draw finds the card of the one before
+    gone (and :meth:`note` after the loop, the last).  Not a list whose
+    ``__setitem__`` logs: compiled by mypyc, the loop stores into a list
+    directly."""
 
-    def __init__(self, chunks: list[int], log: list[tuple[int, int]]) -> None:
-        super().__init__(chunks)
-        self.log = log
+    def __init__(self, chunks: list[int], rnd: Rnd, log: list[tuple[int, int]]) -> None:
+        self.chunks, self.rnd, self.log = chunks, rnd, log
+        self.seen = chunks[:]
 
-    def __setitem__(self, slot: int, new: int) -> None:  # type: ignore[override]
-        rank = (self[slot] ^ new).bit_length() - 1
-        self.log.append((slot >> 2, (slot & 3) * 16 + rank))
-        super().__setitem__(slot, new)
+    def __call__(self) -> float:
+        self.note()
+        return self.rnd()
+
+    def note(self) -> None:
+        for slot, (was, now) in enumerate(zip(self.seen, self.chunks, strict=True)):
+            if was != now:
+                rank = (was ^ now).bit_length() - 1
+                self.log.append((slot >> 2, (slot & 3) * 16 + rank))
+        self.seen = self.chunks[:]
 
 
 def _kernel_playout(sim: SimState, rnd: Rnd) -> tuple[list[tuple[int, int]], tuple[int, ...]]:
@@ -161,11 +171,19 @@ def _kernel_playout(sim: SimState, rnd: Rnd) -> tuple[list[tuple[int, int]], tup
         card = _kth_card(mask, int(rnd() * mask.bit_count()))
         plays.append((sim.to_act, card))
         play(sim, card)
-    chunks = _Recorder(_suit_chunks(sim.hands), plays)
+    chunks = _suit_chunks(sim.hands)
+    recorder = _Recorder(chunks, rnd, plays)
     tricks = sim.hands[0].bit_count()
     _playout(
-        chunks, sim.leader, sim.spades_broken, sim.tricks_won, rnd, tricks, trumping=sim.trumping
+        chunks,
+        sim.leader,
+        sim.spades_broken,
+        sim.tricks_won,
+        recorder,
+        tricks,
+        trumping=sim.trumping,
     )
+    recorder.note()
     assert not any(chunks)
     # Every card held is played once, by its holder.
     assert sorted(plays) == sorted((seat, c) for seat, h in enumerate(start) for c in cards_of(h))

@@ -25,6 +25,7 @@ so a Monte-Carlo average can weight each deal by it.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from dataclasses import dataclass
@@ -46,6 +47,15 @@ class Knowledge:
     pinned: tuple[int, ...]  # cards known to be in each seat's hand (never the viewer's)
     played: tuple[int, ...]  # cards each seat has played this hand
     out_of_play: int = 0  # unseen cards in no hand: two players' discards and stock
+
+    # Copies and pickles set the fields back with object.__setattr__, as
+    # @dataclass's own methods for a frozen class do (see Ruleset.__getstate__).
+    def __getstate__(self) -> list[object]:
+        return [getattr(self, f.name) for f in dataclasses.fields(self)]
+
+    def __setstate__(self, state: list[object]) -> None:
+        for f, value in zip(dataclasses.fields(self), state, strict=True):
+            object.__setattr__(self, f.name, value)
 
 
 def knowledge_from_view(view: SeatView) -> Knowledge:

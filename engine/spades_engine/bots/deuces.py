@@ -32,6 +32,7 @@ from ..actions import Action, PassCards, Play, play
 from ..cards import SPADES, Card
 from ..ruleset import Ruleset
 from ..view import SeatView, TrickView
+from .trump import keep_hints
 
 _TWO_D, _TWO_S, _ACE_S = 16, 48, 60
 _LJ, _BJ = 61, 62
@@ -131,4 +132,5 @@ def deuces_aware(bot: F) -> F:
         want = _key(_action_to(bot(as_virtual(view), *args, **kwargs), TO_REAL))
         return next((a for a in view.legal_actions if _key(a) == want), view.legal_actions[0])
 
+    keep_hints(wrapped, bot)
     return cast(F, wrapped)

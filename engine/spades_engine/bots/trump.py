@@ -107,6 +107,18 @@ def _key(a: Action) -> Any:
 F = TypeVar("F", bound=Callable[..., Action])
 
 
+def keep_hints(wrapper: Callable[..., Action], bot: Callable[..., Action]) -> None:
+    """Give ``wrapper`` (made with ``functools.wraps(bot)``) a bot's annotations
+    when ``bot`` has none to copy: compiled by mypyc, a function keeps no
+    ``__annotations__``, and ``typing.get_type_hints`` of a level would fail.
+    Every level has the signature of the ``Bot`` protocol."""
+    if not hasattr(bot, "__annotations__"):
+        wrapper.__annotations__ = dict(_BOT_HINTS)
+
+
+_BOT_HINTS = {"view": SeatView, "seed": int, "budget_ms": int, "return": Action}
+
+
 def trump_aware(bot: F) -> F:
     """``bot`` playing a hand whose trump is not spades on the swapped view
     (:func:`as_spades`), its action swapped back to one of the view's legal ones."""
@@ -119,4 +131,5 @@ def trump_aware(bot: F) -> F:
         want = _key(_swap_action(bot(as_spades(view), *args, **kwargs), t))
         return next((a for a in view.legal_actions if _key(a) == want), view.legal_actions[0])
 
+    keep_hints(wrapped, bot)
     return cast(F, wrapped)
