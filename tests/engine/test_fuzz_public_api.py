@@ -284,7 +284,7 @@ def deals(draw: st.DrawFn, rules: Ruleset) -> Any:
         return draw(junk)
     m = Match(rules, seed=draw(st.integers(0, 50)))
     deal = [sorted(int(c) for c in range(64) if h >> c & 1) for h in m.state.hand.dealt]
-    if not deal:  # two players draw their hands: there is no deal to change, only junk
+    if not any(deal):  # two players draw their hands: there is no deal to change, only junk
         return [draw(junk)]
     seat = draw(st.integers(0, len(deal) - 1))
     where = draw(st.sampled_from(["card", "seat", "deal", "none"]))
