@@ -65,8 +65,8 @@ drawing by the simple rule: docs/bots.md, "Two players").
 The clock.  ``engine/`` reads no clock; a bot's time budget needs one, so the
 bots package reads ``time.perf_counter`` — in this module only, and only to
 stop: that is the one exception.  The work itself is counted, not timed: deals
-sampled and cards simulated, at calibrated costs (:data:`SAMPLE_US`,
-:data:`CARD_US`), up to :data:`WORK_SHARE` of ``budget_ms``, so on an unloaded
+sampled and cards simulated, at calibrated costs (:data:`COSTS`, the pure or
+the compiled build's), up to :data:`WORK_SHARE` of ``budget_ms``, so on an unloaded
 machine a decision is a function of the view and the seed.  The clock is a
 guard that ends the search at :data:`TIME_SHARE` of the budget when the machine
 is slower or busy.  At least one deal is always simulated.
@@ -105,22 +105,33 @@ from .hand_eval import expected_tricks
 from .rollout import Table, playout
 from .trump import names_trump, naming, swap_mask, trump_aware
 
-CARD_US = 4.0
-"""Calibration: microseconds to simulate one card with the rollout policy.
+PURE_COSTS = (4.0, 100.0, 3.0, 0.5)
+"""Calibration of the pure-Python build: microseconds to simulate one card
+with the rollout policy, to sample, weight and set up one deal, to start one
+rollout and score its result, and to simulate one turn of the two players'
+draw by the simple rule.
 
-The three costs are fitted (least squares, then rounded up) to the elapsed time
-of whole decisions on the reference machine, a 2-core VM with Python 3.11,
-where they came out at about 3.2-5, 70-110 and 0-3 microseconds."""
+The first three are fitted (least squares, then rounded up) to the elapsed
+time of whole decisions on the reference machine, a 2-core VM with Python
+3.11, where they came out at about 3.2-5, 70-110 and 0-3 microseconds; the
+draw's came out at about 0.2, rounded up."""
 
-SAMPLE_US = 100.0
-"""Calibration: microseconds to sample, weight and set up one deal."""
+COMPILED_SPEEDUP = 0.33
+"""The compiled build does the same work in this share of the pure build's
+time (``bench/expert_calibrate.py`` measures it), so its costs are the pure
+ones times this: the same budget buys it more work."""
 
-ROLLOUT_US = 3.0
-"""Calibration: microseconds to start one rollout and score its result."""
+COMPILED_COSTS = tuple(c * COMPILED_SPEEDUP for c in PURE_COSTS)
 
-DRAW_US = 0.5
-"""Calibration: microseconds to simulate one turn of the two players' draw by
-the simple rule (about 0.2 on the reference machine, rounded up)."""
+
+def _compiled() -> bool:
+    """Whether this module runs compiled by mypyc (then it is no ``.py`` file)."""
+    return not __file__.endswith(".py")
+
+
+COSTS = COMPILED_COSTS if _compiled() else PURE_COSTS
+"""The costs this build counts its work in (card, sample, rollout, draw)."""
+CARD_US, SAMPLE_US, ROLLOUT_US, DRAW_US = COSTS
 
 DRAW_Z = 1.0
 """Two players' draw: how many standard errors the search's difference between
@@ -182,18 +193,21 @@ def expert(view: SeatView, seed: int, budget_ms: int = 200) -> Action:
 class _Budget:
     """Work left, in calibrated microseconds, with a wall-clock guard."""
 
-    __slots__ = ("deadline", "work_us")
+    __slots__ = ("card_us", "deadline", "rollout_us", "sample_us", "work_us")
 
     def __init__(self, budget_ms: int, start: float) -> None:
         budget_ms = max(budget_ms, 0)
         self.work_us = budget_ms * 1000 * WORK_SHARE
         self.deadline = start + budget_ms * TIME_SHARE / 1000
+        self.card_us, self.sample_us, self.rollout_us, _ = COSTS  # read now: benches set COSTS
 
     def spend(self, rollouts: int, cards: int, extra_us: float = 0.0) -> bool:
         """Count the work of one sampled deal, played out ``rollouts`` times for
         ``cards`` simulated cards in all, plus ``extra_us`` of other work; True
         when the budget is used up."""
-        self.work_us -= SAMPLE_US + rollouts * ROLLOUT_US + cards * CARD_US + extra_us
+        self.work_us -= (
+            self.sample_us + rollouts * self.rollout_us + cards * self.card_us + extra_us
+        )
         return self.work_us <= 0 or time.perf_counter() >= self.deadline
 
 
@@ -373,7 +387,7 @@ def _choose_draw(view: SeatView, rng: random.Random, budget: _Budget) -> Action:
     table = Table(rules, [None] * rules.players)  # no bids yet: both play to take tricks
     values: dict[tuple[int, ...], float] = {}
     work = 2 * rules.tricks_per_hand * rules.players
-    extra = below // 2 * DRAW_US
+    extra = below // 2 * COSTS[3]
     rnd = rng.random
     n = 0
     total = total_sq = 0.0  # of keep's value minus discard's, per sample
