@@ -72,18 +72,18 @@ __all__ = [
 Rnd = Callable[[], float]
 """A source of uniform floats in [0, 1), typically ``random.Random(seed).random``."""
 
-NON_SPADES = (1 << 48) - 1
+NON_SPADES: Final = (1 << 48) - 1
 """Every card of clubs, diamonds and hearts."""
-_SUIT_MASKS = (0xFFFF, 0xFFFF << 16, 0xFFFF << 32, 0xFFFF << 48)
-_SPADE_LOW = 48  # the lowest spade card index: c >= 48 means c is a spade
-_NON_TRUMP = tuple(~m for m in _SUIT_MASKS)
+_SUIT_MASKS: Final = (0xFFFF, 0xFFFF << 16, 0xFFFF << 32, 0xFFFF << 48)
+_SPADE_LOW: Final = 48  # the lowest spade card index: c >= 48 means c is a spade
+_NON_TRUMP: Final = tuple(~m for m in _SUIT_MASKS)
 # Every bit that can be a card: ranks 0..14, and spade rank 15, the top spade
 # of the bots' deuces-high deck (bots/deuces.py).
-_CARD_BITS = 0xFFFF_7FFF_7FFF_7FFF
-_TOP_SPADE = 63
+_CARD_BITS: Final = 0xFFFF_7FFF_7FFF_7FFF
+_TOP_SPADE: Final = 63
 
 
-RANKS = SUIT_RANKS
+RANKS: Final = SUIT_RANKS
 """``RANKS[chunk]``: the ranks set in a 15-bit suit chunk, lowest first
 (``trick.SUIT_RANKS``).
 
@@ -91,9 +91,9 @@ A random card of a suit is ``suit * 16 + t[int(rnd() * len(t))]`` with
 ``t = RANKS[hand >> 16 * suit & 0x7FFF]``: one table look-up, no loop.
 """
 
-_BIT = tuple(1 << rank for rank in range(16))
+_BIT: Final = tuple(1 << rank for rank in range(16))
 
-_FOLLOW_SLOTS: dict[int, tuple[tuple[tuple[int, ...], ...], ...]] = {
+_FOLLOW_SLOTS: Final[dict[int, tuple[tuple[tuple[int, ...], ...], ...]]] = {
     n: tuple(
         tuple(tuple((lead + i) % n * 4 + suit for i in range(1, n)) for suit in range(4))
         for lead in range(n)
@@ -226,6 +226,9 @@ def _object_new_works() -> bool:
 
 
 _OBJECT_NEW: Final = _object_new_works()
+_DEALER: Final = FirstLead.DEALER
+_TWO_OF_CLUBS: Final = FirstLead.TWO_OF_CLUBS
+_TRUMPING: Final = SpadesBroken.TRUMPING
 """Whether ``object.__new__`` allocates a ``SimState`` (false when this module
 is compiled by mypyc): how :meth:`SimState.copy` allocates fastest."""
 
@@ -431,29 +434,99 @@ def _playout(  # noqa: PLR0915 - one inlined loop, on purpose
         won[leader] += 1
 
 
-_DECKS: dict[tuple[int, int], tuple[tuple[int, ...], tuple[slice, ...]]] = {}
+class _Deck:
+    """How :func:`_deal_chunks` deals one table's deck (see there)."""
+
+    __slots__ = ("cards", "dealt", "limits", "players", "size")
+
+    def __init__(self, mask: int, players: int, size: int) -> None:
+        self.cards = [c for c in range(64) if mask >> c & 1]
+        self.players = players
+        self.size = size
+        self.dealt = players * size  # with two players, 26: the rest is out of play
+        n = len(self.cards)
+        # Positions i, i+1, ... draw from one 62-bit number while the product of
+        # their ranges (n - i, n - i - 1, ...) stays within 2**55: limits[i] is
+        # where the group starting at i rejects (0 inside a group).
+        limits = [0] * self.dealt
+        i = 0
+        while i < self.dealt:
+            span, j = 1, i
+            while j < self.dealt and span * (n - j) <= _GROUP_SPAN:
+                span *= n - j
+                j += 1
+            limits[i] = (1 << 62) // span * span
+            i = j
+        self.limits = tuple(limits)
+
+
+_GROUP_SPAN: Final = 1 << 55
+_DECKS: Final[dict[int, _Deck]] = {}
+
+
+def _deal_chunks(rules: Ruleset, rng: random.Random) -> list[int]:
+    """A uniformly random deal as suit chunks (``chunks[4 * seat + suit]``, see
+    :func:`_suit_chunks`).
+
+    A Fisher-Yates shuffle of the positions dealt: position ``i`` takes a card
+    uniformly from those not yet dealt, ``j = i + r % (n - i)``.  The draws of
+    a few positions come from one ``rng.getrandbits(62)`` as the digits of a
+    mixed-radix number (``r % m``, then ``r //= m``), rejected and drawn again
+    when it falls past the last whole multiple of the product of their ranges,
+    so each deal is exactly uniform; about five calls of ``rng`` per deal.
+    """
+    key = rules.deck_mask << 3 | rules.players  # two and four players share a deck
+    deck = _DECKS.get(key)
+    if deck is None:
+        deck = _DECKS[key] = _Deck(rules.deck_mask, rules.players, rules.hand_size)
+    getbits = rng.getrandbits
+    limits = deck.limits
+    cards = deck.cards[:]
+    n = len(cards)
+    size = deck.size
+    chunks: list[int] = []
+    r = 0
+    i = 0
+    for _ in range(deck.players):
+        low = 0  # clubs, diamonds and hearts: 48 bits
+        top = 0  # the spade chunk
+        for _ in range(size):
+            lim = limits[i]
+            if lim:
+                r = getbits(62)
+                while r >= lim:
+                    r = getbits(62)
+            m = n - i
+            j = i + r % m
+            r //= m
+            c = cards[j]
+            cards[j] = cards[i]
+            if c < _SPADE_LOW:
+                low |= 1 << c
+            else:
+                top |= 1 << (c - _SPADE_LOW)
+            i += 1
+        chunks += (low & 0x7FFF, low >> 16 & 0x7FFF, low >> 32, top)
+    return chunks
+
+
+def _hands_of(chunks: list[int]) -> list[int]:
+    """The hand masks of suit chunks (the inverse of :func:`_suit_chunks`)."""
+    return [
+        chunks[b] | chunks[b + 1] << 16 | chunks[b + 2] << 32 | chunks[b + 3] << 48
+        for b in range(0, len(chunks), 4)
+    ]
 
 
 def deal_random(rules: Ruleset, rng: random.Random) -> list[int]:
     """A uniformly random deal for ``rules``: hand masks by seat.
 
-    The cards are sorted on random float keys and dealt in runs (the chance of
-    two equal keys, which would keep those two cards in deck order, is about
-    1e-13 per deal).  Not the engine's seeded deal: see ``deck.deal`` for that.
-    With two players it is what a draw could leave: 13 cards each, the other
-    26 out of play.
+    A Fisher-Yates shuffle drawing its positions from ``rng.getrandbits``
+    (see :func:`_deal_chunks`).  Not the engine's seeded deal: see
+    ``deck.deal`` for that.  With two players it is what a draw could leave:
+    13 cards each, the other 26 out of play.
     """
-    table = (rules.deck_mask, rules.players)  # two and four players share a deck
-    deck = _DECKS.get(table)
-    if deck is None:
-        mask, size = rules.deck_mask, rules.hand_size
-        bits = tuple(1 << c for c in range(64) if mask >> c & 1)
-        # one run a seat; with two players the cards past their 26 are the draw's discards
-        runs = tuple(slice(i, i + size) for i in range(0, rules.players * size, size))
-        deck = _DECKS[table] = (bits, runs)
-    rnd = rng.random
-    cards = sorted(deck[0], key=lambda _: rnd())
-    return [sum(cards[run]) for run in deck[1]]
+    return _hands_of(_deal_chunks(rules, rng))
 
 
 def random_bids(rules: Ruleset, rnd: Rnd) -> list[int]:
@@ -474,12 +547,25 @@ def random_bids(rules: Ruleset, rnd: Rnd) -> list[int]:
 
 def first_leader(rules: Ruleset, hands: Sequence[int], dealer: int) -> int:
     """Who leads the first trick of a hand (the ruleset's ``first_lead``)."""
-    if rules.first_lead is FirstLead.DEALER:
+    lead = rules.first_lead
+    if lead is _DEALER:
         return dealer
-    if rules.first_lead is FirstLead.TWO_OF_CLUBS:
+    if lead is _TWO_OF_CLUBS:
         for seat, h in enumerate(hands):
             if h >> TWO_OF_CLUBS & 1:
                 return seat
+    return (dealer + 1) % rules.players
+
+
+def _first_leader_chunks(rules: Ruleset, chunks: list[int], dealer: int) -> int:
+    """:func:`first_leader` of a deal in suit chunks."""
+    lead = rules.first_lead
+    if lead is _DEALER:
+        return dealer
+    if lead is _TWO_OF_CLUBS:
+        for b in range(0, len(chunks), 4):
+            if chunks[b] >> TWO_OF_CLUBS & 1:  # the two of clubs is card 0: clubs, rank 0
+                return b >> 2
     return (dealer + 1) % rules.players
 
 
@@ -499,23 +585,21 @@ def random_hand(
     :func:`spades_engine.scoring.score_hand` from ``scores`` and ``bags``
     before the hand (zero when not given).
     """
-    hands = deal_random(rules, rng)
+    chunks = _deal_chunks(rules, rng)
     rnd = rng.random
     bids = random_bids(rules, rnd)
-    won = [0] * rules.players
-    leader = first_leader(rules, hands, dealer)
-    trumping = rules.spades_broken is SpadesBroken.TRUMPING
+    players = rules.players
+    won = [0] * players
+    leader = _first_leader_chunks(rules, chunks, dealer)
+    trumping = rules.spades_broken is _TRUMPING
     trump = int(rnd() * 4) if rules.auction_trump else 3
     if trump == 3:
-        _playout(_suit_chunks(hands), leader, False, won, rnd, rules.hand_size, trumping=trumping)
+        _playout(chunks, leader, False, won, rnd, rules.hand_size, trumping=trumping)
     else:
+        hands = _hands_of(chunks)
         won = playout_random(SimState(hands, leader, trumping=trumping, trump=trump), rnd)
-    zeros = (0,) * rules.sides
-    return score_hand(
-        rules,
-        bids,
-        (False,) * rules.players,
-        won,
-        zeros if scores is None else scores,
-        zeros if bags is None else bags,
-    )
+    if scores is None or bags is None:
+        zeros = (0,) * rules.sides
+        scores = zeros if scores is None else scores
+        bags = zeros if bags is None else bags
+    return score_hand(rules, bids, (False,) * players, won, scores, bags)
