@@ -91,7 +91,10 @@ A random card of a suit is ``suit * 16 + t[int(rnd() * len(t))]`` with
 ``t = RANKS[hand >> 16 * suit & 0x7FFF]``: one table look-up, no loop.
 """
 
-_BIT: Final = tuple(1 << rank for rank in range(16))
+_FLOATS: Final = tuple(float(n) for n in range(65))
+"""``_FLOATS[n]`` is ``float(n)``: ``rnd() * _FLOATS[n]`` is ``rnd() * n``, but
+compiled by mypyc a native multiplication (a float times an int is a generic
+one there: both boxed, then ``PyNumber_Multiply``), and no slower uncompiled."""
 
 _FOLLOW_SLOTS: Final[dict[int, tuple[tuple[tuple[int, ...], ...], ...]]] = {
     n: tuple(
@@ -268,7 +271,7 @@ def play(state: SimState, card: int) -> int:
     """
     hands = state.hands
     seat = state.to_act
-    hands[seat] ^= 1 << card
+    hands[seat] = hands[seat] ^ 1 << card  # not ^=: compiled, a generic boxed xor
     trump = state.trump
     if card >> 4 == trump and (not state.trumping or 0 <= state.led_suit != trump):
         state.spades_broken = True  # any trump, or with trumping one played to a side suit
@@ -281,7 +284,8 @@ def play(state: SimState, card: int) -> int:
         state.to_act = seat + 1 if seat + 1 < n else 0
         return -1
     win = trick_winner(state.leader, trick, n, trump)
-    state.tricks_won[win] += 1
+    won = state.tricks_won
+    won[win] = won[win] + 1
     trick.clear()
     state.led_suit = -1
     state.leader = state.to_act = win
@@ -302,13 +306,13 @@ def playout_random(state: SimState, rnd: Rnd) -> list[int]:
         st = st.copy()
         while not st.is_over:
             m = legal_mask(st)
-            play(st, _kth_card(m, int(rnd() * m.bit_count())))
+            play(st, _kth_card(m, int(rnd() * _FLOATS[m.bit_count()])))
         return st.tricks_won
     if st.trick:  # finish the trick in progress card by card, on a copy
         st = st.copy()
         while st.trick:
             m = legal_mask(st)
-            play(st, _kth_card(m, int(rnd() * m.bit_count())))
+            play(st, _kth_card(m, int(rnd() * _FLOATS[m.bit_count()])))
     won = st.tricks_won[:]
     hands = st.hands
     _playout(
@@ -365,7 +369,7 @@ def _playout(  # noqa: PLR0915 - one inlined loop, on purpose
     suit led holds no spade when spades are led).
     """
     ranks = RANKS
-    bit = _BIT
+    fl = _FLOATS
     slots = _FOLLOW_SLOTS[len(won)]
     for _ in range(tricks):
         # The lead: any card once spades are broken, else a non-spade if held.
@@ -377,7 +381,7 @@ def _playout(  # noqa: PLR0915 - one inlined loop, on purpose
         n1 = n0 + len(t1)
         n2 = n1 + len(t2)
         t3 = ranks[chunks[b + 3]]
-        k = int(rnd() * (n2 + len(t3) if broken or not n2 else n2))
+        k = int(rnd() * fl[n2 + len(t3) if broken or not n2 else n2])
         if k < n0:
             suit = 0
             best = t0[k]
@@ -392,7 +396,8 @@ def _playout(  # noqa: PLR0915 - one inlined loop, on purpose
             best = t3[k - n2]
             if not trumping:
                 broken = True
-        chunks[b + suit] ^= bit[best]
+        slot = b + suit
+        chunks[slot] = chunks[slot] ^ 1 << best  # not ^=: compiled, a generic boxed xor
         base = 16 * suit
         best += base  # the best card so far, as a card index
         win = b
@@ -400,38 +405,42 @@ def _playout(  # noqa: PLR0915 - one inlined loop, on purpose
             chunk = chunks[i]
             if chunk:  # follow suit: a higher card of the suit led takes the lead
                 t = ranks[chunk]
-                r = t[int(rnd() * len(t))]
-                chunks[i] = chunk ^ bit[r]
+                r = t[int(rnd() * fl[len(t)])]
+                chunks[i] = chunk ^ 1 << r
                 r += base
                 if r > best:
                     best = r
                     win = i
             else:  # void: any card; only a spade can win
                 j = i - suit
-                t0 = ranks[chunks[j]]
-                t1 = ranks[chunks[j + 1]]
-                t2 = ranks[chunks[j + 2]]
-                t3 = ranks[chunks[j + 3]]
+                c0 = chunks[j]
+                c1 = chunks[j + 1]
+                c2 = chunks[j + 2]
+                c3 = chunks[j + 3]
+                t0 = ranks[c0]
+                t1 = ranks[c1]
+                t2 = ranks[c2]
+                t3 = ranks[c3]
                 n0 = len(t0)
                 n1 = n0 + len(t1)
                 n2 = n1 + len(t2)
-                k = int(rnd() * (n2 + len(t3)))
+                k = int(rnd() * fl[n2 + len(t3)])
                 if k < n0:
-                    chunks[j] ^= bit[t0[k]]
+                    chunks[j] = c0 ^ 1 << t0[k]
                 elif k < n1:
-                    chunks[j + 1] ^= bit[t1[k - n0]]
+                    chunks[j + 1] = c1 ^ 1 << t1[k - n0]
                 elif k < n2:
-                    chunks[j + 2] ^= bit[t2[k - n1]]
+                    chunks[j + 2] = c2 ^ 1 << t2[k - n1]
                 else:
                     r = t3[k - n2]
-                    chunks[j + 3] ^= bit[r]
+                    chunks[j + 3] = c3 ^ 1 << r
                     broken = True
                     r += 48
                     if r > best:
                         best = r
                         win = i
         leader = win >> 2
-        won[leader] += 1
+        won[leader] = won[leader] + 1
 
 
 class _Deck:
@@ -536,12 +545,12 @@ def random_bids(rules: Ruleset, rnd: Rnd) -> list[int]:
     low = rules.min_bid
     if rules.suicide:
         bids = [0] * rules.players
-        span = rules.hand_size + 1 - SUICIDE_MIN_BID
+        span = _FLOATS[rules.hand_size + 1 - SUICIDE_MIN_BID]
         for side in range(rules.sides):
             seats = rules.seats_of(side)
-            bids[seats[int(rnd() * len(seats))]] = SUICIDE_MIN_BID + int(rnd() * span)
+            bids[seats[int(rnd() * _FLOATS[len(seats)])]] = SUICIDE_MIN_BID + int(rnd() * span)
         return bids
-    span = rules.hand_size + 1 - low
+    span = _FLOATS[rules.hand_size + 1 - low]
     return [low + int(rnd() * span) for _ in range(rules.players)]
 
 
@@ -592,7 +601,7 @@ def random_hand(
     won = [0] * players
     leader = _first_leader_chunks(rules, chunks, dealer)
     trumping = rules.spades_broken is _TRUMPING
-    trump = int(rnd() * 4) if rules.auction_trump else 3
+    trump = int(rnd() * 4.0) if rules.auction_trump else 3
     if trump == 3:
         _playout(chunks, leader, False, won, rnd, rules.hand_size, trumping=trumping)
     else:
