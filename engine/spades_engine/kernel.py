@@ -72,18 +72,18 @@ __all__ = [
 Rnd = Callable[[], float]
 """A source of uniform floats in [0, 1), typically ``random.Random(seed).random``."""
 
-NON_SPADES = (1 << 48) - 1
+NON_SPADES: Final = (1 << 48) - 1
 """Every card of clubs, diamonds and hearts."""
-_SUIT_MASKS = (0xFFFF, 0xFFFF << 16, 0xFFFF << 32, 0xFFFF << 48)
-_SPADE_LOW = 48  # the lowest spade card index: c >= 48 means c is a spade
-_NON_TRUMP = tuple(~m for m in _SUIT_MASKS)
+_SUIT_MASKS: Final = (0xFFFF, 0xFFFF << 16, 0xFFFF << 32, 0xFFFF << 48)
+_SPADE_LOW: Final = 48  # the lowest spade card index: c >= 48 means c is a spade
+_NON_TRUMP: Final = tuple(~m for m in _SUIT_MASKS)
 # Every bit that can be a card: ranks 0..14, and spade rank 15, the top spade
 # of the bots' deuces-high deck (bots/deuces.py).
-_CARD_BITS = 0xFFFF_7FFF_7FFF_7FFF
-_TOP_SPADE = 63
+_CARD_BITS: Final = 0xFFFF_7FFF_7FFF_7FFF
+_TOP_SPADE: Final = 63
 
 
-RANKS = SUIT_RANKS
+RANKS: Final = SUIT_RANKS
 """``RANKS[chunk]``: the ranks set in a 15-bit suit chunk, lowest first
 (``trick.SUIT_RANKS``).
 
@@ -91,9 +91,12 @@ A random card of a suit is ``suit * 16 + t[int(rnd() * len(t))]`` with
 ``t = RANKS[hand >> 16 * suit & 0x7FFF]``: one table look-up, no loop.
 """
 
-_BIT = tuple(1 << rank for rank in range(16))
+_FLOATS: Final = tuple(float(n) for n in range(65))
+"""``_FLOATS[n]`` is ``float(n)``: ``rnd() * _FLOATS[n]`` is ``rnd() * n``, but
+compiled by mypyc a native multiplication (a float times an int is a generic
+one there: both boxed, then ``PyNumber_Multiply``), and no slower uncompiled."""
 
-_FOLLOW_SLOTS: dict[int, tuple[tuple[tuple[int, ...], ...], ...]] = {
+_FOLLOW_SLOTS: Final[dict[int, tuple[tuple[tuple[int, ...], ...], ...]]] = {
     n: tuple(
         tuple(tuple((lead + i) % n * 4 + suit for i in range(1, n)) for suit in range(4))
         for lead in range(n)
@@ -226,6 +229,9 @@ def _object_new_works() -> bool:
 
 
 _OBJECT_NEW: Final = _object_new_works()
+_DEALER: Final = FirstLead.DEALER
+_TWO_OF_CLUBS: Final = FirstLead.TWO_OF_CLUBS
+_TRUMPING: Final = SpadesBroken.TRUMPING
 """Whether ``object.__new__`` allocates a ``SimState`` (false when this module
 is compiled by mypyc): how :meth:`SimState.copy` allocates fastest."""
 
@@ -265,7 +271,7 @@ def play(state: SimState, card: int) -> int:
     """
     hands = state.hands
     seat = state.to_act
-    hands[seat] ^= 1 << card
+    hands[seat] = hands[seat] ^ 1 << card  # not ^=: compiled, a generic boxed xor
     trump = state.trump
     if card >> 4 == trump and (not state.trumping or 0 <= state.led_suit != trump):
         state.spades_broken = True  # any trump, or with trumping one played to a side suit
@@ -278,7 +284,8 @@ def play(state: SimState, card: int) -> int:
         state.to_act = seat + 1 if seat + 1 < n else 0
         return -1
     win = trick_winner(state.leader, trick, n, trump)
-    state.tricks_won[win] += 1
+    won = state.tricks_won
+    won[win] = won[win] + 1
     trick.clear()
     state.led_suit = -1
     state.leader = state.to_act = win
@@ -299,13 +306,13 @@ def playout_random(state: SimState, rnd: Rnd) -> list[int]:
         st = st.copy()
         while not st.is_over:
             m = legal_mask(st)
-            play(st, _kth_card(m, int(rnd() * m.bit_count())))
+            play(st, _kth_card(m, int(rnd() * _FLOATS[m.bit_count()])))
         return st.tricks_won
     if st.trick:  # finish the trick in progress card by card, on a copy
         st = st.copy()
         while st.trick:
             m = legal_mask(st)
-            play(st, _kth_card(m, int(rnd() * m.bit_count())))
+            play(st, _kth_card(m, int(rnd() * _FLOATS[m.bit_count()])))
     won = st.tricks_won[:]
     hands = st.hands
     _playout(
@@ -362,7 +369,7 @@ def _playout(  # noqa: PLR0915 - one inlined loop, on purpose
     suit led holds no spade when spades are led).
     """
     ranks = RANKS
-    bit = _BIT
+    fl = _FLOATS
     slots = _FOLLOW_SLOTS[len(won)]
     for _ in range(tricks):
         # The lead: any card once spades are broken, else a non-spade if held.
@@ -374,7 +381,7 @@ def _playout(  # noqa: PLR0915 - one inlined loop, on purpose
         n1 = n0 + len(t1)
         n2 = n1 + len(t2)
         t3 = ranks[chunks[b + 3]]
-        k = int(rnd() * (n2 + len(t3) if broken or not n2 else n2))
+        k = int(rnd() * fl[n2 + len(t3) if broken or not n2 else n2])
         if k < n0:
             suit = 0
             best = t0[k]
@@ -389,7 +396,8 @@ def _playout(  # noqa: PLR0915 - one inlined loop, on purpose
             best = t3[k - n2]
             if not trumping:
                 broken = True
-        chunks[b + suit] ^= bit[best]
+        slot = b + suit
+        chunks[slot] = chunks[slot] ^ 1 << best  # not ^=: compiled, a generic boxed xor
         base = 16 * suit
         best += base  # the best card so far, as a card index
         win = b
@@ -397,63 +405,137 @@ def _playout(  # noqa: PLR0915 - one inlined loop, on purpose
             chunk = chunks[i]
             if chunk:  # follow suit: a higher card of the suit led takes the lead
                 t = ranks[chunk]
-                r = t[int(rnd() * len(t))]
-                chunks[i] = chunk ^ bit[r]
+                r = t[int(rnd() * fl[len(t)])]
+                chunks[i] = chunk ^ 1 << r
                 r += base
                 if r > best:
                     best = r
                     win = i
             else:  # void: any card; only a spade can win
                 j = i - suit
-                t0 = ranks[chunks[j]]
-                t1 = ranks[chunks[j + 1]]
-                t2 = ranks[chunks[j + 2]]
-                t3 = ranks[chunks[j + 3]]
+                c0 = chunks[j]
+                c1 = chunks[j + 1]
+                c2 = chunks[j + 2]
+                c3 = chunks[j + 3]
+                t0 = ranks[c0]
+                t1 = ranks[c1]
+                t2 = ranks[c2]
+                t3 = ranks[c3]
                 n0 = len(t0)
                 n1 = n0 + len(t1)
                 n2 = n1 + len(t2)
-                k = int(rnd() * (n2 + len(t3)))
+                k = int(rnd() * fl[n2 + len(t3)])
                 if k < n0:
-                    chunks[j] ^= bit[t0[k]]
+                    chunks[j] = c0 ^ 1 << t0[k]
                 elif k < n1:
-                    chunks[j + 1] ^= bit[t1[k - n0]]
+                    chunks[j + 1] = c1 ^ 1 << t1[k - n0]
                 elif k < n2:
-                    chunks[j + 2] ^= bit[t2[k - n1]]
+                    chunks[j + 2] = c2 ^ 1 << t2[k - n1]
                 else:
                     r = t3[k - n2]
-                    chunks[j + 3] ^= bit[r]
+                    chunks[j + 3] = c3 ^ 1 << r
                     broken = True
                     r += 48
                     if r > best:
                         best = r
                         win = i
         leader = win >> 2
-        won[leader] += 1
+        won[leader] = won[leader] + 1
 
 
-_DECKS: dict[tuple[int, int], tuple[tuple[int, ...], tuple[slice, ...]]] = {}
+class _Deck:
+    """How :func:`_deal_chunks` deals one table's deck (see there)."""
+
+    __slots__ = ("cards", "dealt", "limits", "players", "size")
+
+    def __init__(self, mask: int, players: int, size: int) -> None:
+        self.cards = [c for c in range(64) if mask >> c & 1]
+        self.players = players
+        self.size = size
+        self.dealt = players * size  # with two players, 26: the rest is out of play
+        n = len(self.cards)
+        # Positions i, i+1, ... draw from one 62-bit number while the product of
+        # their ranges (n - i, n - i - 1, ...) stays within 2**55: limits[i] is
+        # where the group starting at i rejects (0 inside a group).
+        limits = [0] * self.dealt
+        i = 0
+        while i < self.dealt:
+            span, j = 1, i
+            while j < self.dealt and span * (n - j) <= _GROUP_SPAN:
+                span *= n - j
+                j += 1
+            limits[i] = (1 << 62) // span * span
+            i = j
+        self.limits = tuple(limits)
+
+
+_GROUP_SPAN: Final = 1 << 55
+_DECKS: Final[dict[int, _Deck]] = {}
+
+
+def _deal_chunks(rules: Ruleset, rng: random.Random) -> list[int]:
+    """A uniformly random deal as suit chunks (``chunks[4 * seat + suit]``, see
+    :func:`_suit_chunks`).
+
+    A Fisher-Yates shuffle of the positions dealt: position ``i`` takes a card
+    uniformly from those not yet dealt, ``j = i + r % (n - i)``.  The draws of
+    a few positions come from one ``rng.getrandbits(62)`` as the digits of a
+    mixed-radix number (``r % m``, then ``r //= m``), rejected and drawn again
+    when it falls past the last whole multiple of the product of their ranges,
+    so each deal is exactly uniform; about five calls of ``rng`` per deal.
+    """
+    key = rules.deck_mask << 3 | rules.players  # two and four players share a deck
+    deck = _DECKS.get(key)
+    if deck is None:
+        deck = _DECKS[key] = _Deck(rules.deck_mask, rules.players, rules.hand_size)
+    getbits = rng.getrandbits
+    limits = deck.limits
+    cards = deck.cards[:]
+    n = len(cards)
+    size = deck.size
+    chunks: list[int] = []
+    r = 0
+    i = 0
+    for _ in range(deck.players):
+        low = 0  # clubs, diamonds and hearts: 48 bits
+        top = 0  # the spade chunk
+        for _ in range(size):
+            lim = limits[i]
+            if lim:
+                r = getbits(62)
+                while r >= lim:
+                    r = getbits(62)
+            m = n - i
+            j = i + r % m
+            r //= m
+            c = cards[j]
+            cards[j] = cards[i]
+            if c < _SPADE_LOW:
+                low |= 1 << c
+            else:
+                top |= 1 << (c - _SPADE_LOW)
+            i += 1
+        chunks += (low & 0x7FFF, low >> 16 & 0x7FFF, low >> 32, top)
+    return chunks
+
+
+def _hands_of(chunks: list[int]) -> list[int]:
+    """The hand masks of suit chunks (the inverse of :func:`_suit_chunks`)."""
+    return [
+        chunks[b] | chunks[b + 1] << 16 | chunks[b + 2] << 32 | chunks[b + 3] << 48
+        for b in range(0, len(chunks), 4)
+    ]
 
 
 def deal_random(rules: Ruleset, rng: random.Random) -> list[int]:
     """A uniformly random deal for ``rules``: hand masks by seat.
 
-    The cards are sorted on random float keys and dealt in runs (the chance of
-    two equal keys, which would keep those two cards in deck order, is about
-    1e-13 per deal).  Not the engine's seeded deal: see ``deck.deal`` for that.
-    With two players it is what a draw could leave: 13 cards each, the other
-    26 out of play.
+    A Fisher-Yates shuffle drawing its positions from ``rng.getrandbits``
+    (see :func:`_deal_chunks`).  Not the engine's seeded deal: see
+    ``deck.deal`` for that.  With two players it is what a draw could leave:
+    13 cards each, the other 26 out of play.
     """
-    table = (rules.deck_mask, rules.players)  # two and four players share a deck
-    deck = _DECKS.get(table)
-    if deck is None:
-        mask, size = rules.deck_mask, rules.hand_size
-        bits = tuple(1 << c for c in range(64) if mask >> c & 1)
-        # one run a seat; with two players the cards past their 26 are the draw's discards
-        runs = tuple(slice(i, i + size) for i in range(0, rules.players * size, size))
-        deck = _DECKS[table] = (bits, runs)
-    rnd = rng.random
-    cards = sorted(deck[0], key=lambda _: rnd())
-    return [sum(cards[run]) for run in deck[1]]
+    return _hands_of(_deal_chunks(rules, rng))
 
 
 def random_bids(rules: Ruleset, rnd: Rnd) -> list[int]:
@@ -463,23 +545,36 @@ def random_bids(rules: Ruleset, rnd: Rnd) -> list[int]:
     low = rules.min_bid
     if rules.suicide:
         bids = [0] * rules.players
-        span = rules.hand_size + 1 - SUICIDE_MIN_BID
+        span = _FLOATS[rules.hand_size + 1 - SUICIDE_MIN_BID]
         for side in range(rules.sides):
             seats = rules.seats_of(side)
-            bids[seats[int(rnd() * len(seats))]] = SUICIDE_MIN_BID + int(rnd() * span)
+            bids[seats[int(rnd() * _FLOATS[len(seats)])]] = SUICIDE_MIN_BID + int(rnd() * span)
         return bids
-    span = rules.hand_size + 1 - low
+    span = _FLOATS[rules.hand_size + 1 - low]
     return [low + int(rnd() * span) for _ in range(rules.players)]
 
 
 def first_leader(rules: Ruleset, hands: Sequence[int], dealer: int) -> int:
     """Who leads the first trick of a hand (the ruleset's ``first_lead``)."""
-    if rules.first_lead is FirstLead.DEALER:
+    lead = rules.first_lead
+    if lead is _DEALER:
         return dealer
-    if rules.first_lead is FirstLead.TWO_OF_CLUBS:
+    if lead is _TWO_OF_CLUBS:
         for seat, h in enumerate(hands):
             if h >> TWO_OF_CLUBS & 1:
                 return seat
+    return (dealer + 1) % rules.players
+
+
+def _first_leader_chunks(rules: Ruleset, chunks: list[int], dealer: int) -> int:
+    """:func:`first_leader` of a deal in suit chunks."""
+    lead = rules.first_lead
+    if lead is _DEALER:
+        return dealer
+    if lead is _TWO_OF_CLUBS:
+        for b in range(0, len(chunks), 4):
+            if chunks[b] >> TWO_OF_CLUBS & 1:  # the two of clubs is card 0: clubs, rank 0
+                return b >> 2
     return (dealer + 1) % rules.players
 
 
@@ -499,23 +594,21 @@ def random_hand(
     :func:`spades_engine.scoring.score_hand` from ``scores`` and ``bags``
     before the hand (zero when not given).
     """
-    hands = deal_random(rules, rng)
+    chunks = _deal_chunks(rules, rng)
     rnd = rng.random
     bids = random_bids(rules, rnd)
-    won = [0] * rules.players
-    leader = first_leader(rules, hands, dealer)
-    trumping = rules.spades_broken is SpadesBroken.TRUMPING
-    trump = int(rnd() * 4) if rules.auction_trump else 3
+    players = rules.players
+    won = [0] * players
+    leader = _first_leader_chunks(rules, chunks, dealer)
+    trumping = rules.spades_broken is _TRUMPING
+    trump = int(rnd() * 4.0) if rules.auction_trump else 3
     if trump == 3:
-        _playout(_suit_chunks(hands), leader, False, won, rnd, rules.hand_size, trumping=trumping)
+        _playout(chunks, leader, False, won, rnd, rules.hand_size, trumping=trumping)
     else:
+        hands = _hands_of(chunks)
         won = playout_random(SimState(hands, leader, trumping=trumping, trump=trump), rnd)
-    zeros = (0,) * rules.sides
-    return score_hand(
-        rules,
-        bids,
-        (False,) * rules.players,
-        won,
-        zeros if scores is None else scores,
-        zeros if bags is None else bags,
-    )
+    if scores is None or bags is None:
+        zeros = (0,) * rules.sides
+        scores = zeros if scores is None else scores
+        bags = zeros if bags is None else bags
+    return score_hand(rules, bids, (False,) * players, won, scores, bags)

@@ -7,16 +7,23 @@ hand can be recomputed from the record alone.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from .events import SideScore
 from .ruleset import BagRule, Ruleset, Scoring, SetPenalty
 
-NIL_POINTS = 100
-BLIND_NIL_POINTS = 200
-_BAG_LIMITS = {BagRule.TEN_FOR_100: (10, 100), BagRule.FIVE_FOR_50: (5, 50)}
-TRICK_BAGS_CHEAP = 10
+NIL_POINTS: Final = 100
+BLIND_NIL_POINTS: Final = 200
+_BAG_LIMITS: Final = {BagRule.TEN_FOR_100: (10, 100), BagRule.FIVE_FOR_50: (5, 50)}
+TRICK_BAGS_CHEAP: Final = 10
 """Trick-count scoring: a bag that brings the side's running total to at most
 this costs 1 point; a bag that brings it above costs 10."""
+# The enum members compared in the hot path, as Final names: compiled, a
+# static load and a pointer comparison instead of two attribute look-ups.
+_TRICKS: Final = Scoring.TRICKS
+_TEN_PER_BID: Final = SetPenalty.TEN_PER_BID
+_BAGS_OFF: Final = BagRule.OFF
+_TEN_FOR_100: Final = BagRule.TEN_FOR_100
 
 
 def score_hand(
@@ -28,27 +35,54 @@ def score_hand(
     bags: Sequence[int],
 ) -> tuple[SideScore, ...]:
     """Each side's result for one hand, given totals before it."""
-    return tuple(
-        _score_side(rules, side, bids, blind, tricks, scores[side], bags[side])
-        for side in range(rules.sides)
-    )
+    # Plain loops, no generators: this runs once per hand of every Monte-Carlo
+    # playout (kernel.random_hand) as well as in the public API.
+    if rules.partnerships:
+        return (
+            _score_side(rules, 0, 2, bids, blind, tricks, scores[0], bags[0]),
+            _score_side(rules, 1, 3, bids, blind, tricks, scores[1], bags[1]),
+        )
+    out: list[SideScore] = []
+    for side in range(rules.players):
+        out.append(_score_side(rules, side, -1, bids, blind, tricks, scores[side], bags[side]))
+    return tuple(out)
 
 
-def _score_side(
+def _score_side(  # noqa: PLR0915 - one straight-line function, on purpose
     rules: Ruleset,
-    side: int,
+    seat: int,
+    partner: int,
     bids: Sequence[int],
     blind: Sequence[bool],
     tricks: Sequence[int],
     score_before: int,
     bags_before: int,
 ) -> SideScore:
-    seats = rules.seats_of(side)
-    contract = sum(bids[s] for s in seats)
-    taken = sum(tricks[s] for s in seats)
-    all_tricks = rules.tricks_per_hand
+    """The result of the side of ``seat`` (and ``partner``, -1 for none); the
+    side's number is ``seat``'s, as ``rules.seats_of`` lists it first."""
+    bid = bids[seat]
+    contract = bid
+    taken = tricks[seat]
+    bid_all = 0  # the side's seats whose own bid is every trick
+    all_tricks = rules.hand_size  # rules.tricks_per_hand
+    if bid == all_tricks:
+        bid_all = 1
+    nil_points = 0
+    if bid == 0:
+        value = BLIND_NIL_POINTS if blind[seat] else NIL_POINTS
+        nil_points = value if taken == 0 else -value
+    if partner >= 0:
+        pbid = bids[partner]
+        ptaken = tricks[partner]
+        contract += pbid
+        taken += ptaken
+        if pbid == all_tricks:
+            bid_all += 1
+        if pbid == 0:
+            value = BLIND_NIL_POINTS if blind[partner] else NIL_POINTS
+            nil_points += value if ptaken == 0 else -value
     bags_taken = 0
-    tricks_scoring = rules.scoring is Scoring.TRICKS
+    tricks_scoring = rules.scoring is _TRICKS
     if tricks_scoring:
         # seed 003: made scores the contract, overtricks nothing; each trick
         # short of a set contract is a bag.
@@ -58,18 +92,14 @@ def _score_side(
         contract_points = 10 * contract + (taken - contract)
         bags_taken = taken - contract
     else:
-        contract_points = -10 * contract if rules.set_penalty is SetPenalty.TEN_PER_BID else 0
-    if rules.thirteen_bid and taken < all_tricks:
+        contract_points = -10 * contract if rules.set_penalty is _TEN_PER_BID else 0
+    thirteen = rules.thirteen_bid
+    if thirteen and taken < all_tricks:
         # seed 003: a player whose own bid is every trick, and whose side takes
         # fewer, brings the side that many bags (a 13 made of 7 + 6 does not).
-        bags_taken += all_tricks * sum(1 for s in seats if bids[s] == all_tricks)
-    nil_points = 0
-    for s in seats:
-        if bids[s] == 0:
-            value = BLIND_NIL_POINTS if blind[s] else NIL_POINTS
-            nil_points += value if tricks[s] == 0 else -value
+        bags_taken += all_tricks * bid_all
     hand_points = contract_points + nil_points
-    if rules.thirteen_bid and contract == all_tricks and taken == all_tricks:
+    if thirteen and contract == all_tricks and taken == all_tricks:
         hand_points *= 2
     bag_penalty = 0
     bags = bags_before
@@ -77,25 +107,29 @@ def _score_side(
         bags += bags_taken
         cheap = max(0, min(bags, TRICK_BAGS_CHEAP) - bags_before)
         bag_penalty = -(cheap + 10 * (bags_taken - cheap))
-    elif rules.bag_rule is not BagRule.OFF:
-        limit, penalty = _BAG_LIMITS[rules.bag_rule]
-        bags += bags_taken
-        bag_penalty = -penalty * (bags // limit)
-        bags %= limit
     else:
-        bags_taken = 0
+        bag_rule = rules.bag_rule
+        if bag_rule is not _BAGS_OFF:
+            limit, penalty = (10, 100) if bag_rule is _TEN_FOR_100 else _BAG_LIMITS[bag_rule]
+            bags += bags_taken
+            bag_penalty = -penalty * (bags // limit)
+            bags %= limit
+        else:
+            bags_taken = 0
     hand_points += bag_penalty
+    # Positional: SideScore's constructor is the dataclass's, Python code even
+    # in the compiled build, and keywords cost a dict on top.
     return SideScore(
-        side=side,
-        contract=contract,
-        tricks=taken,
-        contract_points=contract_points,
-        nil_points=nil_points,
-        bags_taken=bags_taken,
-        bag_penalty=bag_penalty,
-        hand_points=hand_points,
-        score=score_before + hand_points,
-        bags=bags,
+        seat,  # side
+        contract,
+        taken,  # tricks
+        contract_points,
+        nil_points,
+        bags_taken,
+        bag_penalty,
+        hand_points,
+        score_before + hand_points,  # score
+        bags,
     )
 
 

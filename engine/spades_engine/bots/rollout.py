@@ -29,6 +29,7 @@ the hand masks directly, a few microseconds a card.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Final
 
 from ..kernel import SimState
 from ..ruleset import Ruleset
@@ -36,11 +37,16 @@ from .cardsets import beaters
 
 Rnd = Callable[[], float]
 
-TAKE, AVOID, COVER, SET = 0, 1, 2, 3
+# Final: compiled by mypyc, a Final constant is a static value, not a look-up
+# in the module's dict at every use.
+TAKE: Final = 0
+AVOID: Final = 1
+COVER: Final = 2
+SET: Final = 3
 
-_SUIT = (0xFFFF, 0xFFFF << 16, 0xFFFF << 32, 0xFFFF << 48)
-_SPADE = 0xFFFF << 48
-_NON_SPADES = (1 << 48) - 1
+_SUIT: Final = (0xFFFF, 0xFFFF << 16, 0xFFFF << 32, 0xFFFF << 48)
+_SPADE: Final = 0xFFFF << 48
+_NON_SPADES: Final = (1 << 48) - 1
 
 
 class Table:
@@ -69,10 +75,20 @@ class Table:
         bidder it covers or sets; -1 for none)."""
         n, bids, side_of = self.n, self.bids, self.side_of
         live = [bids[s] == 0 and tricks_won[s] == 0 for s in range(n)]
-        short = []  # sides still short of their contract (unknown: assume so)
+        # Is some side still short of its contract (unknown: assume so)?
+        any_short = False
+        contract = self.contract
         for side, seats in enumerate(self.sides):
-            c = self.contract[side]
-            short.append(c < 0 or sum(tricks_won[s] for s in seats) < c)
+            c = contract[side]
+            if c < 0:
+                any_short = True
+                break
+            taken = 0
+            for s in seats:
+                taken += tricks_won[s]
+            if taken < c:
+                any_short = True
+                break
         modes = [TAKE] * n
         target = [-1] * n
         for s in range(n):
@@ -80,14 +96,16 @@ class Table:
             if live[s]:
                 modes[s] = AVOID
             elif p >= 0 and live[p]:
-                modes[s], target[s] = COVER, p
+                modes[s] = COVER
+                target[s] = p
             else:
                 for o in range(n):
                     if live[o] and side_of[o] != side_of[s]:
-                        modes[s], target[s] = SET, o
+                        modes[s] = SET
+                        target[s] = o
                         break
                 else:
-                    if not any(short):
+                    if not any_short:
                         modes[s] = AVOID  # every contract is made: dodge bags
         return modes, target
 
@@ -240,7 +258,7 @@ def playout(state: SimState, table: Table, rnd: Rnd, noise: float = 0.0) -> list
                 legal = hand if broken else (hand & _NON_SPADES or hand)
             else:
                 legal = hand & _SUIT[led] or hand
-            c = _kth(legal, int(rnd() * legal.bit_count()))
+            c = _kth(legal, int(rnd() * float(legal.bit_count())))
         else:
             c = choose(
                 hands,
@@ -255,7 +273,7 @@ def playout(state: SimState, table: Table, rnd: Rnd, noise: float = 0.0) -> list
                 target[seat],
                 partner[seat],
             )
-        hands[seat] ^= 1 << c
+        hands[seat] = hands[seat] ^ 1 << c  # not ^=: compiled, a generic boxed xor
         if c >= 48 and (not trumping or (count and led != 3)):
             broken = True  # any spade, or with trumping one played to a side suit
         if count == 0:
@@ -265,7 +283,7 @@ def playout(state: SimState, table: Table, rnd: Rnd, noise: float = 0.0) -> list
             best, win = c, seat
         count += 1
         if count == n:
-            won[win] += 1
+            won[win] = won[win] + 1
             leader = seat = win
             count = 0
             modes, target = table.modes(won)
