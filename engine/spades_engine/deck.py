@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from typing import Final
 
 from .cards import Card, card_name, cards_of, is_card
 from .errors import SpadesError, show
 from .ruleset import Ruleset
 
-_MASK64 = (1 << 64) - 1
-SEED_BITS = 256
+_MASK64: Final = (1 << 64) - 1
+SEED_BITS: Final = 256
 """A seed is an ``int`` with ``abs(seed) < 2**SEED_BITS``.  Only its low 64 bits
 decide the deals, but records and snapshots keep it as given, so any 64-bit
 value (signed or not) or a 256-bit digest works; the bound keeps a record's

@@ -67,9 +67,9 @@ def _reduce(event: Any, protocol: SupportsIndex) -> str | tuple[Any, ...]:
     return object.__reduce_ex__(event, protocol)
 
 
-EVERYONE = Audience("everyone")
-_SEATS = tuple(Audience("seat", i) for i in range(5))
-_TEAMS = tuple(Audience("team", i) for i in range(2))
+EVERYONE: Final = Audience("everyone")
+_SEATS: Final = tuple(Audience("seat", i) for i in range(5))
+_TEAMS: Final = tuple(Audience("team", i) for i in range(2))
 
 
 def to_seat(seat: int) -> Audience:
