@@ -14,7 +14,7 @@ Their constructors are written out (``init=False``) rather than made by
 the dataclass's is interpreted Python setting each field through a
 descriptor.  A native ``__init__`` makes the compiled class's ``__new__`` run
 it, so ``cls.__new__(cls)``, which copy and pickle call, would fail there: see
-``_reduce``.
+``native_reduce``.
 """
 
 from __future__ import annotations
@@ -57,8 +57,9 @@ class Audience:
             object.__setattr__(self, f.name, value)
 
 
-def _reduce(event: Any, protocol: SupportsIndex) -> str | tuple[Any, ...]:
-    """An event's ``__reduce_ex__``: uncompiled, object's own (the copies and
+def native_reduce(event: Any, protocol: SupportsIndex) -> str | tuple[Any, ...]:
+    """The ``__reduce_ex__`` of an event (or other dataclass with a written-out
+    constructor taking its fields in order): uncompiled, object's own (the copies and
     pickles of a dataclass, byte for byte); compiled, where ``__new__`` runs
     ``__init__``, the constructor called with the fields' values (protocols 0
     and 1 refuse a slotted class either way)."""
@@ -103,7 +104,7 @@ class HandStarted:
         self.face_down = face_down
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
-        return _reduce(self, protocol)
+        return native_reduce(self, protocol)
 
 
 @dataclass(slots=True, init=False)
@@ -120,7 +121,7 @@ class HandShown:
         self.cards = cards
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
-        return _reduce(self, protocol)
+        return native_reduce(self, protocol)
 
 
 @dataclass(slots=True, init=False)
@@ -133,7 +134,7 @@ class LookedAtCards:
         self.seat = seat
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
-        return _reduce(self, protocol)
+        return native_reduce(self, protocol)
 
 
 @dataclass(slots=True, init=False)
@@ -150,7 +151,7 @@ class BidMade:
         self.blind = blind
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
-        return _reduce(self, protocol)
+        return native_reduce(self, protocol)
 
 
 @dataclass(slots=True, init=False)
@@ -170,7 +171,7 @@ class BiddingClosed:
         self.contracts = contracts
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
-        return _reduce(self, protocol)
+        return native_reduce(self, protocol)
 
 
 @dataclass(slots=True, init=False)
@@ -187,7 +188,7 @@ class TrumpNamed:
         self.suit = suit
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
-        return _reduce(self, protocol)
+        return native_reduce(self, protocol)
 
 
 @dataclass(slots=True, init=False)
@@ -204,7 +205,7 @@ class ExchangeDecided:
         self.exchange = exchange
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
-        return _reduce(self, protocol)
+        return native_reduce(self, protocol)
 
 
 @dataclass(slots=True, init=False)
@@ -219,7 +220,7 @@ class ExchangeStarted:
         self.cards_each = cards_each
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
-        return _reduce(self, protocol)
+        return native_reduce(self, protocol)
 
 
 @dataclass(slots=True, init=False)
@@ -234,7 +235,7 @@ class CardsChosen:
         self.seat = seat
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
-        return _reduce(self, protocol)
+        return native_reduce(self, protocol)
 
 
 @dataclass(slots=True, init=False)
@@ -259,7 +260,7 @@ class CardsPassed:
         self.cards = cards
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
-        return _reduce(self, protocol)
+        return native_reduce(self, protocol)
 
 
 @dataclass(slots=True, init=False)
@@ -279,7 +280,7 @@ class CardsDrawn:
         self.discarded = discarded
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
-        return _reduce(self, protocol)
+        return native_reduce(self, protocol)
 
 
 @dataclass(slots=True, init=False)
@@ -294,7 +295,7 @@ class DrawTaken:
         self.seat = seat
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
-        return _reduce(self, protocol)
+        return native_reduce(self, protocol)
 
 
 @dataclass(slots=True, init=False)
@@ -309,7 +310,7 @@ class CardPlayed:
         self.card = card
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
-        return _reduce(self, protocol)
+        return native_reduce(self, protocol)
 
 
 @dataclass(slots=True, init=False)
@@ -335,7 +336,7 @@ class TrickWon:
         self.leader = leader
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
-        return _reduce(self, protocol)
+        return native_reduce(self, protocol)
 
 
 @dataclass(slots=True, init=False)
@@ -376,7 +377,7 @@ class SideScore:
         self.bags = bags
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
-        return _reduce(self, protocol)
+        return native_reduce(self, protocol)
 
 
 @dataclass(slots=True, init=False)
@@ -405,7 +406,7 @@ class HandScored:
         self.sides = sides
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
-        return _reduce(self, protocol)
+        return native_reduce(self, protocol)
 
 
 @dataclass(slots=True, init=False)
@@ -428,7 +429,7 @@ class MatchEnded:
         self.hands_played = hands_played
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
-        return _reduce(self, protocol)
+        return native_reduce(self, protocol)
 
 
 def _new_runs_init() -> bool:
