@@ -75,14 +75,29 @@ def shuffled(cards: Sequence[Card], seed: int) -> list[Card]:
     return out
 
 
+_DECK_CARDS: Final[dict[int, tuple[Card, ...]]] = {}
+
+
+def deck_cards(deck_mask: int) -> tuple[Card, ...]:
+    """``cards_of(deck_mask)`` as a tuple, kept: a deck mask is one of a few (the
+    rulesets' decks), and each deal lists its deck."""
+    cards = _DECK_CARDS.get(deck_mask)
+    if cards is None:
+        cards = _DECK_CARDS[deck_mask] = tuple(cards_of(deck_mask))
+    return cards
+
+
 def deal(ruleset: Ruleset, seed: int, dealer: int) -> tuple[int, ...]:
     """Deal one card at a time clockwise from the dealer's left; returns hand masks by seat."""
     n = ruleset.players
+    order = shuffled(deck_cards(ruleset.deck_mask), seed)
     hands = [0] * n
-    seat = (dealer + 1) % n
-    for c in shuffled(cards_of(ruleset.deck_mask), seed):
-        hands[seat] |= 1 << c
-        seat = (seat + 1) % n
+    first = dealer + 1
+    for i in range(n):  # seat dealer + 1 + i gets cards i, i + n, i + 2n, ... of the order
+        m = 0
+        for c in order[i::n]:
+            m |= 1 << c
+        hands[(first + i) % n] = m
     return tuple(hands)
 
 
