@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from .cards import SUIT_LETTERS, Card, CardError, card_name, parse_card
 from .errors import ActionParseError, show
@@ -121,15 +121,15 @@ class Play:
 Action = Bid | BlindNil | Look | PassCards | ExchangeDecision | NameTrump | Draw | Play
 
 # Shared instances keep legal-move generation free of allocation.
-PLAYS: tuple[Play, ...] = tuple(Play(Card(i)) for i in range(64))
-BIDS: tuple[Bid, ...] = tuple(Bid(i) for i in range(19))
-BLIND_NIL = BlindNil()
-LOOK = Look()
-EXCHANGE = ExchangeDecision(True)
-NO_EXCHANGE = ExchangeDecision(False)
-DRAW_KEEP = Draw(True)
-DRAW_DISCARD = Draw(False)
-NAME_TRUMPS: tuple[NameTrump, ...] = tuple(NameTrump(s) for s in range(4))
+PLAYS: Final[tuple[Play, ...]] = tuple(Play(Card(i)) for i in range(64))
+BIDS: Final[tuple[Bid, ...]] = tuple(Bid(i) for i in range(19))
+BLIND_NIL: Final = BlindNil()
+LOOK: Final = Look()
+EXCHANGE: Final = ExchangeDecision(True)
+NO_EXCHANGE: Final = ExchangeDecision(False)
+DRAW_KEEP: Final = Draw(True)
+DRAW_DISCARD: Final = Draw(False)
+NAME_TRUMPS: Final[tuple[NameTrump, ...]] = tuple(NameTrump(s) for s in range(4))
 
 
 def play(c: int) -> Play:

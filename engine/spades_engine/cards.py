@@ -11,30 +11,37 @@ a set of cards is one ``int`` whose bits are the cards.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any, NewType, TypeGuard
+from typing import Any, Final, NewType, TypeGuard
 
 from .errors import SpadesError, show
 
 Card = NewType("Card", int)
 """A card index: ``suit * 16 + rank``."""
 
-CLUBS, DIAMONDS, HEARTS, SPADES = 0, 1, 2, 3
-SUITS = (CLUBS, DIAMONDS, HEARTS, SPADES)
-SUIT_LETTERS = "CDHS"
-SUIT_NAMES = ("clubs", "diamonds", "hearts", "spades")
-RANK_LETTERS = "23456789TJQKA"
-TWO, ACE = 0, 12
-LITTLE_JOKER_RANK, BIG_JOKER_RANK = 13, 14
+# Final throughout: compiled by mypyc, a Final module constant is a C static
+# (or inlined), any other module-level name a dict lookup at each use.
+CLUBS: Final = 0
+DIAMONDS: Final = 1
+HEARTS: Final = 2
+SPADES: Final = 3
+SUITS: Final = (CLUBS, DIAMONDS, HEARTS, SPADES)
+SUIT_LETTERS: Final = "CDHS"
+SUIT_NAMES: Final = ("clubs", "diamonds", "hearts", "spades")
+RANK_LETTERS: Final = "23456789TJQKA"
+TWO: Final = 0
+ACE: Final = 12
+LITTLE_JOKER_RANK: Final = 13
+BIG_JOKER_RANK: Final = 14
 
-LITTLE_JOKER = Card(SPADES * 16 + LITTLE_JOKER_RANK)
-BIG_JOKER = Card(SPADES * 16 + BIG_JOKER_RANK)
-TWO_OF_CLUBS = Card(CLUBS * 16 + TWO)
+LITTLE_JOKER: Final = Card(SPADES * 16 + LITTLE_JOKER_RANK)
+BIG_JOKER: Final = Card(SPADES * 16 + BIG_JOKER_RANK)
+TWO_OF_CLUBS: Final = Card(CLUBS * 16 + TWO)
 
-SUIT_MASKS = tuple(0xFFFF << (16 * s) for s in SUITS)
-SPADE_MASK = SUIT_MASKS[SPADES]
+SUIT_MASKS: Final = tuple(0xFFFF << (16 * s) for s in SUITS)
+SPADE_MASK: Final = SUIT_MASKS[SPADES]
 
 
-CARD_INDICES = sum(0x1FFF << (16 * s) for s in SUITS) | 1 << LITTLE_JOKER | 1 << BIG_JOKER
+CARD_INDICES: Final = sum(0x1FFF << (16 * s) for s in SUITS) | 1 << LITTLE_JOKER | 1 << BIG_JOKER
 """Mask of every index that denotes a card, in any deck."""
 
 

@@ -7,15 +7,16 @@ with SplitMix64 (written out here), the shuffle uses Mersenne Twister.
 
 from __future__ import annotations
 
-import random
+from _random import Random
 from collections.abc import Sequence
+from typing import Final
 
 from .cards import Card, card_name, cards_of, is_card
 from .errors import SpadesError, show
 from .ruleset import Ruleset
 
-_MASK64 = (1 << 64) - 1
-SEED_BITS = 256
+_MASK64: Final = (1 << 64) - 1
+SEED_BITS: Final = 256
 """A seed is an ``int`` with ``abs(seed) < 2**SEED_BITS``.  Only its low 64 bits
 decide the deals, but records and snapshots keep it as given, so any 64-bit
 value (signed or not) or a 256-bit digest works; the bound keeps a record's
@@ -61,23 +62,42 @@ def first_dealer(match_seed: int, players: int) -> int:
 def shuffled(cards: Sequence[Card], seed: int) -> list[Card]:
     """Fisher-Yates driven by Mersenne Twister ``random()``, whose sequence for an
     integer seed Python guarantees across versions (and which other languages
-    reproduce with init_by_array); the C implementation keeps dealing cheap."""
+    reproduce with init_by_array); the C implementation keeps dealing cheap.
+
+    ``_random.Random``, the C base of ``random.Random``: for an int seed the
+    same sequence (``random.Random.seed`` hands an int to it unchanged), without
+    the Python-level ``__init__`` and ``seed`` of the subclass (0.6 us a deal)."""
     out = list(cards)
-    rnd = random.Random(seed).random
+    rnd = Random(seed).random
     for i in range(len(out) - 1, 0, -1):
         j = int(rnd() * (i + 1))
         out[i], out[j] = out[j], out[i]
     return out
 
 
+_DECK_CARDS: Final[dict[int, tuple[Card, ...]]] = {}
+
+
+def deck_cards(deck_mask: int) -> tuple[Card, ...]:
+    """``cards_of(deck_mask)`` as a tuple, kept: a deck mask is one of a few (the
+    rulesets' decks), and each deal lists its deck."""
+    cards = _DECK_CARDS.get(deck_mask)
+    if cards is None:
+        cards = _DECK_CARDS[deck_mask] = tuple(cards_of(deck_mask))
+    return cards
+
+
 def deal(ruleset: Ruleset, seed: int, dealer: int) -> tuple[int, ...]:
     """Deal one card at a time clockwise from the dealer's left; returns hand masks by seat."""
     n = ruleset.players
+    order = shuffled(deck_cards(ruleset.deck_mask), seed)
     hands = [0] * n
-    seat = (dealer + 1) % n
-    for c in shuffled(cards_of(ruleset.deck_mask), seed):
-        hands[seat] |= 1 << c
-        seat = (seat + 1) % n
+    first = dealer + 1
+    for i in range(n):  # seat dealer + 1 + i gets cards i, i + n, i + 2n, ... of the order
+        m = 0
+        for c in order[i::n]:
+            m |= 1 << c
+        hands[(first + i) % n] = m
     return tuple(hands)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from .actions import DRAW_DISCARD, DRAW_KEEP, Action, Draw
 from .cards import Card, cards_of
-from .deck import shuffled
+from .deck import deck_cards, shuffled
 from .errors import IllegalAction, Reason, show
 from .events import EVERYONE, CardsDrawn, DrawTaken, Event, HandShown, to_seat
 from .state import MatchState, Phase
@@ -23,7 +23,7 @@ _DRAW_ACTIONS: list[Action] = [DRAW_KEEP, DRAW_DISCARD]
 
 def stock_order(deck_mask: int, seed: int) -> tuple[Card, ...]:
     """The stock, top card first: the deck shuffled as a deal would be."""
-    return tuple(shuffled(cards_of(deck_mask), seed))
+    return tuple(shuffled(deck_cards(deck_mask), seed))
 
 
 def stock_top(st: MatchState) -> Card | None:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any, SupportsIndex
 
 from .cards import SPADES, Card
-from .events import SideScore
+from .events import SideScore, native_reduce
 from .ruleset import Ruleset
 
 
@@ -23,7 +24,7 @@ class Phase(StrEnum):
     MATCH_OVER = "match_over"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class HandState:
     number: int  # 0-based hand index within the match
     dealer: int
@@ -59,6 +60,66 @@ class HandState:
     spades_broken: bool = False  # the hand's trump is broken (spades unless auction trump)
     completed: list[tuple[int, tuple[Card, ...], int]] = field(default_factory=list)
     # (leader, cards in play order, winner) of each finished trick
+
+    # Written out rather than made by @dataclass, so that compiled by mypyc it
+    # is native (see events), not interpreted (once a hand).  The fields that
+    # @dataclass made by a factory take None for a new empty one.
+    def __init__(
+        self,
+        number: int,
+        dealer: int,
+        dealt: tuple[int, ...],
+        hands: list[int],
+        face_down: list[bool],
+        bids: list[int | None],
+        blind: list[bool],
+        tricks_won: list[int],
+        to_act: int,
+        trump_namer: int = -1,
+        trump_named: bool = False,
+        trump: int = SPADES,
+        exchange_deciders: tuple[int, ...] = (),
+        exchange_decisions: dict[int, bool] | None = None,
+        exchange_seats: tuple[int, ...] = (),
+        exchange_chosen: dict[int, int] | None = None,
+        received: dict[int, tuple[Card, ...]] | None = None,
+        stock: tuple[Card, ...] = (),
+        drawn: int = 0,
+        discarded: list[int] | None = None,
+        leader: int = -1,
+        trick: list[Card] | None = None,
+        led_suit: int = -1,
+        spades_broken: bool = False,
+        completed: list[tuple[int, tuple[Card, ...], int]] | None = None,
+    ) -> None:
+        self.number = number
+        self.dealer = dealer
+        self.dealt = dealt
+        self.hands = hands
+        self.face_down = face_down
+        self.bids = bids
+        self.blind = blind
+        self.tricks_won = tricks_won
+        self.to_act = to_act
+        self.trump_namer = trump_namer
+        self.trump_named = trump_named
+        self.trump = trump
+        self.exchange_deciders = exchange_deciders
+        self.exchange_decisions = {} if exchange_decisions is None else exchange_decisions
+        self.exchange_seats = exchange_seats
+        self.exchange_chosen = {} if exchange_chosen is None else exchange_chosen
+        self.received = {} if received is None else received
+        self.stock = stock
+        self.drawn = drawn
+        self.discarded = [] if discarded is None else discarded
+        self.leader = leader
+        self.trick = [] if trick is None else trick
+        self.led_suit = led_suit
+        self.spades_broken = spades_broken
+        self.completed = [] if completed is None else completed
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
+        return native_reduce(self, protocol)
 
 
 @dataclass(slots=True)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from .cards import SPADE_MASK, SPADES, SUIT_MASKS
 
-_NON_SPADES = ~SPADE_MASK
-_NON_TRUMP = tuple(~m for m in SUIT_MASKS)
+_NON_SPADES: Final = ~SPADE_MASK
+_NON_TRUMP: Final = tuple(~m for m in SUIT_MASKS)
 
 
 def _build_suit_ranks() -> tuple[tuple[int, ...], ...]:
@@ -17,7 +18,7 @@ def _build_suit_ranks() -> tuple[tuple[int, ...], ...]:
     return tuple(table)
 
 
-SUIT_RANKS: tuple[tuple[int, ...], ...] = _build_suit_ranks()
+SUIT_RANKS: Final[tuple[tuple[int, ...], ...]] = _build_suit_ranks()
 """``SUIT_RANKS[chunk]``: the ranks whose bits are set in a 15-bit suit chunk
 (``hand >> 16 * suit & 0x7FFF``), lowest first.
 
@@ -59,11 +60,11 @@ def trick_winner_index(cards: Sequence[int], trump: int = SPADES) -> int:
 # indices (2D stays 16); these rules see them through a table, so the default
 # ones above stay plain integer tests.
 
-TWO_OF_DIAMONDS = 16
-TWO_OF_SPADES = 48
-DEUCES_SPADES = SPADE_MASK | 1 << TWO_OF_DIAMONDS
+TWO_OF_DIAMONDS: Final = 16
+TWO_OF_SPADES: Final = 48
+DEUCES_SPADES: Final = SPADE_MASK | 1 << TWO_OF_DIAMONDS
 """Under deuces high, the cards that are spades: the suit, the jokers and 2D."""
-_DEUCES_SUITS = tuple(
+_DEUCES_SUITS: Final = tuple(
     DEUCES_SPADES if s == SPADES else m & ~(1 << TWO_OF_DIAMONDS) for s, m in enumerate(SUIT_MASKS)
 )
 
@@ -76,7 +77,7 @@ def _deuces_keys() -> tuple[int, ...]:
     return tuple(keys)
 
 
-DEUCES_KEYS = _deuces_keys()
+DEUCES_KEYS: Final = _deuces_keys()
 """``DEUCES_KEYS[c]``: under deuces high, ``key >> 6`` is the suit card ``c``
 plays as, and keys of one suit compare as their cards rank."""
 

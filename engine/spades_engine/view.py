@@ -9,20 +9,37 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any, SupportsIndex
 
 from .actions import Action
 from .cards import SPADES, Card, cards_of
 from .draw import stock_top
-from .events import SideScore
+from .events import SideScore, native_reduce
 from .ruleset import Ruleset
 from .state import MatchState, Phase
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class TrickView:
     leader: int
     cards: tuple[Card, ...]  # play order, starting with the lead
     winner: int
+
+    # Written out rather than made by @dataclass, so that compiled by mypyc it
+    # is native: object.__setattr__(self, <name>, v) in a native class's method
+    # is a plain store there, and uncompiled what @dataclass's __init__ does.
+    def __init__(
+        self,
+        leader: int,
+        cards: tuple[Card, ...],
+        winner: int,
+    ) -> None:
+        object.__setattr__(self, "leader", leader)
+        object.__setattr__(self, "cards", cards)
+        object.__setattr__(self, "winner", winner)
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
+        return native_reduce(self, protocol)
 
     # Copies and pickles set the fields back with object.__setattr__, as
     # @dataclass's own methods for a frozen class do (see Ruleset.__getstate__).
@@ -34,7 +51,7 @@ class TrickView:
             object.__setattr__(self, f.name, value)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class SeatView:
     seat: int | None  # None: a spectator
     rules: Ruleset
@@ -85,6 +102,84 @@ class SeatView:
         for c in self.trick:
             m |= 1 << c
         return m
+
+    # Written out rather than made by @dataclass, so that compiled by mypyc it
+    # is native: object.__setattr__(self, <name>, v) in a native class's method
+    # is a plain store there, and uncompiled what @dataclass's __init__ does.
+    def __init__(
+        self,
+        seat: int | None,
+        rules: Ruleset,
+        phase: Phase,
+        hand_number: int,
+        dealer: int,
+        to_act: int,
+        scores: tuple[int, ...],
+        bags: tuple[int, ...],
+        bids: tuple[int | None, ...],
+        blind: tuple[bool, ...],
+        tricks_won: tuple[int, ...],
+        hand_sizes: tuple[int, ...],
+        face_down: tuple[bool, ...],
+        hand: tuple[Card, ...] | None,
+        trick: tuple[Card, ...],
+        leader: int,
+        led_suit: int,
+        spades_broken: bool,
+        tricks: tuple[TrickView, ...],
+        exchange_deciders: tuple[int, ...],
+        exchange_decisions: tuple[tuple[int, bool], ...],
+        exchange_seats: tuple[int, ...],
+        exchange_chosen: tuple[int, ...],
+        passed: tuple[Card, ...],
+        received: tuple[Card, ...],
+        legal_actions: tuple[Action, ...],
+        results: tuple[tuple[SideScore, ...], ...],
+        winner: int | None,
+        trump: int = SPADES,
+        trump_namer: int = -1,
+        trump_named: bool = False,
+        stock_top: Card | None = None,
+        discards: tuple[Card, ...] = (),
+        stock_size: int = 0,
+    ) -> None:
+        object.__setattr__(self, "seat", seat)
+        object.__setattr__(self, "rules", rules)
+        object.__setattr__(self, "phase", phase)
+        object.__setattr__(self, "hand_number", hand_number)
+        object.__setattr__(self, "dealer", dealer)
+        object.__setattr__(self, "to_act", to_act)
+        object.__setattr__(self, "scores", scores)
+        object.__setattr__(self, "bags", bags)
+        object.__setattr__(self, "bids", bids)
+        object.__setattr__(self, "blind", blind)
+        object.__setattr__(self, "tricks_won", tricks_won)
+        object.__setattr__(self, "hand_sizes", hand_sizes)
+        object.__setattr__(self, "face_down", face_down)
+        object.__setattr__(self, "hand", hand)
+        object.__setattr__(self, "trick", trick)
+        object.__setattr__(self, "leader", leader)
+        object.__setattr__(self, "led_suit", led_suit)
+        object.__setattr__(self, "spades_broken", spades_broken)
+        object.__setattr__(self, "tricks", tricks)
+        object.__setattr__(self, "exchange_deciders", exchange_deciders)
+        object.__setattr__(self, "exchange_decisions", exchange_decisions)
+        object.__setattr__(self, "exchange_seats", exchange_seats)
+        object.__setattr__(self, "exchange_chosen", exchange_chosen)
+        object.__setattr__(self, "passed", passed)
+        object.__setattr__(self, "received", received)
+        object.__setattr__(self, "legal_actions", legal_actions)
+        object.__setattr__(self, "results", results)
+        object.__setattr__(self, "winner", winner)
+        object.__setattr__(self, "trump", trump)
+        object.__setattr__(self, "trump_namer", trump_namer)
+        object.__setattr__(self, "trump_named", trump_named)
+        object.__setattr__(self, "stock_top", stock_top)
+        object.__setattr__(self, "discards", discards)
+        object.__setattr__(self, "stock_size", stock_size)
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
+        return native_reduce(self, protocol)
 
     # Copies and pickles set the fields back with object.__setattr__, as
     # @dataclass's own methods for a frozen class do (see Ruleset.__getstate__).
