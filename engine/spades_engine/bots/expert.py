@@ -116,7 +116,7 @@ time of whole decisions on the reference machine, a 2-core VM with Python
 3.11, where they came out at about 3.2-5, 70-110 and 0-3 microseconds; the
 draw's came out at about 0.2, rounded up."""
 
-COMPILED_SPEEDUP = 0.33
+COMPILED_SPEEDUP = 0.29
 """The compiled build does the same work in this share of the pure build's
 time (``bench/expert_calibrate.py`` measures it), so its costs are the pure
 ones times this: the same budget buys it more work."""
