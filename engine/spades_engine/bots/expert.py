@@ -445,6 +445,20 @@ def _choose_bid(view: SeatView, rng: random.Random, budget: _Budget) -> Action:
     try_nil = 0 in options and (rules.suicide or expected_tricks(k.hand, rules) <= NIL_SCREEN)
     take, nil = _bid_outcomes(view, k, try_nil, rng, budget)
     floor = _sure_tricks(k.hand, rules)  # rollouts are noisy; certain tricks are not
+    return pick_bid(view, seat, options, take, nil, try_nil, floor)
+
+
+def pick_bid(
+    view: SeatView,
+    seat: int,
+    options: list[int],
+    take: Outcomes,
+    nil: Outcomes,
+    try_nil: bool,
+    floor: int,
+) -> Action:
+    """The bid of best expected points given the outcomes of the take-tricks and
+    nil rollouts, at least ``floor`` (the sure tricks) unless nil."""
     # A bid further than the spread from every count seen (the side's tricks
     # less the partner's bid) cannot be best.
     fits = [key[1] - key[0] for key in take]

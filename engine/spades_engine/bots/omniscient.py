@@ -87,16 +87,14 @@ from .expert import (
     NIL_SCREEN,
     ROLLOUT_US,
     TIME_SHARE,
-    TRICK_SPREAD,
     WORK_SHARE,
     Outcomes,
-    _bid_action,
-    _expected_points,
     _outcome_key,
     _partner_bid,
     _side_value,
     _sure_tricks,
     expert,
+    pick_bid,
 )
 from .hand_eval import expected_tricks
 from .rollout import Table, playout
@@ -327,23 +325,7 @@ def _choose_bid(match: Match, seat: int, view: SeatView, rng: random.Random) -> 
     try_nil = 0 in options and (rules.suicide or expected_tricks(hand, eval_rules) <= NIL_SCREEN)
     take, nil = _bid_outcomes(match, seat, view, hands, try_nil, rng)
     floor = _sure_tricks(hand, eval_rules)
-    fits = [key[1] - key[0] for key in take]
-    reach = max(shift for shift, _ in TRICK_SPREAD)
-    bids = [b for b in options if b > 0 and min(fits) - reach <= b <= max(fits) + reach]
-    if not bids:
-        bids = [min((b for b in options if b > 0), default=0)]
-    if try_nil and not floor:
-        bids.append(0)
-    memo: dict[tuple[object, ...], float] = {}
-    best_bid, best_value = bids[0], float("-inf")
-    for b in bids:
-        v = _expected_points(view, seat, b, nil if b == 0 else take, memo)
-        if v > best_value:
-            best_bid, best_value = b, v
-    if best_bid == 0:
-        return _bid_action(view, 0)
-    at_least = max(best_bid, floor)
-    return _bid_action(view, min((b for b in options if b >= at_least), default=max(options)))
+    return pick_bid(view, seat, options, take, nil, try_nil, floor)
 
 
 def _bid_outcomes(
