@@ -4,8 +4,9 @@ The public ``Match`` checks every action, records it and emits events; a bot
 that plays thousands of random hands per decision needs none of that.  This
 module plays the same rules (the play rules of RULES.md section 1, for 3, 4 or
 5 players, jokers included) on plain integers, with no validation, no events
-and no objects made per card: the hot loop (:func:`_playout`) is table
-look-ups and small-int arithmetic, inlined, about half a microsecond a card.
+and no objects made per card: the fast loops (:func:`_deal_packed`,
+:func:`_fast_playout`) are table look-ups and, compiled, native 64-bit
+arithmetic with no Python call or allocation per card.
 
 Cards and hands are those of :mod:`spades_engine.cards`: a card is
 ``suit * 16 + rank`` with spades the highest suit (3) and the jokers spade
@@ -18,11 +19,12 @@ the best card so far" is a plain comparison:
 * any other card never wins.
 
 Random choices.  Wherever the kernel picks a card at random it takes the
-``k``-th lowest legal card with ``k = int(rnd() * number_of_legal_cards)``,
-one ``rnd()`` call per card.  Driving the public ``Match`` with the same rule
-(``acts[int(rnd() * len(acts))]`` over ``legal_actions``, which lists cards
-lowest first) from the same ``rnd`` stream therefore replays a kernel playout
-card for card; the tests rely on that.
+``k``-th lowest legal card, ``k`` uniform in ``[0, number_of_legal_cards)``,
+one choice per card: from a :class:`Draws` (``draws.below(n)``: the fast
+loops), or from a ``Rnd`` callable, ``k = int(rnd() * n)`` (card by card).
+Driving the public ``Match`` with the same rule (``acts[k]`` over
+``legal_actions``, which lists cards lowest first) from the same source
+therefore replays a kernel playout card for card; the tests rely on that.
 
 Entry points:
 
@@ -39,6 +41,7 @@ Entry points:
   spades are broken and what breaks them (``trumping=True`` for the
   ruleset's ``spades_broken="trumping"``).  :func:`legal_mask` and
   :func:`play` step it.
+* :class:`Draws`: the seeded source of the fast loops' choices.
 * :func:`playout_random`: uniformly random legal plays to the end of the hand.
 * :func:`random_hand`: deal, random bids, random play and scoring of one full
   hand, through :func:`spades_engine.scoring.score_hand`.
@@ -48,7 +51,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from .cards import TWO_OF_CLUBS
 from .events import SideScore
@@ -56,8 +59,16 @@ from .ruleset import SUICIDE_MIN_BID, FirstLead, Ruleset, SpadesBroken
 from .scoring import score_hand
 from .trick import SUIT_RANKS
 
+if TYPE_CHECKING:
+    # Only the compiler reads it: mypyc makes an ``i64`` a native 64-bit
+    # integer (no tag checks, no boxing).  Uncompiled, the annotations are
+    # never evaluated (``from __future__ import annotations``), so the package
+    # keeps no run-time dependency; hence no ``i64(...)`` call anywhere.
+    from mypy_extensions import i64
+
 __all__ = [
     "RANKS",
+    "Draws",
     "SimState",
     "deal_random",
     "first_leader",
@@ -95,16 +106,6 @@ _FLOATS: Final = tuple(float(n) for n in range(65))
 """``_FLOATS[n]`` is ``float(n)``: ``rnd() * _FLOATS[n]`` is ``rnd() * n``, but
 compiled by mypyc a native multiplication (a float times an int is a generic
 one there: both boxed, then ``PyNumber_Multiply``), and no slower uncompiled."""
-
-_FOLLOW_SLOTS: Final[dict[int, tuple[tuple[tuple[int, ...], ...], ...]]] = {
-    n: tuple(
-        tuple(tuple((lead + i) % n * 4 + suit for i in range(1, n)) for suit in range(4))
-        for lead in range(n)
-    )
-    for n in range(2, 7)
-}
-"""``_FOLLOW_SLOTS[players][leader][suit]``: the slots ``4 * seat + suit`` of
-the other seats, in play order (see :func:`_suit_chunks`)."""
 
 
 class SimState:
@@ -292,39 +293,46 @@ def play(state: SimState, card: int) -> int:
     return win
 
 
-def playout_random(state: SimState, rnd: Rnd) -> list[int]:
+def playout_random(state: SimState, rnd: Rnd | Draws) -> list[int]:
     """Tricks won by seat at the end of the hand when every remaining card is a
     uniformly random legal play.  ``state`` is left unchanged.
 
-    ``rnd`` is called once per card (see the module notes on how a card is
-    picked); pass ``random.Random(seed).random`` for reproducible playouts.
+    Each card is the ``k``-th lowest legal one, with ``k`` drawn once per card
+    (see the module notes): from ``rnd`` a :class:`Draws` (the fast loop), or a
+    ``Rnd`` callable, ``int(rnd() * n)``, card by card.
     """
-    st = state
+    st = state.copy()
+    if not isinstance(rnd, Draws):
+        _play_cards(st, rnd)
+        return st.tricks_won
     if st.trump != 3 or any(h >> _TOP_SPADE for h in st.hands):
         # auction trump named another suit, or a spade of rank 15 (the bots'
-        # deuces-high deck): card by card, not the fast loop's 15-rank tables
-        st = st.copy()
-        while not st.is_over:
-            m = legal_mask(st)
-            play(st, _kth_card(m, int(rnd() * _FLOATS[m.bit_count()])))
+        # deuces-high deck): card by card, not the fast loop's 15-rank suits
+        _play_cards(st, rnd)
         return st.tricks_won
-    if st.trick:  # finish the trick in progress card by card, on a copy
-        st = st.copy()
-        while st.trick:
-            m = legal_mask(st)
-            play(st, _kth_card(m, int(rnd() * _FLOATS[m.bit_count()])))
-    won = st.tricks_won[:]
-    hands = st.hands
-    _playout(
-        _suit_chunks(hands),
-        st.leader,
-        st.spades_broken,
-        won,
-        rnd,
-        hands[0].bit_count(),
-        trumping=st.trumping,
+    while st.trick:  # finish the trick in progress card by card
+        m = legal_mask(st)
+        play(st, _kth_card(m, rnd.below(m.bit_count())))
+    won = st.tricks_won
+    hands = [_Hand(_pack(h)) for h in st.hands]
+    _fast_playout(
+        hands, st.leader, st.spades_broken, won, rnd, st.hands[0].bit_count(), st.trumping
     )
     return won
+
+
+def _pick(rnd: Rnd | Draws, n: int) -> int:
+    """``k`` uniformly in ``[0, n)`` from either kind of source."""
+    if isinstance(rnd, Draws):
+        return rnd.below(n)
+    return int(rnd() * _FLOATS[n])
+
+
+def _play_cards(st: SimState, rnd: Rnd | Draws) -> None:
+    """Play ``st`` to the end card by card (:func:`legal_mask`, :func:`play`)."""
+    while not st.is_over:
+        m = legal_mask(st)
+        play(st, _kth_card(m, _pick(rnd, m.bit_count())))
 
 
 def _kth_card(mask: int, k: int) -> int:
@@ -340,218 +348,345 @@ def _kth_card(mask: int, k: int) -> int:
         base += 16
 
 
-def _suit_chunks(hands: Sequence[int]) -> list[int]:
-    """The hands as 15-bit suit chunks: ``chunks[4 * seat + suit]``."""
-    chunks: list[int] = []
-    for h in hands:
-        chunks += (h & 0x7FFF, h >> 16 & 0x7FFF, h >> 32 & 0x7FFF, h >> 48)
-    return chunks
+# The fast loops (:func:`_deal_packed`, :func:`_fast_playout`) hold a hand
+# "packed", 15 bits a suit: card ``15 * suit + rank``, ranks 0..14, so a hand
+# is below 2**60 and, compiled, a native 64-bit integer (``i64``: no tag
+# checks, no boxing).  The tables are bytes, whose items mypyc reads natively:
+# ``_COUNT[v]`` is the number of ranks in a 15-bit suit ``v``, and
+# ``_SELECT[v << 4 | k]`` its ``k``-th lowest rank.
+_COUNT: Final = bytes(len(t) for t in SUIT_RANKS)
+_SELECT: Final = b"".join(bytes(t).ljust(16, b"\0") for t in SUIT_RANKS)
+_LIMIT: Final = bytes(65536 % n if n else 0 for n in range(65))
+"""``_LIMIT[n]``: a 16-bit draw ``u`` gives ``k = u * n >> 16`` unless the
+low half of ``u * n`` is below this, when it is drawn again: exactly uniform
+(Lemire's method); about one draw in 2,000 is redrawn when ``n`` is 52."""
+_DRAW_BYTES: Final = 4096
+_RESERVE: Final = 128
+"""Bytes left in a buffer before a deal or a trick: room for 64 draws, so the
+loops read them inline without a bounds check of their own."""
+_HAND_BYTES: Final = 2 * _RESERVE
 
 
-def _playout(  # noqa: PLR0915 - one inlined loop, on purpose
-    chunks: list[int],
+class Draws:
+    """A seeded source of uniformly random choices for the kernel.
+
+    ``Draws(seed)``, or ``Draws(rng)`` to draw from a ``random.Random``.  The
+    choices come from one stream of bytes, ``rng.randbytes`` read in order
+    (``buffer`` bytes at a time, always a whole number of the generator's
+    32-bit words, so where the buffer is refilled changes nothing): each
+    choice :meth:`below` ``n`` takes the next 16 bits, and again when they are
+    rejected, which makes it exactly uniform.  The fast loops of
+    :func:`playout_random`, :func:`deal_random` and :func:`random_hand` read
+    the bytes inline, compiled without a Python call per card, and take each
+    choice exactly as ``below`` would, so a test replays them with ``below``.
+    The same seed gives the same choices in both builds.
+    """
+
+    __slots__ = ("_buf", "_end", "_pos", "_rng", "_size")
+
+    def __init__(self, seed: int | random.Random, *, buffer: int = _DRAW_BYTES) -> None:
+        if isinstance(seed, random.Random):
+            rng = seed
+        elif isinstance(seed, int) and not isinstance(seed, bool):
+            rng = random.Random(seed)
+        else:
+            raise TypeError(f"Draws needs an int seed or a random.Random, not {seed!r}")
+        if not isinstance(buffer, int) or buffer < _HAND_BYTES or buffer % 4:
+            raise ValueError(f"buffer must be a multiple of 4 bytes, at least {_HAND_BYTES}")
+        self._rng = rng
+        self._size = buffer
+        self._buf = b""
+        self._pos = 0
+        self._end = 0
+        self._refill()
+
+    def below(self, n: int) -> int:
+        """A uniformly random integer in ``[0, n)``, ``1 <= n <= 64``."""
+        if not 1 <= n <= 64:
+            raise ValueError(f"below({n}): n must be in 1..64")
+        limit = _LIMIT[n]
+        while True:
+            if self._pos + 2 > len(self._buf):
+                self._refill()
+            i = self._pos
+            buf = self._buf
+            m = (buf[i] | buf[i + 1] << 8) * n
+            self._pos = i + 2
+            if m & 0xFFFF >= limit:
+                return m >> 16
+
+    def _redraw(self, pos: int, n: int) -> int:
+        """A loop's inline draw that ended at ``pos`` was rejected: draw again
+        (:meth:`below`), then keep a section's reserve ahead."""
+        self._pos = pos
+        k = self.below(n)
+        self._reserve()
+        return k
+
+    def _reserve(self) -> None:
+        """Make room for the next section's inline draws (:data:`_RESERVE`)."""
+        if self._pos > self._end:
+            self._refill()
+
+    def _refill(self) -> None:
+        # The bytes not yet drawn stay first: the stream goes on unbroken.
+        self._buf = self._buf[self._pos :] + self._rng.randbytes(self._size)
+        self._pos = 0
+        self._end = len(self._buf) - _RESERVE
+
+
+class _Hand:
+    """A seat's cards in the fast loops, packed; an object, so that storing a
+    hand boxes nothing (a list of ints would allocate on every card)."""
+
+    __slots__ = ("cards",)
+
+    def __init__(self, cards: i64) -> None:
+        self.cards: i64 = cards
+
+
+def _pack(hand: int) -> i64:
+    """A hand mask (16 bits a suit) packed 15 bits a suit (rank 15 is lost)."""
+    return (
+        hand & 0x7FFF
+        | (hand >> 1 & 0x7FFF << 15)
+        | (hand >> 2 & 0x7FFF << 30)
+        | (hand >> 3 & 0x7FFF << 45)
+    )
+
+
+def _unpack(cards: i64) -> int:
+    """The hand mask of a packed hand (the inverse of :func:`_pack`)."""
+    return int(
+        cards & 0x7FFF
+        | (cards & 0x7FFF << 15) << 1
+        | (cards & 0x7FFF << 30) << 2
+        | (cards >> 45) << 48
+    )
+
+
+def _fast_playout(  # noqa: PLR0915 - one inlined loop, on purpose
+    hands: list[_Hand],
     leader: int,
     broken: bool,
     won: list[int],
-    rnd: Rnd,
-    tricks: int,
-    *,
+    d: Draws,
+    held: int,
     trumping: bool,
+    tricks: int = -1,
 ) -> None:
-    """Play ``tricks`` tricks of random legal cards, from the start of a trick.
+    """Play random legal cards from the start of a trick, each seat holding
+    ``held`` cards: ``tricks`` tricks, or (-1) to the end of the hand.
 
-    The hot loop of the module, written for speed.  Hands are suit chunks
-    (:func:`_suit_chunks`, emptied in place): small ints, so following suit
-    is one table look-up with no 64-bit arithmetic.  ``won`` counts tricks.
-    Cards are picked as the module notes say, the lowest suit first.
-    ``trumping``: only a spade played by a void seat breaks spades, not a
-    spade lead (a void seat's spade is always a trump: a seat void in the
-    suit led holds no spade when spades are led).
+    The hot loop of the module, written for speed: each draw is read inline
+    from ``d``'s buffer (a rejected one goes through :meth:`Draws._redraw`),
+    cards are picked as the module notes say, lowest suit first.  ``won``
+    counts tricks.  ``trumping``: only a spade played by a void seat breaks
+    spades, not a spade lead (a void seat's spade is always a trump: a seat
+    void in the suit led holds no spade when spades are led).
+
+    A card's bit is ``(1 << rank) << suit_base``, never ``1 << card``: mypyc
+    (2.4.1) writes ``1 << x`` of an ``i64`` as a shift of a C ``int``, wrong
+    past bit 31; the rank's shift stays below that, the second is 64-bit.
     """
-    ranks = RANKS
-    fl = _FLOATS
-    slots = _FOLLOW_SLOTS[len(won)]
-    for _ in range(tricks):
+    count = _COUNT
+    select = _SELECT
+    limit = _LIMIT
+    n = len(hands)
+    buf = d._buf
+    i: i64 = d._pos
+    left: i64 = held  # the cards each seat holds at the start of a trick
+    stop: i64 = 0 if tricks < 0 else held - tricks
+    while left > stop:
+        if i > d._end:
+            d._pos = i
+            d._refill()
+            buf = d._buf
+            i = 0
         # The lead: any card once spades are broken, else a non-spade if held.
-        b = 4 * leader
-        t0 = ranks[chunks[b]]
-        t1 = ranks[chunks[b + 1]]
-        t2 = ranks[chunks[b + 2]]
-        n0 = len(t0)
-        n1 = n0 + len(t1)
-        n2 = n1 + len(t2)
-        t3 = ranks[chunks[b + 3]]
-        k = int(rnd() * fl[n2 + len(t3) if broken or not n2 else n2])
-        if k < n0:
-            suit = 0
-            best = t0[k]
-        elif k < n1:
-            suit = 1
-            best = t1[k - n0]
-        elif k < n2:
-            suit = 2
-            best = t2[k - n1]
+        h = hands[leader]
+        p: i64 = h.cards
+        legal: i64 = left
+        if not broken:
+            spades: i64 = count[p >> 45]
+            if spades < left:
+                legal = left - spades
+        m: i64 = (buf[i] | buf[i + 1] << 8) * legal
+        i += 2
+        if m & 0xFFFF < limit[legal]:
+            k: i64 = d._redraw(i, legal)
+            buf = d._buf
+            i = d._pos
         else:
-            suit = 3
-            best = t3[k - n2]
-            if not trumping:
-                broken = True
-        slot = b + suit
-        chunks[slot] = chunks[slot] ^ 1 << best  # not ^=: compiled, a generic boxed xor
-        base = 16 * suit
-        best += base  # the best card so far, as a card index
-        win = b
-        for i in slots[leader][suit]:
-            chunk = chunks[i]
-            if chunk:  # follow suit: a higher card of the suit led takes the lead
-                t = ranks[chunk]
-                r = t[int(rnd() * fl[len(t)])]
-                chunks[i] = chunk ^ 1 << r
-                r += base
+            k = m >> 16
+        base: i64 = 0
+        v: i64 = p & 0x7FFF
+        c: i64 = count[v]
+        while k >= c:
+            k -= c
+            base += 15
+            v = p >> base & 0x7FFF
+            c = count[v]
+        rank: i64 = select[v << 4 | k]
+        best: i64 = base + rank
+        h.cards = p ^ (1 << rank) << base  # two shifts: see the docstring
+        if base == 45 and not trumping:
+            broken = True
+        win = leader
+        seat = leader
+        for _j in range(n - 1):
+            seat = seat + 1 if seat + 1 < n else 0
+            h = hands[seat]
+            p = h.cards
+            v = p >> base & 0x7FFF
+            if v:  # follow suit: a higher card of the suit led takes the lead
+                legal = count[v]
+                m = (buf[i] | buf[i + 1] << 8) * legal
+                i += 2
+                if m & 0xFFFF < limit[legal]:
+                    k = d._redraw(i, legal)
+                    buf = d._buf
+                    i = d._pos
+                else:
+                    k = m >> 16
+                rank = select[v << 4 | k]
+                r: i64 = base + rank
+                h.cards = p ^ (1 << rank) << base
                 if r > best:
                     best = r
-                    win = i
+                    win = seat
             else:  # void: any card; only a spade can win
-                j = i - suit
-                c0 = chunks[j]
-                c1 = chunks[j + 1]
-                c2 = chunks[j + 2]
-                c3 = chunks[j + 3]
-                t0 = ranks[c0]
-                t1 = ranks[c1]
-                t2 = ranks[c2]
-                t3 = ranks[c3]
-                n0 = len(t0)
-                n1 = n0 + len(t1)
-                n2 = n1 + len(t2)
-                k = int(rnd() * fl[n2 + len(t3)])
-                if k < n0:
-                    chunks[j] = c0 ^ 1 << t0[k]
-                elif k < n1:
-                    chunks[j + 1] = c1 ^ 1 << t1[k - n0]
-                elif k < n2:
-                    chunks[j + 2] = c2 ^ 1 << t2[k - n1]
+                m = (buf[i] | buf[i + 1] << 8) * left
+                i += 2
+                if m & 0xFFFF < limit[left]:
+                    k = d._redraw(i, left)
+                    buf = d._buf
+                    i = d._pos
                 else:
-                    r = t3[k - n2]
-                    chunks[j + 3] = c3 ^ 1 << r
+                    k = m >> 16
+                b: i64 = 0
+                v = p & 0x7FFF
+                c = count[v]
+                while k >= c:
+                    k -= c
+                    b += 15
+                    v = p >> b & 0x7FFF
+                    c = count[v]
+                rank = select[v << 4 | k]
+                r = b + rank
+                h.cards = p ^ (1 << rank) << b
+                if b == 45:
                     broken = True
-                    r += 48
-                    if r > best:
+                    if r > best:  # above a side suit's card, or a higher spade
                         best = r
-                        win = i
-        leader = win >> 2
-        won[leader] = won[leader] + 1
+                        win = seat
+        leader = win
+        won[win] = won[win] + 1
+        left -= 1
+    d._pos = i
 
 
-class _Deck:
-    """How :func:`_deal_chunks` deals one table's deck (see there)."""
+def _deal_packed(rules: Ruleset, d: Draws) -> list[_Hand]:  # noqa: PLR0915 - inlined, as the playout
+    """A uniformly random deal, packed hands by seat.
 
-    __slots__ = ("cards", "dealt", "limits", "players", "size")
-
-    def __init__(self, mask: int, players: int, size: int) -> None:
-        self.cards = [c for c in range(64) if mask >> c & 1]
-        self.players = players
-        self.size = size
-        self.dealt = players * size  # with two players, 26: the rest is out of play
-        n = len(self.cards)
-        # Positions i, i+1, ... draw from one 62-bit number while the product of
-        # their ranges (n - i, n - i - 1, ...) stays within 2**55: limits[i] is
-        # where the group starting at i rejects (0 inside a group).
-        limits = [0] * self.dealt
-        i = 0
-        while i < self.dealt:
-            span, j = 1, i
-            while j < self.dealt and span * (n - j) <= _GROUP_SPAN:
-                span *= n - j
-                j += 1
-            limits[i] = (1 << 62) // span * span
-            i = j
-        self.limits = tuple(limits)
-
-
-_GROUP_SPAN: Final = 1 << 55
-_DECKS: Final[dict[int, _Deck]] = {}
-
-
-def _deal_chunks(rules: Ruleset, rng: random.Random) -> list[int]:
-    """A uniformly random deal as suit chunks (``chunks[4 * seat + suit]``, see
-    :func:`_suit_chunks`).
-
-    A Fisher-Yates shuffle of the positions dealt: position ``i`` takes a card
-    uniformly from those not yet dealt, ``j = i + r % (n - i)``.  The draws of
-    a few positions come from one ``rng.getrandbits(62)`` as the digits of a
-    mixed-radix number (``r % m``, then ``r //= m``), rejected and drawn again
-    when it falls past the last whole multiple of the product of their ranges,
-    so each deal is exactly uniform; about five calls of ``rng`` per deal.
+    Seat by seat, each card is drawn uniformly from those not yet dealt (the
+    ``k``-th lowest of them, ``k`` one draw of ``d``), which makes every deal
+    equally likely.  When the whole deck is dealt the last seat takes what is
+    left, undrawn; with two players the 26 cards left are out of play.
     """
-    key = rules.deck_mask << 3 | rules.players  # two and four players share a deck
-    deck = _DECKS.get(key)
-    if deck is None:
-        deck = _DECKS[key] = _Deck(rules.deck_mask, rules.players, rules.hand_size)
-    getbits = rng.getrandbits
-    limits = deck.limits
-    cards = deck.cards[:]
-    n = len(cards)
-    size = deck.size
-    chunks: list[int] = []
-    r = 0
-    i = 0
-    for _ in range(deck.players):
-        low = 0  # clubs, diamonds and hearts: 48 bits
-        top = 0  # the spade chunk
-        for _ in range(size):
-            lim = limits[i]
-            if lim:
-                r = getbits(62)
-                while r >= lim:
-                    r = getbits(62)
-            m = n - i
-            j = i + r % m
-            r //= m
-            c = cards[j]
-            cards[j] = cards[i]
-            if c < _SPADE_LOW:
-                low |= 1 << c
+    count = _COUNT
+    select = _SELECT
+    limit = _LIMIT
+    deck: i64 = _pack(rules.deck_mask)
+    d0: i64 = deck & 0x7FFF
+    d1: i64 = deck >> 15 & 0x7FFF
+    d2: i64 = deck >> 30 & 0x7FFF
+    d3: i64 = deck >> 45
+    n0: i64 = count[d0]
+    n1: i64 = count[d1]
+    n2: i64 = count[d2]
+    left: i64 = n0 + n1 + n2 + count[d3]
+    seats = rules.players
+    size: i64 = rules.hand_size
+    drawn = seats - 1 if seats * size == left else seats
+    d._reserve()
+    buf = d._buf
+    i: i64 = d._pos
+    hands: list[_Hand] = []
+    for _seat in range(drawn):
+        h: i64 = 0
+        for _j in range(size):
+            m: i64 = (buf[i] | buf[i + 1] << 8) * left
+            i += 2
+            if m & 0xFFFF < limit[left]:
+                k: i64 = d._redraw(i, left)
+                buf = d._buf
+                i = d._pos
             else:
-                top |= 1 << (c - _SPADE_LOW)
-            i += 1
-        chunks += (low & 0x7FFF, low >> 16 & 0x7FFF, low >> 32, top)
-    return chunks
+                k = m >> 16
+            left -= 1
+            if k < n0:
+                rank: i64 = select[d0 << 4 | k]
+                bit: i64 = 1 << rank  # below bit 15: see _fast_playout on shifts
+                d0 ^= bit
+                h |= bit
+                n0 -= 1
+                continue
+            k -= n0
+            if k < n1:
+                rank = select[d1 << 4 | k]
+                bit = 1 << rank
+                d1 ^= bit
+                h |= bit << 15
+                n1 -= 1
+                continue
+            k -= n1
+            if k < n2:
+                rank = select[d2 << 4 | k]
+                bit = 1 << rank
+                d2 ^= bit
+                h |= bit << 30
+                n2 -= 1
+                continue
+            rank = select[d3 << 4 | (k - n2)]
+            bit = 1 << rank
+            d3 ^= bit
+            h |= bit << 45
+        hands.append(_Hand(h))
+    d._pos = i
+    if drawn < seats:
+        hands.append(_Hand(d0 | d1 << 15 | d2 << 30 | d3 << 45))
+    return hands
 
 
-def _hands_of(chunks: list[int]) -> list[int]:
-    """The hand masks of suit chunks (the inverse of :func:`_suit_chunks`)."""
-    return [
-        chunks[b] | chunks[b + 1] << 16 | chunks[b + 2] << 32 | chunks[b + 3] << 48
-        for b in range(0, len(chunks), 4)
-    ]
-
-
-def deal_random(rules: Ruleset, rng: random.Random) -> list[int]:
+def deal_random(rules: Ruleset, rng: random.Random | Draws) -> list[int]:
     """A uniformly random deal for ``rules``: hand masks by seat.
 
-    A Fisher-Yates shuffle drawing its positions from ``rng.getrandbits``
-    (see :func:`_deal_chunks`).  Not the engine's seeded deal: see
-    ``deck.deal`` for that.  With two players it is what a draw could leave:
-    13 cards each, the other 26 out of play.
+    Drawn by :class:`Draws` (from ``rng`` itself, or a ``Draws`` over a
+    ``random.Random``), seat by seat, each card uniformly from those not yet
+    dealt.  Not the engine's seeded deal: see ``deck.deal`` for that.  With
+    two players it is what a draw could leave: 13 cards each, the other 26
+    out of play.
     """
-    return _hands_of(_deal_chunks(rules, rng))
+    d = rng if isinstance(rng, Draws) else Draws(rng, buffer=_HAND_BYTES)
+    return [_unpack(h.cards) for h in _deal_packed(rules, d)]
 
 
-def random_bids(rules: Ruleset, rnd: Rnd) -> list[int]:
+def random_bids(rules: Ruleset, rnd: Rnd | Draws) -> list[int]:
     """A uniformly random regular bid for every seat (never a blind nil).
     Under suicide, a uniformly random partner of each side bids nil and the
-    other a uniformly random 4 or more, which is legal in any bidding order."""
+    other a uniformly random 4 or more, which is legal in any bidding order.
+    Each choice is one draw of ``rnd`` (see :func:`playout_random`)."""
     low = rules.min_bid
     if rules.suicide:
         bids = [0] * rules.players
-        span = _FLOATS[rules.hand_size + 1 - SUICIDE_MIN_BID]
+        span = rules.hand_size + 1 - SUICIDE_MIN_BID
         for side in range(rules.sides):
             seats = rules.seats_of(side)
-            bids[seats[int(rnd() * _FLOATS[len(seats)])]] = SUICIDE_MIN_BID + int(rnd() * span)
+            bids[seats[_pick(rnd, len(seats))]] = SUICIDE_MIN_BID + _pick(rnd, span)
         return bids
-    span = _FLOATS[rules.hand_size + 1 - low]
-    return [low + int(rnd() * span) for _ in range(rules.players)]
+    span = rules.hand_size + 1 - low
+    return [low + _pick(rnd, span) for _ in range(rules.players)]
 
 
 def first_leader(rules: Ruleset, hands: Sequence[int], dealer: int) -> int:
@@ -566,49 +701,56 @@ def first_leader(rules: Ruleset, hands: Sequence[int], dealer: int) -> int:
     return (dealer + 1) % rules.players
 
 
-def _first_leader_chunks(rules: Ruleset, chunks: list[int], dealer: int) -> int:
-    """:func:`first_leader` of a deal in suit chunks."""
-    lead = rules.first_lead
-    if lead is _DEALER:
-        return dealer
-    if lead is _TWO_OF_CLUBS:
-        for b in range(0, len(chunks), 4):
-            if chunks[b] >> TWO_OF_CLUBS & 1:  # the two of clubs is card 0: clubs, rank 0
-                return b >> 2
-    return (dealer + 1) % rules.players
-
-
 def random_hand(
     rules: Ruleset,
-    rng: random.Random,
+    rng: random.Random | Draws,
     dealer: int = 0,
     scores: Sequence[int] | None = None,
     bags: Sequence[int] | None = None,
 ) -> tuple[SideScore, ...]:
     """Deal, bid and play one full hand at random, and score it.
 
-    The deal is :func:`deal_random`, the bids :func:`random_bids` (no blind
-    nil, so no exchange), with ``auction_trump`` a uniformly random trump suit
-    (``int(rnd() * 4)``, clubs to spades, named after the bids), every card a
-    uniformly random legal play, and the result is
-    :func:`spades_engine.scoring.score_hand` from ``scores`` and ``bags``
-    before the hand (zero when not given).
+    Every choice is a draw of a :class:`Draws` (``rng`` itself, or one over the
+    ``random.Random``; pass a ``Draws`` when playing many hands): the deal is
+    :func:`deal_random`, the bids :func:`random_bids` (no blind nil, so no
+    exchange), with ``auction_trump`` a uniformly random trump suit (clubs to
+    spades, named after the bids), every card a uniformly random legal play,
+    and the result is :func:`spades_engine.scoring.score_hand` from ``scores``
+    and ``bags`` before the hand (zero when not given).
     """
-    chunks = _deal_chunks(rules, rng)
-    rnd = rng.random
-    bids = random_bids(rules, rnd)
+    d = rng if isinstance(rng, Draws) else Draws(rng, buffer=_HAND_BYTES)
+    hands = _deal_packed(rules, d)
+    bids = random_bids(rules, d)
     players = rules.players
-    won = [0] * players
-    leader = _first_leader_chunks(rules, chunks, dealer)
+    leader = _first_leader_packed(rules, hands, dealer)
     trumping = rules.spades_broken is _TRUMPING
-    trump = int(rnd() * 4.0) if rules.auction_trump else 3
+    trump = d.below(4) if rules.auction_trump else 3
     if trump == 3:
-        _playout(chunks, leader, False, won, rnd, rules.hand_size, trumping=trumping)
+        won = [0] * players
+        _fast_playout(hands, leader, False, won, d, rules.hand_size, trumping)
     else:
-        hands = _hands_of(chunks)
-        won = playout_random(SimState(hands, leader, trumping=trumping, trump=trump), rnd)
+        st = SimState([_unpack(h.cards) for h in hands], leader, trumping=trumping, trump=trump)
+        _play_cards(st, d)
+        won = st.tricks_won
     if scores is None or bags is None:
-        zeros = (0,) * rules.sides
+        zeros = _ZEROS[rules.sides]
         scores = zeros if scores is None else scores
         bags = zeros if bags is None else bags
-    return score_hand(rules, bids, (False,) * players, won, scores, bags)
+    return score_hand(rules, bids, _NO_BLIND[players], won, scores, bags)
+
+
+# Shared, not made per hand: random_hand runs millions of times.
+_ZEROS: Final = tuple((0,) * n for n in range(7))
+_NO_BLIND: Final = tuple((False,) * n for n in range(7))
+
+
+def _first_leader_packed(rules: Ruleset, hands: list[_Hand], dealer: int) -> int:
+    """:func:`first_leader` of a packed deal."""
+    lead = rules.first_lead
+    if lead is _DEALER:
+        return dealer
+    if lead is _TWO_OF_CLUBS:
+        for seat, h in enumerate(hands):
+            if h.cards & 1:  # the two of clubs is card 0: clubs, rank 0
+                return seat
+    return (dealer + 1) % rules.players

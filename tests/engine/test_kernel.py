@@ -1,13 +1,15 @@
 """The simulation kernel against the public engine.
 
-The kernel picks "the k-th lowest legal card, k = int(rnd() * count)", and
-``Match.legal_actions`` lists cards lowest first, so a ``Match`` driven with
-``acts[int(rnd() * len(acts))]`` from the same ``rnd`` stream must replay a
-kernel playout card for card.  Every test below compares the two.
+The kernel picks "the k-th lowest legal card", k one choice per card: from a
+``Draws`` (``draws.below(count)``, the fast loops) or from a ``rnd`` callable
+(``int(rnd() * count)``, card by card).  ``Match.legal_actions`` lists cards
+lowest first, so a ``Match`` driven with ``acts[k]`` from the same source must
+replay a kernel playout card for card.  Every test below compares the two.
 """
 
 from __future__ import annotations
 
+import copy
 import random
 from collections.abc import Callable
 
@@ -23,10 +25,13 @@ from spades_engine.cards import SPADE_MASK, cards_of, mask_of, parse_hand
 from spades_engine.events import CardPlayed, HandScored, TrickWon
 from spades_engine.kernel import (
     NON_SPADES,
+    Draws,
     SimState,
+    _fast_playout,
+    _Hand,
     _kth_card,
-    _playout,
-    _suit_chunks,
+    _pack,
+    _unpack,
     deal_random,
     first_leader,
     legal_mask,
@@ -123,84 +128,100 @@ def _lockstep_hand(m: Match, rnd: Rnd) -> None:
         assert not sim.is_over
 
 
-def _engine_playout(m: Match, rnd: Rnd) -> tuple[list[tuple[int, int]], tuple[int, ...]]:
-    """Finish the current hand of ``m`` with random plays: the (seat, card)
-    plays in order and the tricks by seat."""
+def _engine_playout(
+    m: Match, choose: Callable[[int], int]
+) -> tuple[list[tuple[int, int]], tuple[int, ...]]:
+    """Finish the current hand of ``m`` with random plays, ``acts[choose(len(acts))]``:
+    the (seat, card) plays in order and the tricks by seat."""
     plays: list[tuple[int, int]] = []
     while True:
         seat = m.to_act
         acts = m.legal_actions(seat)
-        for e in m.apply(seat, acts[int(rnd() * len(acts))]):
+        for e in m.apply(seat, acts[choose(len(acts))]):
             if isinstance(e, CardPlayed):
                 plays.append((e.seat, e.card))
             elif isinstance(e, HandScored):
                 return plays, e.tricks
 
 
-class _Recorder:
-    """The fast loop's ``rnd``, logging every card the loop drops from the suit
-    chunks (``chunks[4 * seat + suit]``): it draws one number a card, just
-    before it drops the card, so each draw finds the card of the one before
-    gone (and :meth:`note` after the loop, the last).  Not a list whose
-    ``__setitem__`` logs: compiled by mypyc, the loop stores into a list
-    directly."""
-
-    def __init__(self, chunks: list[int], rnd: Rnd, log: list[tuple[int, int]]) -> None:
-        self.chunks, self.rnd, self.log = chunks, rnd, log
-        self.seen = chunks[:]
-
-    def __call__(self) -> float:
-        self.note()
-        return self.rnd()
-
-    def note(self) -> None:
-        for slot, (was, now) in enumerate(zip(self.seen, self.chunks, strict=True)):
-            if was != now:
-                rank = (was ^ now).bit_length() - 1
-                self.log.append((slot >> 2, (slot & 3) * 16 + rank))
-        self.seen = self.chunks[:]
+def _scaled(rnd: Rnd) -> Callable[[int], int]:
+    """The card-by-card rule for a ``rnd`` callable: ``int(rnd() * n)``."""
+    return lambda n: int(rnd() * n)
 
 
-def _kernel_playout(sim: SimState, rnd: Rnd) -> tuple[list[tuple[int, int]], tuple[int, ...]]:
-    """``playout_random``, step by step, logging the plays of the fast loop too."""
-    sim = sim.copy()
-    start = sim.hands[:]
+def _finish_trick(sim: SimState, d: Draws) -> list[tuple[int, int]]:
+    """Play card by card (``draws.below``) what the fast loop does not: the
+    trick in progress, or the whole hand when a suit other than spades is trump."""
     plays: list[tuple[int, int]] = []
-    while sim.trick or (sim.trump != 3 and not sim.is_over):  # the fast loop is for spades
+    while sim.trick or (sim.trump != 3 and not sim.is_over):
         mask = legal_mask(sim)
-        card = _kth_card(mask, int(rnd() * mask.bit_count()))
+        card = _kth_card(mask, d.below(mask.bit_count()))
         plays.append((sim.to_act, card))
         play(sim, card)
-    chunks = _suit_chunks(sim.hands)
-    recorder = _Recorder(chunks, rnd, plays)
-    tricks = sim.hands[0].bit_count()
-    _playout(
-        chunks,
-        sim.leader,
-        sim.spades_broken,
-        sim.tricks_won,
-        recorder,
-        tricks,
-        trumping=sim.trumping,
-    )
-    recorder.note()
-    assert not any(chunks)
+    return plays
+
+
+def _kernel_playout(sim: SimState, seed: int) -> tuple[list[tuple[int, int]], tuple[int, ...]]:
+    """``playout_random(sim, Draws(seed))`` step by step: the fast loop run one
+    trick at a time, each seat's card read off the hand it leaves.  Checks
+    that one run of the whole hand takes the same tricks and as many choices."""
+    origin = sim
+    sim = sim.copy()
+    start = sim.hands[:]
+    d = Draws(seed)
+    plays = _finish_trick(sim, d)
+    n = len(sim.hands)
+    hands = [_Hand(_pack(h)) for h in sim.hands]
+    won = sim.tricks_won[:]
+    leader, broken = sim.leader, sim.spades_broken
+    tricks = 0 if sim.is_over else sim.hands[0].bit_count()
+    for t in range(tricks):
+        before = [_unpack(h.cards) for h in hands]
+        was = won[:]
+        _fast_playout(hands, leader, broken, won, d, tricks - t, sim.trumping, tricks=1)
+        trick: list[tuple[int, int]] = []
+        for i in range(n):
+            seat = (leader + i) % n
+            gone = before[seat] ^ _unpack(hands[seat].cards)
+            assert gone.bit_count() == 1, "one card a seat a trick"
+            trick.append((seat, gone.bit_length() - 1))
+        plays += trick
+        led = trick[0][1] >> 4
+        broken = broken or any(
+            c >> 4 == 3 and (not sim.trumping or (i > 0 and led != 3))
+            for i, (_, c) in enumerate(trick)
+        )
+        [leader] = [s for s in range(n) if won[s] != was[s]]
+    assert not any(h.cards for h in hands)
     # Every card held is played once, by its holder.
     assert sorted(plays) == sorted((seat, c) for seat, h in enumerate(start) for c in cards_of(h))
-    return plays, tuple(sim.tricks_won)
+    # The whole hand in one call, from the same position and seed.
+    whole = Draws(seed)
+    rest = origin.copy()
+    _finish_trick(rest, whole)
+    all_won = rest.tricks_won[:]
+    packed = [_Hand(_pack(h)) for h in rest.hands]
+    _fast_playout(packed, rest.leader, rest.spades_broken, all_won, whole, tricks, rest.trumping)
+    assert all_won == won
+    assert [whole.below(64) for _ in range(8)] == [d.below(64) for _ in range(8)]
+    return plays, tuple(won)
 
 
 def _check_playout(m: Match, seed: int) -> None:
     """From the position of ``m``: the kernel plays the engine's cards, and
-    ``playout_random`` returns the engine's tricks without changing its state."""
+    ``playout_random`` returns the engine's tricks without changing its state,
+    from a ``Draws`` (the fast loop) and from a ``rnd`` callable (card by card)."""
     sim = _sim_of(m)
     before = repr(sim)
-    tricks = playout_random(sim, random.Random(seed).random)
+    tricks = playout_random(sim, Draws(seed))
+    by_card = playout_random(sim, random.Random(seed).random)
     assert repr(sim) == before, "playout_random must not change its state"
-    kernel = _kernel_playout(sim, random.Random(seed).random)
-    engine = _engine_playout(m, random.Random(seed).random)
+    kernel = _kernel_playout(sim, seed)
+    engine_by_card = _engine_playout(copy.deepcopy(m), _scaled(random.Random(seed).random))
+    engine = _engine_playout(m, Draws(seed).below)
     assert kernel == engine
     assert tuple(tricks) == engine[1]
+    assert tuple(by_card) == engine_by_card[1]
     assert sum(tricks) == m.rules.tricks_per_hand
 
 
@@ -294,25 +315,25 @@ def test_random_hand_is_an_engine_hand(name: str, seed: int, dealer: int) -> Non
     score are those of the engine playing that deal with the same choices."""
     rules = RULESETS[name]
     dealer %= rules.players
-    rng = random.Random(seed)
-    hands = deal_random(rules, rng)
+    d = Draws(seed)  # what random_hand draws from random.Random(seed)
+    hands = deal_random(rules, d)
     assert len(hands) == rules.players
     assert all(h.bit_count() == rules.hand_size for h in hands)
     assert sum(hands) == rules.deck_mask  # disjoint, since the counts add up
-    bids = random_bids(rules, rng.random)
+    bids = random_bids(rules, d)
     assert all(rules.min_bid <= b <= rules.hand_size for b in bids)
 
     m = Match(rules, seed=seed, deals=[[cards_of(h) for h in hands]], dealer=dealer)
     while m.phase is Phase.BIDDING:
         seat = m.to_act
         if m.state.hand.trump_namer >= 0:  # auction trump: the suit random_hand draws
-            m.apply(seat, NameTrump(int(rng.random() * 4)))
+            m.apply(seat, NameTrump(d.below(4)))
             continue
         if LOOK in m.legal_actions(seat):  # bulgarian: cards start face down
             m.apply(seat, LOOK)
         m.apply(seat, Bid(bids[seat]))
     assert m.state.hand.leader == first_leader(rules, hands, dealer)
-    _, tricks = _engine_playout(m, rng.random)
+    _, tricks = _engine_playout(m, d.below)
 
     result = random_hand(rules, random.Random(seed), dealer)
     assert result == m.state.results[0]
@@ -477,7 +498,7 @@ def test_the_expert_rollout_plays_the_engines_rules(
     table = Table(m.rules, m.state.hand.bids)
     won = rollout_playout(_sim_of(m), table, random.Random(seed).random, noise=1.0)
     pick = random.Random(seed).random
-    _, tricks = _engine_playout(m, lambda: (pick(), pick())[1])
+    _, tricks = _engine_playout(m, _scaled(lambda: (pick(), pick())[1]))
     assert tuple(won) == tricks
 
 
