@@ -30,6 +30,28 @@ def test_the_pure_build_can_be_forced_and_says_so() -> None:
     assert out[0] == "False" and out[1].endswith("kernel.py")
 
 
+@pytest.mark.parametrize("build", ["compiled", "pure"])
+def test_no_build_needs_mypy_extensions_at_run_time(build: str) -> None:
+    """The engine's native integers (``i64``) come from mypy_extensions, a
+    build-time package only: a full random hand and a bot's move in either
+    build, and mypy_extensions never imported."""
+    code = (
+        "import sys, spades_engine as s\n"
+        "from spades_engine import Match, preset\n"
+        "from spades_engine.bots import BOTS\n"
+        "from spades_engine.kernel import Draws, random_hand\n"
+        "random_hand(preset('classic'), Draws(1))\n"
+        "m = Match(preset('classic'), seed=1)\n"
+        "BOTS['expert'](m.view(m.to_act), 1, 20)\n"
+        "print(s.COMPILED, 'mypy_extensions' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=_env(build), capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out[1] == "False", "mypy_extensions was imported at run time"
+    assert out[0] == str(build == "compiled" and spades_engine.COMPILED)
+
+
 def test_the_build_loaded_is_the_one_expected() -> None:
     """CI says which build it tests (SPADES_EXPECT_BUILD), so a failed compile
     cannot pass as a second run of the pure build."""
