@@ -593,6 +593,11 @@ def _deal_packed(rules: Ruleset, d: Draws) -> list[_Hand]:  # noqa: PLR0915 - in
     ``k``-th lowest of them, ``k`` one draw of ``d``), which makes every deal
     equally likely.  When the whole deck is dealt the last seat takes what is
     left, undrawn; with two players the 26 cards left are out of play.
+
+    The four suits are written out, each with its count of cards left, where
+    :func:`_fast_playout` walks the suits of a hand: a deal draws from up to 54
+    cards, and the walk's count look-ups made the pure build's deal 40%
+    slower (15 to 21 microseconds, the compiled one the same).
     """
     count = _COUNT
     select = _SELECT
