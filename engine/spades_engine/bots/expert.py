@@ -22,12 +22,15 @@ hand out twice with the same policy: once with the viewer trying to take
 tricks, once as a nil bidder (when nil is allowed and the hand is weak enough
 to try).  Each bid is valued by the viewer's side's points over those deals,
 with the partner's bid when made, else the tricks the partner took in the
-rollout (a partner bids what it takes); the best expected bid is chosen.
-Under suicide (one partner of each side nil, the other 4 or more) the same
-search values the roles: the second of a side to bid searches the role left
+rollout (a partner bids what it takes); the best expected bid is chosen, a
+nil counting :data:`NIL_BONUS` more than its rollouts say (in them every seat
+sees the sampled deal, so the opponents attack the nil knowing its cards) and
+tried on hands of at most :data:`NIL_TRY` expected tricks.  Under suicide
+(one partner of each side nil, the other 4 or more) the same search values
+the roles: the second of a side to bid searches the role left
 to it, and the first plays its take-tricks rollouts beside a nil partner and
 its nil rollouts beside a partner bidding what it takes, at least 4 (nil is
-always tried there, as one of the two must bid it).
+always tried there, as one of the two must bid it, and has no bonus).
 Blind nil is bid from the scores alone (a side trailing far enough that +/-200
 is worth the gamble); the exchange passes the highest cards as the blind nil
 bidder and the lowest as the partner.  An optional exchange is taken by
@@ -151,12 +154,28 @@ BAG_COST = 10.0
 """Long-run cost of one bag: 100 per 10 bags, or 50 per 5."""
 
 NIL_SCREEN = 2.5
-"""Try nil in bidding only when the hand's trick count is at most this."""
+"""The omniscient bot tries nil in bidding only when the hand's trick count
+is at most this."""
+
+NIL_TRY = 3.0
+"""Expert tries nil in bidding only when the hand's trick count is at most
+this: wider than :data:`NIL_SCREEN`, as Expert values a nil with
+:data:`NIL_BONUS` (measured: docs/bots.md)."""
 
 TRICK_SPREAD = ((-2, 0.05), (-1, 0.2), (0, 0.5), (1, 0.2), (2, 0.05))
 """In bidding, each rollout's trick count for the side stands for this spread
 of counts (shift, probability): the real play of the hand is less predictable
 than rollouts in which every seat sees the sampled deal."""
+
+NIL_BONUS = 30.0
+"""Points added to a nil's expected value in Expert's bidding (not in the
+omniscient bot's, which bids on the true deal; nor under suicide, where one
+of each side must bid nil anyway).  Expert's nil rollouts
+underrate a nil: every seat there sees the sampled deal, so the opponents
+attack the nil knowing its cards, which they do not at the table.  Measured
+against Hard (``bench/expert_ab.py --set expert.NIL_BONUS=...``, docs/bots.md):
+omniscient bidding with Expert's play bids a third more nils than Expert and
+makes most of them."""
 
 NOISE = 0.0
 """Share of rollout cards played at random instead of by the policy."""
@@ -442,10 +461,11 @@ def _choose_bid(view: SeatView, rng: random.Random, budget: _Budget) -> Action:
     rules = view.rules
     options = [a.tricks for a in view.legal_actions if isinstance(a, Bid)]
     k = knowledge_from_view(view)
-    try_nil = 0 in options and (rules.suicide or expected_tricks(k.hand, rules) <= NIL_SCREEN)
+    try_nil = 0 in options and (rules.suicide or expected_tricks(k.hand, rules) <= NIL_TRY)
     take, nil = _bid_outcomes(view, k, try_nil, rng, budget)
     floor = _sure_tricks(k.hand, rules)  # rollouts are noisy; certain tricks are not
-    return pick_bid(view, seat, options, take, nil, try_nil, floor)
+    bonus = 0.0 if rules.suicide else NIL_BONUS
+    return pick_bid(view, seat, options, take, nil, try_nil, floor, bonus)
 
 
 def pick_bid(
@@ -456,9 +476,11 @@ def pick_bid(
     nil: Outcomes,
     try_nil: bool,
     floor: int,
+    nil_bonus: float = 0.0,
 ) -> Action:
     """The bid of best expected points given the outcomes of the take-tricks and
-    nil rollouts, at least ``floor`` (the sure tricks) unless nil."""
+    nil rollouts, at least ``floor`` (the sure tricks) unless nil; a nil's
+    expected points count ``nil_bonus`` more."""
     # A bid further than the spread from every count seen (the side's tricks
     # less the partner's bid) cannot be best.
     fits = [key[1] - key[0] for key in take]
@@ -472,6 +494,8 @@ def pick_bid(
     best_bid, best_value = bids[0], float("-inf")
     for b in bids:
         v = _expected_points(view, seat, b, nil if b == 0 else take, memo)
+        if b == 0:
+            v += nil_bonus
         if v > best_value:
             best_bid, best_value = b, v
     if best_bid == 0:

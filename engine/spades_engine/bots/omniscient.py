@@ -29,9 +29,12 @@ Bidding.  Expert's bidding search on the true deal: the hand played out by the
 policy once taking tricks and, when nil is worth trying, once as a nil (under
 suicide the roles as Expert values them), each bid valued over those outcomes
 with Expert's spread of the side's tricks (``expert.TRICK_SPREAD``: the real
-play is not the policy's).  The floor of sure trumps and the nil screen are
-Expert's.  One playout each: the policy is deterministic, and rounds with
-:data:`NOISE` made the bids worse (docs/bots.md).
+play is not the policy's).  The floor of sure trumps is Expert's, the nil
+screen ``expert.NIL_SCREEN`` (Expert's own is wider, ``expert.NIL_TRY``, and
+Expert adds ``expert.NIL_BONUS`` to a nil, to make up for rollouts that see
+the nil's cards: on the true deal there is nothing to make up).  One
+playout each: the policy is deterministic, and rounds with :data:`NOISE`
+made the bids worse (docs/bots.md).
 
 Auction trump.  Each suit as trump on the true deal, valued by rounds of
 rollouts as the cards are; the best is named.
