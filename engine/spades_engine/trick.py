@@ -45,10 +45,13 @@ def trick_winner_index(cards: Sequence[int], trump: int = SPADES) -> int:
     """Index in play order of the winning card: the highest trump (spades, the
     jokers the top ones; or with auction trump the named suit), else the
     highest card of the suit led."""
-    best = cards[0]
+    # A tuple's tuple() is itself; compiled by mypyc, indexing a tuple is native
+    # where a Sequence's is a generic call (the engine passes its tuples).
+    t = tuple(cards)
+    best = t[0]
     best_i = 0
-    for i in range(1, len(cards)):
-        c = cards[i]
+    for i in range(1, len(t)):
+        c = t[i]
         if (c >> 4 == best >> 4 and c > best) or (c >> 4 == trump and best >> 4 != trump):
             best, best_i = c, i
     return best_i
@@ -99,10 +102,11 @@ def deuces_legal_play_mask(hand: int, led_suit: int, spades_broken: bool) -> int
 def deuces_trick_winner_index(cards: Sequence[int]) -> int:
     """:func:`trick_winner_index` under deuces high."""
     keys = DEUCES_KEYS
-    best = keys[cards[0]]
+    t = tuple(cards)  # see trick_winner_index
+    best = keys[t[0]]
     best_i = 0
-    for i in range(1, len(cards)):
-        k = keys[cards[i]]
+    for i in range(1, len(t)):
+        k = keys[t[i]]
         if (k >> 6 == best >> 6 and k > best) or (k >> 6 == SPADES and best >> 6 != SPADES):
             best, best_i = k, i
     return best_i
