@@ -220,10 +220,9 @@ class Match:
             if hand_done:
                 events.extend(finish_hand(st))
             c: int = card  # type: ignore[assignment]  # play_card took it: a card index
-            # a shared Play gets its shared entry
-            entry = _PLAY_ENTRIES[seat << 6 | c]
             st.action_count += 1
-            self.actions.append(entry if entry[1] is act else (seat, act))
+            # a shared Play gets its shared entry
+            self.actions.append(_PLAY_ENTRIES[seat << 6 | c] if PLAYS[c] is act else (seat, act))
             return events
         elif phase is _MATCH_OVER:
             raise IllegalAction(Reason.MATCH_OVER, "the match is over", seat)

@@ -7,8 +7,22 @@ from typing import Final
 
 from .cards import SPADE_MASK, SPADES, SUIT_MASKS
 
-_NON_SPADES: Final = ~SPADE_MASK
-_NON_TRUMP: Final = tuple(~m for m in SUIT_MASKS)
+_HAND_BITS: Final = 64  # every card index is below 64, so a hand is below 2**64
+
+
+def _machine_word(mask: int) -> int:
+    """``mask`` as a mask of a hand's 64 bits, written below 2**62 in absolute
+    value: compiled by mypyc such an int is a machine word, and ``hand & mask``
+    a native ``and``, where a larger one (the spade mask, the complement of
+    one) is a heap object and each ``&`` a generic call.  The bits it keeps
+    of a hand are the same (a negative mask is its 64 bits, sign extended)."""
+    low = mask & ((1 << _HAND_BITS) - 1)
+    return low if low < 1 << 62 else low - (1 << _HAND_BITS)
+
+
+_NON_SPADES: Final = _machine_word(~SPADE_MASK)
+_NON_TRUMP: Final = tuple(_machine_word(~m) for m in SUIT_MASKS)
+_FOLLOW: Final = tuple(_machine_word(m) for m in SUIT_MASKS)
 
 
 def _build_suit_ranks() -> tuple[tuple[int, ...], ...]:
@@ -38,7 +52,7 @@ def legal_play_mask(hand: int, led_suit: int, spades_broken: bool, trump: int = 
         if spades_broken:
             return hand
         return hand & _NON_TRUMP[trump] or hand
-    return hand & SUIT_MASKS[led_suit] or hand
+    return hand & _FOLLOW[led_suit] or hand
 
 
 def trick_winner_index(cards: Sequence[int], trump: int = SPADES) -> int:
@@ -68,8 +82,10 @@ TWO_OF_SPADES: Final = 48
 DEUCES_SPADES: Final = SPADE_MASK | 1 << TWO_OF_DIAMONDS
 """Under deuces high, the cards that are spades: the suit, the jokers and 2D."""
 _DEUCES_SUITS: Final = tuple(
-    DEUCES_SPADES if s == SPADES else m & ~(1 << TWO_OF_DIAMONDS) for s, m in enumerate(SUIT_MASKS)
+    _machine_word(DEUCES_SPADES if s == SPADES else m & ~(1 << TWO_OF_DIAMONDS))
+    for s, m in enumerate(SUIT_MASKS)
 )
+_DEUCES_NON_SPADES: Final = _machine_word(~DEUCES_SPADES)
 
 
 def _deuces_keys() -> tuple[int, ...]:
@@ -95,7 +111,7 @@ def deuces_legal_play_mask(hand: int, led_suit: int, spades_broken: bool) -> int
     if led_suit < 0:
         if spades_broken:
             return hand
-        return hand & ~DEUCES_SPADES or hand
+        return hand & _DEUCES_NON_SPADES or hand
     return hand & _DEUCES_SUITS[led_suit] or hand
 
 
