@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from .actions import (
+    BIDS,
     PLAYS,
     Action,
     Bid,
@@ -36,7 +37,7 @@ from .exchange import (
     open_exchange,
 )
 from .hand import deal_hand, finish_hand
-from .play import apply_play, begin_play, legal_play_actions
+from .play import begin_play, legal_play_actions, play_card
 from .ruleset import Ruleset, RulesetError
 from .state import HandState, MatchState, Phase
 from .trump import apply_name_trump, legal_trump_actions, open_naming
@@ -214,13 +215,14 @@ class Match:
         kind = type(action)
         act: Any = action  # an action once its kind is one (no typing.cast call: a hot path)
         if kind is Play and phase is _PLAYING:
-            events, hand_done = apply_play(st, seat, act)
+            card: object = act.card  # read once: an attribute of a Python class
+            events, hand_done = play_card(st, seat, card)
             if hand_done:
                 events.extend(finish_hand(st))
-            # act.card is a card index now; a shared Play gets its shared entry
-            entry = _PLAY_ENTRIES[seat << 6 | act.card]
+            c: int = card  # type: ignore[assignment]  # play_card took it: a card index
             st.action_count += 1
-            self.actions.append(entry if entry[1] is act else (seat, act))
+            # a shared Play gets its shared entry
+            self.actions.append(_PLAY_ENTRIES[seat << 6 | c] if PLAYS[c] is act else (seat, act))
             return events
         elif phase is _MATCH_OVER:
             raise IllegalAction(Reason.MATCH_OVER, "the match is over", seat)
@@ -233,7 +235,7 @@ class Match:
         else:
             events = self._apply_other(seat, act)
         st.action_count += 1
-        self.actions.append((seat, act))
+        self.actions.append(_entry(seat, act))
         return events
 
     def _apply_other(self, seat: int, action: Action) -> list[Event]:
@@ -294,11 +296,29 @@ def _after_bidding(st: MatchState) -> list[Event]:
     return events
 
 
-_PLAY_ENTRIES: Final = tuple((seat, PLAYS[c]) for seat in range(8) for c in range(64))
+# Their items typed Any: compiled by mypyc, an item typed as a tuple would be
+# unpacked into a C struct and packed into a new tuple again when stored.
+_PLAY_ENTRIES: Final[tuple[Any, ...]] = tuple(
+    (seat, PLAYS[c]) for seat in range(8) for c in range(64)
+)
 """``(seat, PLAYS[card])`` at ``seat << 6 | card``: the entry of ``Match.actions``
 for a play of a shared action.  A tuple per action played would be one more
 object the garbage collector tracks for the match's life (the list keeps them
 all), and full collections walk every one: about a fifth of the time of a
 match played through the public API, compiled."""
+
+_BID_ENTRIES: Final[tuple[Any, ...]] = tuple((seat, b) for seat in range(8) for b in BIDS)
+"""``(seat, BIDS[n])`` at ``seat * len(BIDS) + n``: as ``_PLAY_ENTRIES``, for bids."""
+
+
+def _entry(seat: int, action: Any) -> Any:
+    """The entry of ``Match.actions`` for an applied action other than a play: a
+    shared one for a shared bid (typed Any, as ``_PLAY_ENTRIES``' items)."""
+    if type(action) is Bid:
+        n = action.tricks  # applied: a whole number of tricks
+        if n < len(BIDS) and BIDS[n] is action:
+            return _BID_ENTRIES[seat * len(BIDS) + n]
+    return (seat, action)
+
 
 _EMPTY_HAND: Final = HandState(0, 0, (), [], [], [], [], [], 0)

@@ -52,13 +52,18 @@ def legal_play_actions(st: MatchState, seat: int) -> list[Action]:
 
 def apply_play(st: MatchState, seat: int, action: Play) -> tuple[list[Event], bool]:
     """Play a card; returns the events and whether the hand is now finished."""
+    given: Any = action  # its field as built: any value (see actions._python_class)
+    return play_card(st, seat, given.card)
+
+
+def play_card(st: MatchState, seat: int, card: object) -> tuple[list[Event], bool]:
+    """:func:`apply_play` of a ``Play`` whose field is ``card``, whatever it is: the
+    caller that reads the field once, for its own use too, passes it here."""
     h = st.hand
     if seat != h.to_act:
         raise IllegalAction(
             Reason.NOT_YOUR_TURN, f"it is seat {h.to_act}'s turn to play, not seat {seat}'s", seat
         )
-    given: Any = action  # its field as built: any value (see actions._python_class)
-    card = given.card
     hand = h.hands[seat]
     if type(card) is not int:
         raise IllegalAction(Reason.CARD_NOT_IN_HAND, f"you do not hold {_name(card)}", seat)
@@ -68,27 +73,31 @@ def apply_play(st: MatchState, seat: int, action: Play) -> tuple[list[Event], bo
     if st.rules.deuces_high:
         return _apply_play_deuces(st, seat, c, hand)
     trump = h.trump
-    if not legal_play_mask(hand, h.led_suit, h.spades_broken, trump) >> c & 1:
-        raise _why_illegal(h.led_suit, seat, trump)
-    h.hands[seat] = hand ^ 1 << c  # c is in hand
-    if c >> 4 == trump and not h.spades_broken and _breaks(st, h.led_suit, trump):
-        h.spades_broken = True
-    if not h.trick:
-        h.led_suit = c >> 4
+    led = h.led_suit
+    broken = h.spades_broken
     trick = h.trick
+    if not legal_play_mask(hand, led, broken, trump) >> c & 1:
+        raise _why_illegal(led, seat, trump)
+    h.hands[seat] = hand ^ 1 << c  # c is in hand
+    if c >> 4 == trump and not broken and _breaks(st, led, trump):
+        h.spades_broken = True
+    if not trick:
+        h.led_suit = c >> 4
     trick.append(c)
     events: list[Event] = [CardPlayed(EVERYONE, seat, c)]
     n = st.rules.players
     if len(trick) < n:
         h.to_act = (seat + 1) % n
         return events, False
-    return _end_trick(st, events, (h.leader + trick_winner_index(trick, trump)) % n)
+    cards = tuple(trick)
+    return _end_trick(st, events, cards, (h.leader + trick_winner_index(cards, trump)) % n)
 
 
-def _end_trick(st: MatchState, events: list[Event], winner: int) -> tuple[list[Event], bool]:
-    """The trick in progress is complete and ``winner`` takes it."""
+def _end_trick(
+    st: MatchState, events: list[Event], cards: tuple[Card, ...], winner: int
+) -> tuple[list[Event], bool]:
+    """The trick in progress, ``cards``, is complete and ``winner`` takes it."""
     h = st.hand
-    cards = tuple(h.trick)
     h.tricks_won[winner] += 1
     h.completed.append((h.leader, cards, winner))
     events.append(TrickWon(EVERYONE, len(h.completed), winner, cards, h.leader))
@@ -117,7 +126,8 @@ def _apply_play_deuces(st: MatchState, seat: int, c: Card, hand: int) -> tuple[l
     if len(trick) < n:
         h.to_act = (seat + 1) % n
         return events, False
-    return _end_trick(st, events, (h.leader + deuces_trick_winner_index(trick)) % n)
+    cards = tuple(trick)
+    return _end_trick(st, events, cards, (h.leader + deuces_trick_winner_index(cards)) % n)
 
 
 def _breaks(st: MatchState, led_suit: int, trump: int) -> bool:

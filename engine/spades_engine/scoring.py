@@ -139,13 +139,22 @@ def match_winner(rules: Ruleset, scores: Sequence[int]) -> int | None:
     Over when a side reaches the target or falls to the mercy score; the
     highest score wins, and a tie for the highest plays another hand.
     """
-    top = max(scores)
-    reached = top >= rules.target_score or (
-        rules.mercy_score is not None and min(scores) <= rules.mercy_score
-    )
-    if not reached or list(scores).count(top) > 1:
+    # One loop rather than max, min, count and index: compiled, each of those
+    # is a look-up in builtins and a generic call, and this runs once a hand.
+    top = low = scores[0]
+    winner = 0
+    tied = False
+    for side, score in enumerate(scores):
+        if score > top:
+            top, winner, tied = score, side, False
+        elif score == top and side:
+            tied = True
+        low = min(low, score)
+    mercy = rules.mercy_score
+    reached = top >= rules.target_score or (mercy is not None and low <= mercy)
+    if not reached or tied:
         return None
-    return list(scores).index(top)
+    return winner
 
 
 def blind_nil_eligible(rules: Ruleset, side: int, scores: Sequence[int]) -> bool:

@@ -7,8 +7,22 @@ from typing import Final
 
 from .cards import SPADE_MASK, SPADES, SUIT_MASKS
 
-_NON_SPADES: Final = ~SPADE_MASK
-_NON_TRUMP: Final = tuple(~m for m in SUIT_MASKS)
+_HAND_BITS: Final = 64  # every card index is below 64, so a hand is below 2**64
+
+
+def _machine_word(mask: int) -> int:
+    """``mask`` as a mask of a hand's 64 bits, written below 2**62 in absolute
+    value: compiled by mypyc such an int is a machine word, and ``hand & mask``
+    a native ``and``, where a larger one (the spade mask, the complement of
+    one) is a heap object and each ``&`` a generic call.  The bits it keeps
+    of a hand are the same (a negative mask is its 64 bits, sign extended)."""
+    low = mask & ((1 << _HAND_BITS) - 1)
+    return low if low < 1 << 62 else low - (1 << _HAND_BITS)
+
+
+_NON_SPADES: Final = _machine_word(~SPADE_MASK)
+_NON_TRUMP: Final = tuple(_machine_word(~m) for m in SUIT_MASKS)
+_FOLLOW: Final = tuple(_machine_word(m) for m in SUIT_MASKS)
 
 
 def _build_suit_ranks() -> tuple[tuple[int, ...], ...]:
@@ -38,17 +52,20 @@ def legal_play_mask(hand: int, led_suit: int, spades_broken: bool, trump: int = 
         if spades_broken:
             return hand
         return hand & _NON_TRUMP[trump] or hand
-    return hand & SUIT_MASKS[led_suit] or hand
+    return hand & _FOLLOW[led_suit] or hand
 
 
 def trick_winner_index(cards: Sequence[int], trump: int = SPADES) -> int:
     """Index in play order of the winning card: the highest trump (spades, the
     jokers the top ones; or with auction trump the named suit), else the
     highest card of the suit led."""
-    best = cards[0]
+    # A tuple's tuple() is itself; compiled by mypyc, indexing a tuple is native
+    # where a Sequence's is a generic call (the engine passes its tuples).
+    t = tuple(cards)
+    best = t[0]
     best_i = 0
-    for i in range(1, len(cards)):
-        c = cards[i]
+    for i in range(1, len(t)):
+        c = t[i]
         if (c >> 4 == best >> 4 and c > best) or (c >> 4 == trump and best >> 4 != trump):
             best, best_i = c, i
     return best_i
@@ -65,8 +82,10 @@ TWO_OF_SPADES: Final = 48
 DEUCES_SPADES: Final = SPADE_MASK | 1 << TWO_OF_DIAMONDS
 """Under deuces high, the cards that are spades: the suit, the jokers and 2D."""
 _DEUCES_SUITS: Final = tuple(
-    DEUCES_SPADES if s == SPADES else m & ~(1 << TWO_OF_DIAMONDS) for s, m in enumerate(SUIT_MASKS)
+    _machine_word(DEUCES_SPADES if s == SPADES else m & ~(1 << TWO_OF_DIAMONDS))
+    for s, m in enumerate(SUIT_MASKS)
 )
+_DEUCES_NON_SPADES: Final = _machine_word(~DEUCES_SPADES)
 
 
 def _deuces_keys() -> tuple[int, ...]:
@@ -92,17 +111,18 @@ def deuces_legal_play_mask(hand: int, led_suit: int, spades_broken: bool) -> int
     if led_suit < 0:
         if spades_broken:
             return hand
-        return hand & ~DEUCES_SPADES or hand
+        return hand & _DEUCES_NON_SPADES or hand
     return hand & _DEUCES_SUITS[led_suit] or hand
 
 
 def deuces_trick_winner_index(cards: Sequence[int]) -> int:
     """:func:`trick_winner_index` under deuces high."""
     keys = DEUCES_KEYS
-    best = keys[cards[0]]
+    t = tuple(cards)  # see trick_winner_index
+    best = keys[t[0]]
     best_i = 0
-    for i in range(1, len(cards)):
-        k = keys[cards[i]]
+    for i in range(1, len(t)):
+        k = keys[t[i]]
         if (k >> 6 == best >> 6 and k > best) or (k >> 6 == SPADES and best >> 6 != SPADES):
             best, best_i = k, i
     return best_i
