@@ -49,7 +49,8 @@ def test_no_build_needs_mypy_extensions_at_run_time(build: str) -> None:
         [sys.executable, "-c", code], env=_env(build), capture_output=True, text=True, check=True
     ).stdout.split()
     assert out[1] == "False", "mypy_extensions was imported at run time"
-    assert out[0] == str(build == "compiled" and spades_engine.COMPILED)
+    if build == "pure":  # compiled: whichever build is installed, checked above
+        assert out[0] == "False"
 
 
 def test_the_build_loaded_is_the_one_expected() -> None:
