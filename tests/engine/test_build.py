@@ -49,7 +49,7 @@ def test_no_build_needs_mypy_extensions_at_run_time(build: str) -> None:
         [sys.executable, "-c", code], env=_env(build), capture_output=True, text=True, check=True
     ).stdout.split()
     assert out[1] == "False", "mypy_extensions was imported at run time"
-    if build == "pure":  # compiled: whichever build is installed, checked above
+    if build == "pure":  # "compiled" loads whichever build is installed
         assert out[0] == "False"
 
 
