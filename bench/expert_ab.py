@@ -23,12 +23,11 @@ import ast
 import importlib
 import json
 import math
-import time
 from pathlib import Path
-from typing import Any
 
+from expert_gap import against_baseline
 from spades_engine import preset
-from spades_engine.tournament import Config, format_report, mean_ci, run, summarize
+from spades_engine.tournament import mean_ci
 
 
 def main() -> None:
@@ -44,24 +43,20 @@ def main() -> None:
     p.add_argument("--json", metavar="PATH")
     args = p.parse_args()
     apply_sets(args.sets)
-    cfg = Config(
-        rules=preset(args.preset),
-        a=(args.bot,),
-        b=(args.baseline,),
-        count=args.deals,
-        seed=args.seed,
-        budget_ms=args.budget,
-    )
-    start = time.perf_counter()
-    results = run(cfg, jobs=1)
-    s: dict[str, Any] = summarize(
-        cfg, results, preset_name=args.preset, jobs=1, elapsed_s=time.perf_counter() - start
+    s = against_baseline(
+        preset(args.preset),
+        args.preset,
+        args.bot,
+        args.baseline,
+        args.deals,
+        args.seed,
+        args.budget,
+        1,
     )
     s["sets"] = args.sets
-    print(format_report(s) + "\n", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(s, indent=2) + "\n")
-    mine = [r.diff for r in results]
+    mine = s["pair_diffs"]
     n = len(mine)
     for name, path in (x.split("=", 1) for x in args.against):
         other = list(json.loads(Path(path).read_text())["pair_diffs"])

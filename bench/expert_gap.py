@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from spades_engine import preset
+from spades_engine import Ruleset, preset
 from spades_engine.tournament import Config, format_report, mean_ci, run, summarize
 
 Z95 = 1.96
@@ -65,35 +65,43 @@ def main() -> None:
         _same_deals(ref, bot)
     else:
         rules = preset(args.preset)
-        summaries = []
-        for a in (args.reference, args.bot):
-            cfg = Config(
-                rules=rules,
-                a=(a,),
-                b=(args.baseline,),
-                count=args.deals,
-                seed=args.seed,
-                budget_ms=args.budget,
+        ref, bot = (
+            against_baseline(
+                rules, args.preset, a, args.baseline, args.deals, args.seed, args.budget, args.jobs
             )
-            start = time.perf_counter()
-            results = run(cfg, jobs=args.jobs)
-            s = summarize(
-                cfg,
-                results,
-                preset_name=args.preset,
-                jobs=args.jobs,
-                elapsed_s=time.perf_counter() - start,
-            )
-            s["pair_diffs"] = [r.diff for r in results]  # unrounded
-            print(format_report(s) + "\n", flush=True)
-            summaries.append(s)
-        ref, bot = summaries
+            for a in (args.reference, args.bot)
+        )
     gap = share(ref["pair_diffs"], bot["pair_diffs"])
     print(report(ref, bot, gap))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"reference": ref, "bot": bot, "gap": gap}, f, indent=2)
             f.write("\n")
+
+
+def against_baseline(
+    rules: Ruleset,
+    preset_name: str,
+    bot: str,
+    baseline: str,
+    deals: int,
+    seed: int,
+    budget_ms: int,
+    jobs: int,
+) -> dict[str, Any]:
+    """One duplicate tournament of ``bot`` against ``baseline`` on ``deals``
+    deals of ``seed``: its report printed, its summary returned with the
+    unrounded per-deal differences as ``pair_diffs`` (the other expert benches
+    run theirs through this too, so pair i is the same deal in all of them)."""
+    cfg = Config(rules=rules, a=(bot,), b=(baseline,), count=deals, seed=seed, budget_ms=budget_ms)
+    start = time.perf_counter()
+    results = run(cfg, jobs=jobs)
+    s = summarize(
+        cfg, results, preset_name=preset_name, jobs=jobs, elapsed_s=time.perf_counter() - start
+    )
+    s["pair_diffs"] = [r.diff for r in results]  # unrounded
+    print(format_report(s) + "\n", flush=True)
+    return s
 
 
 def _same_deals(ref: dict[str, Any], bot: dict[str, Any]) -> None:

@@ -25,17 +25,16 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import time
 from pathlib import Path
-from typing import Any
 
 from expert_ab import apply_sets
+from expert_gap import against_baseline
 from spades_engine import preset
 from spades_engine.actions import Action, Bid
 from spades_engine.bots.expert import expert
 from spades_engine.bots.omniscient import omniscient
 from spades_engine.match import Match
-from spades_engine.tournament import MATCH_BOTS, Config, format_report, mean_ci, run, summarize
+from spades_engine.tournament import MATCH_BOTS, mean_ci
 
 
 def _bidding(match: Match, seat: int) -> bool:
@@ -82,29 +81,14 @@ def main() -> None:
         s = json.loads(Path(path).read_text())
         diffs[name] = list(s["pair_diffs"])[: args.deals]
     for name in args.bots.split(","):
-        cfg = Config(
-            rules=rules,
-            a=(name,),
-            b=(args.baseline,),
-            count=args.deals,
-            seed=args.seed,
-            budget_ms=args.budget,
+        s = against_baseline(
+            rules, args.preset, name, args.baseline, args.deals, args.seed, args.budget, args.jobs
         )
-        start = time.perf_counter()
-        results = run(cfg, jobs=args.jobs)
-        s: dict[str, Any] = summarize(
-            cfg,
-            results,
-            preset_name=args.preset,
-            jobs=args.jobs,
-            elapsed_s=time.perf_counter() - start,
-        )
-        print(format_report(s) + "\n", flush=True)
         if args.json_dir:
             Path(args.json_dir, f"{name}_{args.baseline}_{args.deals}.json").write_text(
                 json.dumps(s, indent=2) + "\n"
             )
-        diffs[name] = [r.diff for r in results]
+        diffs[name] = s["pair_diffs"]
     print(summary_lines(diffs, args.baseline))
 
 
