@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from .actions import PLAYS, Action, Play
+from .actions import PLAYS, Action
 from .cards import SPADES, SUIT_NAMES, TWO_OF_CLUBS, Card, card_name, is_card
 from .errors import IllegalAction, Reason, show
 from .events import EVERYONE, CardPlayed, Event, TrickWon
@@ -50,15 +48,11 @@ def legal_play_actions(st: MatchState, seat: int) -> list[Action]:
     return out
 
 
-def apply_play(st: MatchState, seat: int, action: Play) -> tuple[list[Event], bool]:
-    """Play a card; returns the events and whether the hand is now finished."""
-    given: Any = action  # its field as built: any value (see actions._python_class)
-    return play_card(st, seat, given.card)
-
-
 def play_card(st: MatchState, seat: int, card: object) -> tuple[list[Event], bool]:
-    """:func:`apply_play` of a ``Play`` whose field is ``card``, whatever it is: the
-    caller that reads the field once, for its own use too, passes it here."""
+    """Play a card: a ``Play`` whose field is ``card``, whatever it is (see
+    actions._python_class); ``Match.apply`` reads the field once, for its own
+    use too, and passes it here.  Returns the events and whether the hand is
+    now finished."""
     h = st.hand
     if seat != h.to_act:
         raise IllegalAction(
@@ -108,7 +102,7 @@ def _end_trick(
 
 
 def _apply_play_deuces(st: MatchState, seat: int, c: Card, hand: int) -> tuple[list[Event], bool]:
-    """:func:`apply_play` under deuces high, once ``c`` is known to be in hand:
+    """:func:`play_card` under deuces high, once ``c`` is known to be in hand:
     the 2 of diamonds plays as a spade (it follows, trumps and breaks spades)."""
     h = st.hand
     if not deuces_legal_play_mask(hand, h.led_suit, h.spades_broken) >> c & 1:
