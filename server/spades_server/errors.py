@@ -65,8 +65,8 @@ def not_found(what: str, ident: str) -> ServiceError:
     )
 
 
-def unauthenticated(message: str) -> ServiceError:
-    return ServiceError(grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED", message)
+def unauthenticated(message: str, reason: str = "UNAUTHENTICATED") -> ServiceError:
+    return ServiceError(grpc.StatusCode.UNAUTHENTICATED, reason, message)
 
 
 def denied(reason: str, message: str) -> ServiceError:

@@ -25,6 +25,7 @@ from .gen.spades.v1 import spades_pb2 as pb
 from .store import StoredEvent
 
 if TYPE_CHECKING:
+    from .access import Check
     from .play import Outbox
 
 STREAM_BATCH = 256  # most events in one stream response (the proto promises it)
@@ -131,6 +132,7 @@ class EventLog:
         send: Callable[[bytes], Awaitable[None]],
         first_sent: Callable[[], None] | None = None,
         outbox: Outbox | None = None,
+        check: Check | None = None,
     ) -> None:
         """Send the visible events after ``after_seq``, then live ones, until the
         server closes (UNAVAILABLE, with the sequence to resume from).
@@ -139,13 +141,16 @@ class EventLog:
         ``STREAM_BATCH`` events, everything visible that is new when the
         previous send has finished, followed on a Play call by the results in
         ``outbox`` whose events it has sent; ``first_sent`` is called after the
-        first. A plain coroutine rather than an async generator: every
-        generator layer costs a few microseconds per message on the fan-out
-        path."""
+        first. ``check`` runs before each send: it ends the stream (raising)
+        when the viewer's credential no longer holds. A plain coroutine rather
+        than an async generator: every generator layer costs a few
+        microseconds per message on the fan-out path."""
         with self._viewer():
             pos = min(after_seq, self.last_seq)
             bit = convert.viewer_bit(seat)
             while True:
+                if check is not None:
+                    check()
                 batch, pos = self._batch(pos, bit)
                 if outbox is not None:
                     results = outbox.take(pos)
@@ -168,7 +173,7 @@ class EventLog:
                 await woken
 
     async def poll(
-        self, seat: int | None, after_seq: int, wait_s: float
+        self, seat: int | None, after_seq: int, wait_s: float, check: Check | None = None
     ) -> tuple[bytes, int, bool]:
         """One PollEvents answer: what ``pump`` would send next from
         ``after_seq``, waiting up to ``wait_s`` for it when there is nothing yet.
@@ -186,6 +191,8 @@ class EventLog:
             bit = convert.viewer_bit(seat)
             masks = self.masks
             while True:
+                if check is not None:
+                    check()
                 batch, pos = self._batch(pos, bit)
                 if batch:
                     end = self.last_seq

@@ -10,6 +10,7 @@ import os
 import re
 import secrets
 import signal
+import ssl
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -120,6 +121,28 @@ OPTIONS = (
         "SPADES_OPERATOR_TOKEN",
         "",
         "the operator credential; a random one is made and printed when empty",
+    ),
+    # TLS: docs/security.md.
+    _Opt(
+        "--tls-cert",
+        "SPADES_TLS_CERT",
+        "",
+        "PEM certificate chain of the server: with --tls-key the gRPC port speaks TLS only",
+    ),
+    _Opt("--tls-key", "SPADES_TLS_KEY", "", "PEM private key of --tls-cert"),
+    _Opt(
+        "--tls-client-ca",
+        "SPADES_TLS_CLIENT_CA",
+        "",
+        "PEM certificates of the CA that signs operators' client certificates: operator calls "
+        "are then served only on --operator-port, over mutual TLS (needs --tls-cert)",
+    ),
+    _Opt(
+        "--operator-port",
+        "SPADES_OPERATOR_PORT",
+        "50052",
+        "with --tls-client-ca: the port that requires a client certificate (0: any free port)",
+        int,
     ),
     _Opt(
         "--max-matches",
@@ -275,6 +298,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.store not in ("sqlite", "redis", "memory"):
         p.error("--store must be sqlite, redis or memory")
+    _check_tls(p, args)
     if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", args.redis_prefix):
         p.error("--redis-prefix must be 1 to 64 letters, digits, '_', '.' or '-'")
     for flag in (
@@ -311,6 +335,57 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         if getattr(args, flag) < 0:
             p.error(f"--{flag.replace('_', '-')} must be 0 or more")
     return args
+
+
+def _check_tls(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse a TLS setting that cannot work before anything listens."""
+    if bool(args.tls_cert) != bool(args.tls_key):
+        p.error("--tls-cert and --tls-key go together")
+    if args.tls_client_ca and not args.tls_cert:
+        p.error("--tls-client-ca needs --tls-cert and --tls-key (mutual TLS is TLS)")
+    for flag in ("tls_cert", "tls_key", "tls_client_ca"):
+        path = getattr(args, flag)
+        if path and not os.access(path, os.R_OK):
+            p.error(f"--{flag.replace('_', '-')}: cannot read {path}")
+    # The standard library's TLS reads the files as gRPC will, and says what
+    # is wrong with them (gRPC would only fail to bind the port).
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    if args.tls_cert:
+        try:
+            context.load_cert_chain(args.tls_cert, args.tls_key)
+        except ssl.SSLError as e:
+            p.error(f"--tls-cert {args.tls_cert} and --tls-key {args.tls_key}: {e.reason or e}")
+    if args.tls_client_ca:
+        try:
+            context.load_verify_locations(cafile=args.tls_client_ca)
+        except ssl.SSLError as e:
+            p.error(f"--tls-client-ca {args.tls_client_ca}: {e.reason or e}")
+    if not 0 <= args.operator_port <= 65535:
+        p.error("--operator-port must be 0 to 65535")
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def add_ports(server: grpc.aio.Server, args: argparse.Namespace) -> tuple[int, int | None]:
+    """Listen on the gRPC port (TLS with --tls-cert) and, with
+    --tls-client-ca, on the operator port, where the TLS handshake requires a
+    client certificate that CA signed. gRPC's Python API cannot ask for a
+    certificate without requiring one, hence a port of its own: players have
+    no certificate. Returns the ports bound (the operator's: None if off)."""
+    address = f"{args.host}:{args.port}"
+    if not args.tls_cert:
+        return server.add_insecure_port(address), None
+    pair = [(_read(args.tls_key), _read(args.tls_cert))]
+    port = server.add_secure_port(address, grpc.ssl_server_credentials(pair))
+    if not args.tls_client_ca:
+        return port, None
+    mutual = grpc.ssl_server_credentials(
+        pair, root_certificates=_read(args.tls_client_ca), require_client_auth=True
+    )
+    return port, server.add_secure_port(f"{args.host}:{args.operator_port}", mutual)
 
 
 def _ms(seconds: float) -> int:
@@ -401,7 +476,15 @@ async def serve(args: argparse.Namespace) -> None:
 
     calls.configure(request_timeout_s=args.request_timeout_seconds, max_calls=args.max_calls)
     server = grpc.aio.server(options=grpc_options(args))
-    add_to_server(SpadesService(registry, operator_token, args.poll_max_wait_ms), server)
+    add_to_server(
+        SpadesService(
+            registry,
+            operator_token,
+            args.poll_max_wait_ms,
+            operator_needs_client_cert=bool(args.tls_client_ca),
+        ),
+        server,
+    )
     health_servicer = health.aio.HealthServicer()
     calls.add_service(server, health_pb2.DESCRIPTOR.services_by_name["Health"], health_servicer)
     calls.add_service(
@@ -412,7 +495,7 @@ async def serve(args: argparse.Namespace) -> None:
             pool=MethodAwarePool(),  # duck-typed: the lookups reflection makes
         ),
     )
-    port = server.add_insecure_port(f"{args.host}:{args.port}")
+    port, operator_port = add_ports(server, args)
     await server.start()
     for name in ("", SERVICE_NAME):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
@@ -424,12 +507,17 @@ async def serve(args: argparse.Namespace) -> None:
     log.info(
         "server started",
         grpc=f"{args.host}:{port}",
+        tls=bool(args.tls_cert),
+        operator_port=operator_port,
         metrics=metrics_url,
         store=args.store,
         restored_matches=restored,
     )
+    if operator_port is not None:  # before the line harnesses wait for
+        print(f"operator port {args.host}:{operator_port} (mutual TLS)", flush=True)
     print(
-        f"spades-server listening on {args.host}:{port} (gRPC); metrics at {metrics_url}",
+        f"spades-server listening on {args.host}:{port} (gRPC); metrics at {metrics_url}"
+        + (" (gRPC over TLS)" if args.tls_cert else ""),
         flush=True,
     )
     if not args.operator_token:

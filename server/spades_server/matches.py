@@ -24,7 +24,7 @@ import structlog
 
 from spades_engine import Event, Match
 
-from . import auth, replica
+from . import access, auth, replica
 from .allowance import SessionLimits
 from .errors import ServiceError, denied, exhausted, invalid, not_found, unauthenticated
 from .event_log import engine_payloads
@@ -267,9 +267,11 @@ class Registry:
         seats: list[SeatSpec],
         turn_timer_ms: int,
         history: list[Event] | None = None,
-    ) -> tuple[Session, list[tuple[int, str]]]:
-        """A new session; its event log starts with ``history`` (an imported match's
-        events so far) or else the match's opening deal."""
+        spectators: int = access.PUBLIC,
+    ) -> tuple[Session, list[tuple[int, str]], str]:
+        """A new session, its seat tokens and its spectator token ("" unless
+        ``spectators`` is TOKEN); its event log starts with ``history`` (an
+        imported match's events so far) or else the match's opening deal."""
         if len(self.sessions) >= self.max_matches:
             raise exhausted(
                 "TOO_MANY_MATCHES", f"this server holds at most {self.max_matches} matches"
@@ -286,6 +288,11 @@ class Registry:
                 secret = auth.new_secret()
                 tokens.append((i, f"{match_id}.{secret}"))
                 seat_states.append(Seat(spec.name, 0, auth.hash_secret(secret), CONTROL_OPEN))
+        spectator_token, spectating = "", access.Spectating(spectators)
+        if spectators == access.TOKEN:
+            secret = auth.new_secret()
+            spectator_token = f"{match_id}.{secret}"
+            spectating.token_hash = auth.hash_secret(secret)
         session = Session(
             match_id,
             match,
@@ -295,6 +302,7 @@ class Registry:
             self.limits,
             int(time.time() * 1000),
             action_base=len(match.actions),  # an imported match keeps its history
+            spectating=spectating,
         )
         opening = match.opening_events if history is None else history
         stored: list[StoredEvent] = session.event_log.stage(engine_payloads(opening))
@@ -306,7 +314,7 @@ class Registry:
         if self.shared:
             await self._follow_new(session)
         session.start()
-        return session, tokens
+        return session, tokens, spectator_token
 
     async def _follow_new(self, session: Session) -> None:
         store = self._shared
@@ -374,8 +382,9 @@ class Registry:
             session.start()  # one that is over schedules its unloading again
         return session
 
-    async def seat_of(self, token: str | None, match_id: str) -> tuple[Session, int]:
-        """The session and seat a seat token acts for."""
+    async def seat_of(self, token: str | None, match_id: str) -> tuple[Session, int, str]:
+        """The session and seat a seat token acts for, and the token's hash
+        (which ``access.seat_check`` checks again while the call runs)."""
         if token is None:
             raise unauthenticated("this call needs a seat token (authorization: Bearer …)")
         token_match, secret = auth.split_seat_token(token)
@@ -385,8 +394,30 @@ class Registry:
         digest = auth.hash_secret(secret)
         for seat, s in enumerate(session.seats):
             if s.token_hash and auth.same(s.token_hash, digest):
-                return session, seat
+                return session, seat, digest
         raise unauthenticated("unknown seat token for this match")
+
+    async def viewer_of(
+        self, token: str | None, match_id: str
+    ) -> tuple[Session, int | None, access.Check]:
+        """Who a credential views a match as: a seat (a seat token), or the
+        public (no token: a match anyone may watch; or the spectator token),
+        and the check that the credential still holds."""
+        if token is not None:
+            token_match, secret = auth.split_seat_token(token)
+            if match_id and match_id != token_match:
+                raise denied("WRONG_MATCH", "this token belongs to another match")
+            session = await self.get(token_match)
+            digest = auth.hash_secret(secret)
+            spectating = session.spectating
+            if spectating.mode != access.TOKEN or not auth.same(spectating.token_hash, digest):
+                session, seat, digest = await self.seat_of(token, match_id)
+                return session, seat, access.seat_check(lambda: session.seats, seat, digest)
+        else:
+            session = await self.get(match_id)
+            digest = None
+        session.spectating.check(digest)
+        return session, None, lambda: session.spectating.check(digest)
 
     async def page(self, size: int, token: str) -> tuple[list[pb.MatchSummary], str]:
         """A page of matches, newest first, and the token of the next one.

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Literal
 
 from spades_engine import Match, parse_action
 
+from .access import Spectating
 from .errors import ServiceError, store_message, unavailable
 from .gen.spades.v1 import spades_pb2 as pb
 from .metrics import REPLICA_EVENTS
@@ -145,8 +146,11 @@ async def resync(session: Session, rebuild: bool) -> bool:
 def adopt(
     session: Session, meta: bytes, actions: list[StoredAction], events: list[StoredEvent]
 ) -> None:
-    """Take the store's seats, actions and events after the session's own."""
-    session.seats = [Seat(**s) for s in json.loads(meta)["seats"]]
+    """Take the store's seats (their tokens), spectator setting, actions and
+    events after the session's own."""
+    doc = json.loads(meta)
+    session.seats = [Seat(**s) for s in doc["seats"]]
+    session.spectating = Spectating.from_doc(doc.get("spectators"))
     for a in actions:
         session.answer(a)
     session.stored_actions += len(actions)

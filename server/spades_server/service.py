@@ -31,8 +31,8 @@ from spades_engine import (
     replay_snapshot,
 )
 
-from . import auth, calls, convert, play
-from .errors import ServiceError, invalid, store_message, unavailable
+from . import access, auth, calls, convert, play
+from .errors import ServiceError, denied, invalid, store_message, unauthenticated, unavailable
 from .gen.spades.v1 import spades_pb2 as pb
 from .matches import Registry, SeatSpec
 from .metrics import OPEN_STREAMS, RPC_LATENCY, RPCS
@@ -219,13 +219,23 @@ class SpadesService:
         registry: Registry,
         operator_token: str,
         poll_max_wait_ms: int = DEFAULT_POLL_MAX_WAIT_MS,
+        operator_needs_client_cert: bool = False,
     ) -> None:
         self.registry = registry
         self.operator_token = operator_token
         self.poll_max_wait_ms = poll_max_wait_ms
+        # With --tls-client-ca: operator calls come only over a connection whose
+        # client certificate that CA signed (the operator port), token or not.
+        self.operator_needs_client_cert = operator_needs_client_cert
 
     # -- helpers -------------------------------------------------------------------
     def _operator(self, context: grpc.aio.ServicerContext[Any, Any]) -> None:
+        if self.operator_needs_client_cert and not context.peer_identities():
+            raise denied(
+                "CLIENT_CERT_REQUIRED",
+                "operator calls need a client certificate: call the operator port "
+                "(--operator-port) with a certificate signed by the server's --tls-client-ca",
+            )
         auth.require_operator(auth.bearer(context.invocation_metadata()), self.operator_token)
 
     @staticmethod
@@ -238,13 +248,15 @@ class SpadesService:
 
     async def _seat(
         self, context: grpc.aio.ServicerContext[Any, Any], match_id: str, field: str = "match_id"
-    ) -> tuple[Session, int]:
+    ) -> tuple[Session, int, access.Check]:
+        """The caller's session and seat, and the check that its seat token
+        still holds (run again inside the match's lock and by its streams)."""
         self._match_id(match_id, field)
-        session, seat = await self.registry.seat_of(
+        session, seat, digest = await self.registry.seat_of(
             auth.bearer(context.invocation_metadata()), match_id
         )
         structlog.contextvars.bind_contextvars(match_id=session.match_id, seat=seat)
-        return session, seat
+        return session, seat, access.seat_check(lambda: session.seats, seat, digest)
 
     def _seat_specs(self, configs: Any, players: int) -> list[SeatSpec]:
         if not configs:
@@ -321,11 +333,18 @@ class SpadesService:
         rules = convert.ruleset_from_pb(request.ruleset)
         specs = self._seat_specs(request.seats, rules.players)
         timer = self._turn_timer(request.turn_timer_ms)
+        spectators = access.spectators_from_pb(request.spectators)
         seed = request.seed if request.has_seed else secrets.randbits(63)
-        session, tokens = await self.registry.create(Match(rules, seed=seed), specs, timer)
+        session, tokens, spectator_token = await self.registry.create(
+            Match(rules, seed=seed), specs, timer, spectators=spectators
+        )
         structlog.contextvars.bind_contextvars(match_id=session.match_id)
         log.info("match created", seats=len(specs), seed=seed)
-        return pb.CreateMatchResponse(match=session.summary(), seat_tokens=self._tokens(tokens))
+        return pb.CreateMatchResponse(
+            match=session.summary(),
+            seat_tokens=self._tokens(tokens),
+            spectator_token=spectator_token,
+        )
 
     @_unary
     async def ImportMatch(
@@ -338,9 +357,16 @@ class SpadesService:
         self._check_importable(match, history)
         specs = self._seat_specs(request.seats, match.rules.players)
         timer = self._turn_timer(request.turn_timer_ms)
-        session, tokens = await self.registry.create(match, specs, timer, history)
+        spectators = access.spectators_from_pb(request.spectators)
+        session, tokens, spectator_token = await self.registry.create(
+            match, specs, timer, history, spectators
+        )
         log.info("match imported", match_id=session.match_id)
-        return pb.ImportMatchResponse(match=session.summary(), seat_tokens=self._tokens(tokens))
+        return pb.ImportMatchResponse(
+            match=session.summary(),
+            seat_tokens=self._tokens(tokens),
+            spectator_token=spectator_token,
+        )
 
     @_unary
     async def GetMatch(
@@ -375,14 +401,42 @@ class SpadesService:
                 match=session.summary(),
             )
 
+    @_unary
+    async def ReissueSeatToken(
+        self, request: pb.ReissueSeatTokenRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.ReissueSeatTokenResponse:
+        self._operator(context)
+        session = await self.registry.get(self._match_id(request.match_id))
+        structlog.contextvars.bind_contextvars(match_id=session.match_id, seat=request.seat)
+        if not 0 <= request.seat < len(session.seats):
+            last = len(session.seats) - 1
+            raise invalid("BAD_SEAT", f"seat must be 0 to {last}, got {request.seat}", "seat")
+        token = await session.reissue(request.seat)
+        log.info("seat token reissued")
+        return pb.ReissueSeatTokenResponse(
+            seat_token=pb.SeatToken(seat=request.seat, token=token), match=session.summary()
+        )
+
+    @_unary
+    async def SetSpectators(
+        self, request: pb.SetSpectatorsRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.SetSpectatorsResponse:
+        self._operator(context)
+        mode = access.spectators_from_pb(request.spectators)
+        session = await self.registry.get(self._match_id(request.match_id))
+        structlog.contextvars.bind_contextvars(match_id=session.match_id)
+        token = await session.set_spectators(mode)
+        log.info("spectators set", spectators=mode)
+        return pb.SetSpectatorsResponse(spectator_token=token, match=session.summary())
+
     # -- seats -------------------------------------------------------------------------
     @_unary
     async def ClaimSeat(
         self, request: pb.ClaimSeatRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.ClaimSeatResponse:
-        session, seat = await self._seat(context, request.match_id)
+        session, seat, check = await self._seat(context, request.match_id)
         await session.check_rate(seat)  # seat changes share the seat's action allowance
-        await session.set_control(seat, CONTROL_HUMAN, "claimed")
+        await session.set_control(seat, CONTROL_HUMAN, "claimed", check)
         async with session.lock:
             return pb.ClaimSeatResponse(seat=seat, view=session.view(seat))
 
@@ -390,16 +444,16 @@ class SpadesService:
     async def LeaveSeat(
         self, request: pb.LeaveSeatRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.LeaveSeatResponse:
-        session, seat = await self._seat(context, request.match_id)
+        session, seat, check = await self._seat(context, request.match_id)
         await session.check_rate(seat)
-        await session.set_control(seat, CONTROL_STAND_IN, "left")
+        await session.set_control(seat, CONTROL_STAND_IN, "left", check)
         return pb.LeaveSeatResponse(seat=seat)
 
     @_unary
     async def GetView(
         self, request: pb.GetViewRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.GetViewResponse:
-        session, seat = await self._seat(context, request.match_id)
+        session, seat, _ = await self._seat(context, request.match_id)
         async with session.lock:
             return pb.GetViewResponse(view=session.view(seat))
 
@@ -408,6 +462,7 @@ class SpadesService:
         session: Session,
         seat: int,
         request: pb.SubmitActionRequest | pb.PlayAction,
+        check: access.Check,
     ) -> tuple[int, int]:
         """Check and apply an action (SubmitAction's or a Play call's); returns the
         sequence numbers of the first and last events it caused."""
@@ -418,14 +473,14 @@ class SpadesService:
         action = convert.action_from_pb(request.action)
         await session.check_rate(seat)
         expected = request.expected_seq if request.HasField("expected_seq") else None
-        return await session.submit(seat, request.action_id, action, expected)
+        return await session.submit(seat, request.action_id, action, expected, check)
 
     @_unary
     async def SubmitAction(
         self, request: pb.SubmitActionRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.SubmitActionResponse:
-        session, seat = await self._seat(context, request.match_id)
-        first, last = await self._act(session, seat, request)
+        session, seat, check = await self._seat(context, request.match_id)
+        first, last = await self._act(session, seat, request, check)
         return pb.SubmitActionResponse(
             events=session.event_log.visible_range(seat, first, last), last_seq=last
         )
@@ -434,8 +489,8 @@ class SpadesService:
     async def SendChat(
         self, request: pb.SendChatRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.SendChatResponse:
-        session, seat = await self._seat(context, request.match_id)
-        return pb.SendChatResponse(seq=await session.chat(seat, request.text))
+        session, seat, check = await self._seat(context, request.match_id)
+        return pb.SendChatResponse(seq=await session.chat(seat, request.text, check))
 
     # -- streams -----------------------------------------------------------------------
     @_streaming
@@ -445,11 +500,13 @@ class SpadesService:
         context: grpc.aio.ServicerContext[Any, Any],
         first_sent: Callable[[], None],
     ) -> None:
-        session, seat = await self._seat(context, request.match_id)
+        session, seat, check = await self._seat(context, request.match_id)
         await session.ensure_seq(request.after_seq)
         async with session.stream_slot():
             # Each write is a serialized StreamEventsResponse (see add_to_server).
-            await session.event_log.pump(seat, request.after_seq, context.write, first_sent)
+            await session.event_log.pump(
+                seat, request.after_seq, context.write, first_sent, check=check
+            )
 
     @_streaming
     async def Play(
@@ -462,13 +519,13 @@ class SpadesService:
         opened = await play.first_request(context.read)
         if opened is None:
             return  # the client closed the call before opening it
-        session, seat = await self._seat(context, opened.match_id, "open.match_id")
+        session, seat, check = await self._seat(context, opened.match_id, "open.match_id")
         await session.ensure_seq(opened.after_seq, "open.after_seq")
 
         async def act(request: pb.PlayAction) -> tuple[bytes, int]:
             t0 = time.perf_counter()
             try:
-                first, last = await self._act(session, seat, request)
+                first, last = await self._act(session, seat, request, check)
                 _PLAY_ACTION_OK.inc()
                 return play.accepted(request.action_id, first, last), last
             except Exception as exc:
@@ -485,7 +542,7 @@ class SpadesService:
             async with session.stream_slot():
                 # Each write is a serialized PlayResponse (see add_to_server).
                 await session.event_log.pump(
-                    seat, opened.after_seq, context.write, first_sent, outbox
+                    seat, opened.after_seq, context.write, first_sent, outbox, check
                 )
         finally:
             reader.stop()
@@ -499,10 +556,22 @@ class SpadesService:
     ) -> None:
         session = await self.registry.get(self._match_id(request.match_id))
         structlog.contextvars.bind_contextvars(match_id=session.match_id, seat="spectator")
+        # Any credential is ignored on a public match (the call needs none);
+        # on a SPECTATORS_TOKEN match it must be the spectator token.
+        digest = access.spectator_digest(
+            auth.bearer(context.invocation_metadata()), session.match_id
+        )
+
+        def check() -> None:
+            session.spectating.check(digest)
+
+        check()
         await session.ensure_seq(request.after_seq)
         async with session.stream_slot():
             # Each write is a serialized SpectateResponse (see add_to_server).
-            await session.event_log.pump(None, request.after_seq, context.write, first_sent)
+            await session.event_log.pump(
+                None, request.after_seq, context.write, first_sent, check=check
+            )
 
     @_unary
     async def PollEvents(
@@ -514,20 +583,25 @@ class SpadesService:
         remaining = context.time_remaining()
         if remaining is not None:
             wait_s = min(wait_s, max(0.0, remaining - POLL_DEADLINE_MARGIN_S))
-        # A seat's view with a seat token, the public one with no credential at
-        # all; any other authorization (an operator token, a malformed or
-        # unknown token, another scheme) is refused as on every seat call,
-        # never answered with the public view.
-        seat: int | None
-        if _has_authorization(context):
-            session, seat = await self._seat(context, request.match_id)
-        else:
-            session = await self.registry.get(self._match_id(request.match_id))
-            seat = None
-            structlog.contextvars.bind_contextvars(match_id=session.match_id, seat="spectator")
+        # A seat's view with a seat token; the public one with no credential at
+        # all (a public match) or with the spectator token; any other
+        # authorization (an operator token, a malformed or unknown token,
+        # another scheme) is refused as on every seat call, never answered
+        # with the public view.
+        token = auth.bearer(context.invocation_metadata())
+        if token is None and _has_authorization(context):
+            raise unauthenticated("this call needs a seat token (authorization: Bearer …)")
+        session, seat, check = await self.registry.viewer_of(
+            token, self._match_id(request.match_id)
+        )
+        structlog.contextvars.bind_contextvars(
+            match_id=session.match_id, seat="spectator" if seat is None else seat
+        )
         await session.ensure_seq(request.after_seq)
         async with session.stream_slot():
-            data, last_seq, more = await session.event_log.poll(seat, request.after_seq, wait_s)
+            data, last_seq, more = await session.event_log.poll(
+                seat, request.after_seq, wait_s, check
+            )
         events = pb.StreamEventsResponse.FromString(data).events if data else ()
         return pb.PollEventsResponse(events=events, last_seq=last_seq, more=more)
 

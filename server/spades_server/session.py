@@ -23,7 +23,8 @@ import structlog
 from spades_engine import Action, IllegalAction, Match, Phase, parse_action
 from spades_engine.record import record_of
 
-from . import convert
+from . import auth, convert
+from .access import TOKEN, Check, Spectating
 from .allowance import Allowances, SessionLimits
 from .errors import ServiceError, exhausted, precondition, store_message, unavailable
 from .event_log import EventLog, Payload, engine_payloads
@@ -31,7 +32,7 @@ from .gen.spades.v1 import spades_pb2 as pb
 from .metrics import ACTIONS, REJECTIONS, STORE_LATENCY
 from .replica import ReplicaLink, Resynced, catch_up_locked, resync
 from .seat_bots import SeatBots
-from .seats import CONTROL_HUMAN, CONTROL_STAND_IN, HUMAN_CONTROLS, Seat
+from .seats import CONTROL_HUMAN, CONTROL_OPEN, CONTROL_STAND_IN, HUMAN_CONTROLS, Seat
 from .store import (
     LoadedMatch,
     SeqConflict,
@@ -72,6 +73,7 @@ class Session:
         limits: SessionLimits,
         created_ms: int,
         action_base: int = 0,
+        spectating: Spectating | None = None,
     ) -> None:
         self.match_id = match_id
         self.match = match
@@ -80,6 +82,7 @@ class Session:
         self.store = store
         self.limits = limits
         self.created_ms = created_ms
+        self.spectating = spectating or Spectating()
         # Engine actions the match already had when it came to this server (an
         # imported snapshot's history). The store numbers actions from 0, so the
         # store index of an engine action is its position minus this base.
@@ -133,6 +136,7 @@ class Session:
             "turn_timer_ms": self.turn_timer_ms,
             "created_ms": self.created_ms,
             "action_base": self.action_base,
+            "spectators": self.spectating.to_doc(),
         }
         if self.match.is_over:
             # Lets a restarted server list a finished match without loading it.
@@ -304,15 +308,21 @@ class Session:
 
     # -- acting ---------------------------------------------------------------------
     async def submit(
-        self, seat: int, action_id: str, action: Action, expected_seq: int | None
+        self,
+        seat: int,
+        action_id: str,
+        action: Action,
+        expected_seq: int | None,
+        check: Check | None = None,
     ) -> tuple[int, int]:
         """Apply a human's action; returns the sequence numbers of the first and
-        last events it caused (those of the first time, for a retry)."""
+        last events it caused (those of the first time, for a retry). ``check``
+        refuses it if the caller's token was reissued meanwhile."""
         async with self.lock:
             if self.shared and expected_seq is not None and expected_seq > self.last_seq:
                 await catch_up_locked(self)  # the client saw it on another replica
             return await self._deciding(
-                lambda: self._submit_locked(seat, action_id, action, expected_seq)
+                lambda: self._submit_locked(seat, action_id, action, expected_seq, check)
             )
 
     async def _deciding(self, decide: Callable[[], Awaitable[_T]]) -> _T:
@@ -326,9 +336,16 @@ class Session:
         raise unavailable("CONTENDED", "other replicas kept changing the match; retry")
 
     async def _submit_locked(
-        self, seat: int, action_id: str, action: Action, expected_seq: int | None
+        self,
+        seat: int,
+        action_id: str,
+        action: Action,
+        expected_seq: int | None,
+        check: Check | None,
     ) -> tuple[int, int]:
         self.check_usable()
+        if check is not None:
+            check()
         done = self._answered[seat].get(action_id)
         if done is not None:
             return done >> 32, done & _SEQ_MASK
@@ -430,15 +447,19 @@ class Session:
         )
         return "everyone", ev
 
-    async def set_control(self, seat: int, control: int, reason: str) -> None:
+    async def set_control(
+        self, seat: int, control: int, reason: str, check: Check | None = None
+    ) -> None:
         async with self.lock:
-            await self._deciding(lambda: self._set_control_locked(seat, control, reason))
+            await self._deciding(lambda: self._set_control_locked(seat, control, reason, check))
 
-    async def _set_control_locked(self, seat: int, control: int, reason: str) -> None:
+    async def _set_control_locked(
+        self, seat: int, control: int, reason: str, check: Check | None
+    ) -> None:
         self.check_usable()
-        if self.match.is_over:
-            REJECTIONS.labels("MATCH_OVER").inc()
-            raise precondition("MATCH_OVER", "the match is over")
+        if check is not None:
+            check()
+        self._check_not_over()
         if self.seats[seat].control == control:
             return
         self.allowances.seat_change(self.match.hand_number, seat)
@@ -446,12 +467,58 @@ class Session:
         await self.append([self.control_payload(seat, reason)], meta=True)
         self.after_change()
 
-    async def chat(self, seat: int, text: str) -> int:
-        async with self.lock:
-            return await self._deciding(lambda: self._chat_locked(seat, text))
+    def _check_not_over(self) -> None:
+        if self.match.is_over:
+            REJECTIONS.labels("MATCH_OVER").inc()
+            raise precondition("MATCH_OVER", "the match is over")
 
-    async def _chat_locked(self, seat: int, text: str) -> int:
+    async def reissue(self, seat: int) -> str:
+        """Replace a human seat's token (the operator's call); returns the new
+        token. Its old holder is out: the seat is OPEN again if they held it."""
+        async with self.lock:
+            return await self._deciding(lambda: self._reissue_locked(seat))
+
+    async def _reissue_locked(self, seat: int) -> str:
         self.check_usable()
+        self._check_not_over()
+        state = self.seats[seat]
+        if state.is_bot_seat:
+            raise precondition("BOT_SEAT", f"seat {seat} is a bot's: it has no token")
+        secret = auth.new_secret()
+        state.token_hash = auth.hash_secret(secret)
+        if state.control == CONTROL_HUMAN:
+            state.control = CONTROL_OPEN
+        await self.append([self.control_payload(seat, "token_reissued")], meta=True)
+        self.after_change()
+        return f"{self.match_id}.{secret}"
+
+    async def set_spectators(self, mode: int) -> str:
+        """Change who may watch (the operator's call); returns the new
+        spectator token with TOKEN, else ""."""
+        async with self.lock:
+            return await self._deciding(lambda: self._set_spectators_locked(mode))
+
+    async def _set_spectators_locked(self, mode: int) -> str:
+        self.check_usable()
+        self._check_not_over()
+        token, digest = "", ""
+        if mode == TOKEN:
+            secret = auth.new_secret()
+            token, digest = f"{self.match_id}.{secret}", auth.hash_secret(secret)
+        self.spectating = Spectating(mode, digest)
+        ev = pb.MatchEvent()
+        ev.spectators_changed.spectators = mode  # type: ignore[assignment]
+        await self.append([("everyone", ev)], meta=True)
+        return token
+
+    async def chat(self, seat: int, text: str, check: Check | None = None) -> int:
+        async with self.lock:
+            return await self._deciding(lambda: self._chat_locked(seat, text, check))
+
+    async def _chat_locked(self, seat: int, text: str, check: Check | None) -> int:
+        self.check_usable()
+        if check is not None:
+            check()
         self._check_chat(seat, text)
         ev = pb.MatchEvent()
         ev.chat_message.CopyFrom(pb.ChatMessage(seat=seat, text=text))
@@ -515,6 +582,7 @@ class Session:
             last_seq=self.last_seq,
             winner=-1 if m.winner is None else m.winner,
             turn_timer_ms=self.turn_timer_ms,
+            spectators=self.spectating.mode,  # type: ignore[arg-type]
         )
 
     def idle(self) -> bool:
@@ -556,6 +624,7 @@ class Session:
             limits,
             meta["created_ms"],
             meta.get("action_base", 0),
+            Spectating.from_doc(meta.get("spectators")),
         )
         s.snapshot_actions = loaded.snapshot_actions
         s.stored_actions = len(loaded.actions)

@@ -44,6 +44,7 @@ START_TIMEOUT = 20.0  # from spawn to the ready line
 STOP_TIMEOUT = 20.0  # from SIGTERM to exit
 POLL = 0.003
 
+_OPERATOR_PORT = re.compile(r"operator port [\d.]+:(?P<port>\d+) \(mutual TLS\)")
 _READY = re.compile(
     r"spades-server listening on (?P<host>[\d.]+):(?P<port>\d+) \(gRPC\); "
     r"metrics at (?P<metrics>\S+)"
@@ -97,6 +98,9 @@ class Server:
         self._stub: spades_pb2_grpc.SpadesServiceStub | None = None
         self._lines: queue.Queue[str | None] = queue.Queue()
         self.starts = 0
+        # A server started with --tls-cert: the credentials its channel uses.
+        self.credentials: grpc.ChannelCredentials | None = None
+        self.operator_port = 0  # with --tls-client-ca
 
     # lifecycle -----------------------------------------------------------------
     def argv(self) -> list[str]:
@@ -147,6 +151,9 @@ class Server:
                 line = ""
             if line is None:
                 raise AssertionError(f"server exited before it was ready:\n{self.log_tail()}")
+            op = _OPERATOR_PORT.search(line or "")
+            if op:
+                self.operator_port = int(op["port"])
             m = _READY.search(line or "")
             if m:
                 self.port = int(m["port"])
@@ -155,7 +162,12 @@ class Server:
             if d.expired():
                 self.kill9()
                 raise AssertionError(f"server not ready in {START_TIMEOUT}s:\n{self.log_tail()}")
-        self.channel = grpc.insecure_channel(f"127.0.0.1:{self.port}")
+        address = f"127.0.0.1:{self.port}"
+        self.channel = (
+            grpc.insecure_channel(address)
+            if self.credentials is None
+            else grpc.secure_channel(address, self.credentials)
+        )
         grpc.channel_ready_future(self.channel).result(timeout=RPC_TIMEOUT)
         self._stub = spades_pb2_grpc.SpadesServiceStub(self.channel)
 

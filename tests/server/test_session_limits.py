@@ -61,7 +61,7 @@ def run(
 async def bots_match(registry: Registry, level: int) -> Session:
     rules = preset("classic").replace(target_score=100)
     specs = [SeatSpec(f"b{i}", True, level) for i in range(4)]
-    session, _ = await registry.create(Match(rules, seed=3), specs, 0)
+    session, _, _ = await registry.create(Match(rules, seed=3), specs, 0)
     return session
 
 
@@ -97,7 +97,7 @@ def test_a_seat_left_to_a_failing_stand_in_still_moves(monkeypatch: pytest.Monke
 
     async def body(registry: Registry) -> None:
         specs = [SeatSpec(f"h{i}", False, 0) for i in range(4)]
-        session, _ = await registry.create(Match(preset("classic"), seed=8), specs, 0)
+        session, _, _ = await registry.create(Match(preset("classic"), seed=8), specs, 0)
         seat = session.match.to_act
         await session.set_control(seat, CONTROL_STAND_IN, "left")
         await wait_for(lambda: session.match.to_act != seat, "the stand-in to act")
@@ -112,7 +112,7 @@ def test_chat_and_seat_changes_are_bounded_per_hand_and_reset_with_it() -> None:
     async def body(registry: Registry) -> None:
         specs = [SeatSpec(f"h{i}", False, 0) for i in range(4)]
         rules = preset("classic").replace(mercy_score=None)  # four nils do not end it
-        session, _ = await registry.create(Match(rules, seed=8), specs, 0)
+        session, _, _ = await registry.create(Match(rules, seed=8), specs, 0)
         seat = (session.match.to_act + 1) % 4  # not to act: its stand-in waits
         for i in range(5):
             await session.chat(seat, f"line {i}")
