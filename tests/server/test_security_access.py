@@ -335,10 +335,11 @@ def test_an_action_sent_on_a_play_call_after_the_reissue_is_refused(
 
 def test_reissue_refusals_say_why_and_change_nothing(shared_server: Server) -> None:
     stub = shared_server.stub
-    table, _ = new_match(stub, bots=(3,))
-    before = get_match(stub, table.match_id)
-    bot = expect_failure(grpc.StatusCode.FAILED_PRECONDITION, reissue, stub, table.match_id, 3)
+    with_bot, _ = new_match(stub, bots=(3,))
+    bot = expect_failure(grpc.StatusCode.FAILED_PRECONDITION, reissue, stub, with_bot.match_id, 3)
     assert bot.reason == "BOT_SEAT"
+    table, _ = new_match(stub)  # all human: nothing moves while it is checked
+    before = get_match(stub, table.match_id)
     for seat in (-1, 4, 1 << 30):
         bad = expect_failure(grpc.StatusCode.INVALID_ARGUMENT, reissue, stub, table.match_id, seat)
         assert (bad.reason, bad.fields) == ("BAD_SEAT", ["seat"])

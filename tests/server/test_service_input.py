@@ -481,3 +481,19 @@ def test_the_per_hand_bounds_are_flags(make_server: Any) -> None:
     chat(srv.stub, table, seat, "one line")
     f = expect_failure(grpc.StatusCode.RESOURCE_EXHAUSTED, chat, srv.stub, table, seat, "two")
     assert f.reason == "CHAT_QUOTA_EXHAUSTED", f
+
+
+def test_seat_names_are_bounded(shared_server: Server) -> None:
+    stub = shared_server.stub
+    listed = all_listed(stub)
+
+    def create(name: str) -> pb.CreateMatchResponse:
+        seats = [pb.SeatConfig(name=name if i == 2 else "") for i in range(4)]
+        return stub.CreateMatch(  # type: ignore[no-any-return]
+            pb.CreateMatchRequest(seats=seats), metadata=OP, timeout=RPC_TIMEOUT
+        )
+
+    f = expect_failure(grpc.StatusCode.INVALID_ARGUMENT, create, "n" * 65)
+    assert (f.reason, f.fields) == ("NAME_TOO_LONG", ["seats[2].name"])
+    assert all_listed(stub) == listed
+    assert create("n" * 64).match.seats[2].name == "n" * 64
