@@ -145,6 +145,24 @@ def test_chat_and_seat_changes_are_bounded_per_hand_and_reset_with_it() -> None:
     run(body, limits)
 
 
+def test_chat_is_bounded_per_minute_and_a_refused_line_appends_nothing() -> None:
+    limits = SessionLimits(chat_per_minute=3, chat_per_hand=40)
+
+    async def body(registry: Registry) -> None:
+        specs = [SeatSpec(f"h{i}", False, 0) for i in range(4)]
+        session, _, _ = await registry.create(Match(preset("classic"), seed=8), specs, 0)
+        for i in range(3):
+            await session.chat(1, f"line {i}")
+        last = session.last_seq
+        with pytest.raises(ServiceError) as refused:
+            await session.chat(1, "too soon")
+        assert refused.value.reason == "CHAT_RATE_LIMITED"
+        assert session.last_seq == last
+        await session.chat(3, "another seat's minute is its own")
+
+    run(body, limits)
+
+
 def test_an_unloaded_match_is_freed_without_waiting_for_the_garbage_collector() -> None:
     """A finished match leaves memory when it is unloaded: nothing it holds (its
     bots, its timer, its log) points back at it, so reference counting frees it
