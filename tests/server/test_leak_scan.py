@@ -126,6 +126,22 @@ VARIANTS: list[tuple[str, dict[str, Any]]] = [
     ("thirteen bid, trick count", {"thirteen_bid": True, "scoring": pb.SCORING_TRICKS}),
 ]
 
+# What each variant's matches must show between them, or the secret its rule
+# moves went unscanned (the chooser makes them happen: see MatchRun.choose).
+MUST_HAPPEN: dict[str, tuple[str, ...]] = {
+    "polish, blind nil at any score": ("blind nil", "ExchangeDecided"),
+    "bulgarian": ("blind nil",),
+    "cutthroat 4, blind nil": ("blind nil",),
+    "cutthroat 5, blind nil": ("blind nil",),
+    "exchange of 2": ("blind nil", "CardsPassed", "received shown"),
+    "optional exchange of 3": ("ExchangeDecided",),
+    "optional exchange of 1": ("ExchangeDecided",),
+    "two players": ("CardsDrawn", "stock top shown"),
+    "two players, german": ("CardsDrawn", "stock top shown"),
+    "suicide, exchange of 2": ("blind nil", "CardsPassed"),
+    "auction trump": ("TrumpNamed",),
+}
+
 # Events the server adds to the engine's: they take a sequence number but are
 # in no game record.
 SERVER_KINDS = {"seat_control_changed", "chat_message"}
@@ -332,9 +348,11 @@ class Tally:
     decisions: dict[bool, int] = field(default_factory=lambda: {True: 0, False: 0})
     kinds: dict[str, int] = field(default_factory=dict)  # events received, by kind
     truth: dict[str, int] = field(default_factory=dict)  # what happened, from the records
+    by_variant: dict[str, set[str]] = field(default_factory=dict)
 
-    def count(self, what: str, n: int = 1) -> None:
-        self.truth[what] = self.truth.get(what, 0) + n
+    def count(self, variant: str, what: str) -> None:
+        self.truth[what] = self.truth.get(what, 0) + 1
+        self.by_variant.setdefault(variant, set()).add(what)
 
 
 class MatchRun:
@@ -648,13 +666,13 @@ class Truth:
         self.deals = deals
         self.knowing = list(self._walk())
 
-    def happened(self, tally: Tally) -> None:
+    def happened(self, tally: Tally, variant: str) -> None:
         for e in self.events:
-            tally.count(type(e).__name__)
+            tally.count(variant, type(e).__name__)
             if isinstance(e, ev.BidMade) and e.blind:
-                tally.count("blind nil")
+                tally.count(variant, "blind nil")
             if isinstance(e, ev.ExchangeDecided):
-                tally.count("exchange taken" if e.exchange else "exchange declined")
+                tally.count(variant, "exchange taken" if e.exchange else "exchange declined")
 
     def _walk(self) -> Iterator[Knowing]:
         """What each seat may know after each event, from the true deal and the
@@ -672,12 +690,20 @@ class Truth:
                 assert dealer == true_dealer
                 public, turns, blind = 0, 0, set()
                 face_up = [s not in e.face_down for s in range(players)]
+                # Every card of the deck dealt once; two players hold nothing
+                # until they draw, and the stock is the whole deck.
+                deck = self.rules.deck_mask
+                if players == 2:
+                    assert mask(stock) == deck and len(stock) == deck.bit_count(), "the stock"
+                else:
+                    assert sum(m.bit_count() for m in dealt) == deck.bit_count(), "dealt once"
+                    assert mask(c for m in dealt for c in range(64) if m >> c & 1) == deck
                 holding = [0] * players if players == 2 else list(dealt)
                 known = [m if up else 0 for m, up in zip(holding, face_up, strict=True)]
                 received, discards = [0] * players, [0] * players
             elif isinstance(e, ev.HandShown):
                 assert face_up[e.seat] and mask(e.cards) == holding[e.seat], "the true hand"
-                assert len(e.cards) == self.rules.hand_size, "13 each after the draw too"
+                assert len(e.cards) == self.rules.hand_size, "a full hand, the draw's too"
             elif isinstance(e, ev.LookedAtCards):
                 face_up[e.seat] = True
                 known[e.seat] |= holding[e.seat]
@@ -883,13 +909,13 @@ class Scan:
             assert not view.hand_visible and not view.hand, f"{where}: a face-down hand shown"
         if k.drawer == viewer:
             assert view.HasField("stock_top") and card_of(view.stock_top) == k.top, where
-            self.tally.count("stock top shown")
+            self.tally.count(self.run.name, "stock top shown")
         else:
             assert not view.HasField("stock_top"), f"{where}: the stock seen out of turn"
         assert mask(map(card_of, view.discards)) == k.discards[viewer], where
         assert mask(map(card_of, view.received)) == k.received[viewer], where
         if view.received:
-            self.tally.count("received shown")
+            self.tally.count(self.run.name, "received shown")
         self.tally.views += 1
 
 
@@ -906,7 +932,7 @@ def test_no_viewer_is_sent_a_card_it_may_not_see(
         export = run.finish()
         scan = Scan(run, export, tally)
         scan.check()
-        scan.truth.happened(tally)
+        scan.truth.happened(tally, name)
         tally.matches += 1
         tally.variants.add(name)
     took = time.monotonic() - started
@@ -925,6 +951,9 @@ def test_no_viewer_is_sent_a_card_it_may_not_see(
         "MatchEnded",
     ):
         assert seen.get(what), f"no {what} in the scan (seed {SCAN_SEED})"
+    for variant, needed in MUST_HAPPEN.items():
+        missing = set(needed) - tally.by_variant[variant]
+        assert not missing, f"{variant}: no {', '.join(sorted(missing))} (seed {SCAN_SEED})"
     assert tally.chats and tally.refusals
     with capsys.disabled():
         print(
