@@ -391,6 +391,7 @@ class MatchRun:
         self.play_refusals: dict[str, tuple[frozenset[int], int]] = {}
         self.polled: dict[int | None, list[pb.MatchEvent]] = {}
         self.poll_after: dict[int | None, int] = {}
+        self.resumed: list[tuple[int | None, int, RawReader]] = []  # (viewer, after_seq, stream)
         self.streams = {
             s: RawReader(
                 wire.stream(
@@ -596,15 +597,36 @@ class MatchRun:
                 self.poll_all()
 
     def finish(self) -> pb.ExportMatchResponse:
-        """Poll to the end, wait for every stream to deliver as much, close them,
-        and export the match (the truth the bytes are checked against)."""
+        """Poll to the end, wait for every stream to deliver as much, resume a
+        seat's stream and a spectator's from a random point, close them all, and
+        export the match (the truth the bytes are checked against)."""
         self.poll_all()
         readers = [*self.streams.values(), self.spectator, self.play]
         for reader in readers:
-            polled = self.polled[reader.viewer]
-            if polled:
-                reader.wait_seq(polled[-1].seq)
+            reader.wait_seq(self.polled[reader.viewer][-1].seq)
             assert reader.error is None, f"{self.name}: {reader.rpc} failed: {reader.error!r}"
+        # A resumed stream takes another path through the log (from after_seq).
+        seat = self.rng.randrange(self.players)
+        for viewer, call, response, rpc in (
+            (seat, self.wire.stream, pb.StreamEventsResponse, "StreamEvents resumed"),
+            (Spectator, self.wire.spectate, pb.SpectateResponse, "Spectate resumed"),
+        ):
+            last = self.polled[viewer][-1].seq
+            after = self.rng.randrange(last)
+            request = (pb.StreamEventsRequest if viewer is not None else pb.SpectateRequest)(
+                match_id=self.match_id, after_seq=after
+            )
+            md = self.md(viewer) if viewer is not None else ()
+            reader = RawReader(
+                call(request, metadata=md, timeout=STREAM_TIMEOUT),
+                response,
+                viewer,
+                rpc,
+                self.received,
+            )
+            reader.wait_seq(last)
+            self.resumed.append((viewer, after, reader))
+            readers.append(reader)
         self.outgoing.put(None)
         for reader in readers:
             reader.close()
@@ -752,7 +774,9 @@ class Truth:
 
 RESPONSE_KINDS: dict[str, type[Message]] = {
     "StreamEvents": pb.StreamEventsResponse,
+    "StreamEvents resumed": pb.StreamEventsResponse,
     "Spectate": pb.SpectateResponse,
+    "Spectate resumed": pb.SpectateResponse,
     "Play": pb.PlayResponse,
     "PollEvents": pb.PollEventsResponse,
     "SubmitAction": pb.SubmitActionResponse,
@@ -861,6 +885,9 @@ class Scan:
         channels += [(v, "PollEvents", events) for v, events in run.polled.items()]
         for viewer, rpc, events in channels:
             assert [e.seq for e in events] == expected[viewer], f"{run.name}: {viewer} {rpc}"
+        for viewer, after, reader in run.resumed:
+            want = [s for s in expected[viewer] if s > after]
+            assert [e.seq for e in reader.events] == want, f"{run.name}: {reader.rpc}"
         for seq, seat, _ in run.chats:
             got = {v for v, events in expected.items() if seq in events}
             assert got == {s for s in range(run.players) if s % 2 == seat % 2}, "chat: the team"
