@@ -35,6 +35,7 @@ from typing import Any
 
 import grpc
 import pytest
+from google.protobuf import text_format
 from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
 from server_harness import (
@@ -221,6 +222,10 @@ def status_strings(status: status_pb2.Status) -> list[str]:
                 inner = decode(detail_type, detail.value)
                 out += contents(inner)[1]
     return out
+
+
+def one_line(msg: Message) -> str:
+    return text_format.MessageToString(msg, as_one_line=True)
 
 
 def decode(kind: type[Message], raw: bytes) -> Any:
@@ -837,7 +842,9 @@ class Scan:
                 j += 1
                 assert j < len(events), f"seq {seq}: more events on the wire than in the record"
                 want = convert.event_to_pb(events[j], seq, e.time_ms)
-                assert e == want, f"seq {seq}: {e} on the wire, the record has {want}"
+                assert e == want, (
+                    f"seq {seq}: the wire has {one_line(e)}, the record {one_line(want)}"
+                )
             at.append(j)
         assert j + 1 == len(events), "every engine event is on the wire"
         for seq, seat, text in self.run.chats:
