@@ -961,11 +961,15 @@ def test_no_viewer_is_sent_a_card_it_may_not_see(
     wire = Wire(shared_server.channel)
     started = time.monotonic()
     for name, options in VARIANTS * ROUNDS:
-        run = MatchRun(shared_server, wire, name, options, rng, tally)
-        run.play_out()
-        export = run.finish()
-        scan = Scan(run, export, tally)
-        scan.check()
+        try:
+            run = MatchRun(shared_server, wire, name, options, rng, tally)
+            run.play_out()
+            export = run.finish()
+            scan = Scan(run, export, tally)
+            scan.check()
+        except AssertionError as failed:
+            failed.add_note(f"replay: LEAK_SCAN_SEED={SCAN_SEED} (match {tally.matches + 1})")
+            raise
         scan.truth.happened(tally, name)
         tally.matches += 1
         tally.variants.add(name)
