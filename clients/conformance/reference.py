@@ -247,7 +247,7 @@ async def _wrong_token_refusal(req: pb.CreateMatchRequest, specs: list[SeatSpec]
     server's registry, in memory, checks the token."""
     registry = Registry(MemoryStore(), SessionLimits(), max_matches=1, unload_after_s=-1)
     rules = convert.ruleset_from_pb(req.ruleset)
-    session, _ = await registry.create(Match(rules, seed=req.seed), specs, 0)
+    session, _, _ = await registry.create(Match(rules, seed=req.seed), specs, 0)
     try:
         await registry.seat_of(f"{session.match_id}.wrong-secret", session.match_id)
     except ServiceError as e:

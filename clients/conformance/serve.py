@@ -29,7 +29,19 @@ the next replica in turn: after a cut, a client's connection lands on another
 replica mid-hand. ``server`` is then the first replica, and ``replicas`` lists
 them all.
 
-    python clients/conformance/serve.py [--python PYTHON] [--replicas N] [-- extra server flags]
+With ``--tls`` it makes a certificate authority, a server certificate for
+127.0.0.1 and localhost, and an operator's client certificate (PEM files in its
+temporary directory, made with ``cryptography``, the project's dev dependency),
+and starts the server TLS-only with mutual TLS for operator calls
+(``--tls-cert``, ``--tls-key``, ``--tls-client-ca``, ``--operator-port 0``).
+The line then has ``operator``, the operator port (mutual TLS, not behind the
+proxy; with ``--replicas`` the first replica's), and ``tls``: the paths ``ca``
+(the CA that signs both certificates: trust it for either port),
+``clientCert`` and ``clientKey`` (PKCS#8). ``address`` still goes through the
+proxy, which passes TLS through as bytes.
+
+    python clients/conformance/serve.py [--python PYTHON] [--replicas N] [--tls]
+        [-- extra server flags]
 """
 
 from __future__ import annotations
@@ -49,6 +61,7 @@ import tempfile
 from pathlib import Path
 
 READY = re.compile(r"spades-server listening on (?P<host>[\d.]+):(?P<port>\d+) \(gRPC\)")
+OPERATOR = re.compile(r"operator port (?P<host>[\d.]+):(?P<port>\d+) \(mutual TLS\)")
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
 HOST = "127.0.0.1"
@@ -155,9 +168,101 @@ async def _start_redis(workdir: Path) -> tuple[asyncio.subprocess.Process, str]:
             await asyncio.sleep(0.02)
 
 
+def _make_pki(folder: Path) -> dict[str, str]:
+    """A CA, a server certificate (127.0.0.1, localhost) and an operator's
+    client certificate it signed, as PEM files in ``folder``: fresh keys each
+    run, so no key sits in the repository. EC P-256: quick to make, and read
+    by every client's TLS stack (Python, Node, Go, Java)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    folder.mkdir()
+    now = datetime.datetime.now(datetime.UTC)
+
+    def name(common_name: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+    def builder(
+        subject: str, issuer: str, key: ec.EllipticCurvePrivateKey
+    ) -> x509.CertificateBuilder:
+        return (
+            x509.CertificateBuilder()
+            .subject_name(name(subject))
+            .issuer_name(name(issuer))
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+        )
+
+    def write(stem: str, cert: x509.Certificate, key: ec.EllipticCurvePrivateKey) -> None:
+        (folder / f"{stem}.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        (folder / f"{stem}.key").write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
+
+    ca_name = "spades conformance CA"
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = (
+        builder(ca_name, ca_name, ca_key)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True, content_commitment=False, key_encipherment=False,
+                data_encipherment=False, key_agreement=False, key_cert_sign=True,
+                crl_sign=True, encipher_only=False, decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )  # fmt: skip
+    write("ca", ca, ca_key)
+    for stem, usage in (
+        ("server", ExtendedKeyUsageOID.SERVER_AUTH),
+        ("operator", ExtendedKeyUsageOID.CLIENT_AUTH),
+    ):
+        key = ec.generate_private_key(ec.SECP256R1())
+        b = (
+            builder("localhost" if stem == "server" else stem, ca_name, key)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        )
+        if stem == "server":
+            b = b.add_extension(
+                x509.SubjectAlternativeName(
+                    [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address(HOST))]
+                ),
+                critical=False,
+            )
+        write(stem, b.sign(ca_key, hashes.SHA256()), key)
+    return {
+        "ca": str(folder / "ca.crt"),
+        "serverCert": str(folder / "server.crt"),
+        "serverKey": str(folder / "server.key"),
+        "clientCert": str(folder / "operator.crt"),
+        "clientKey": str(folder / "operator.key"),
+    }
+
+
+def _tls_flags(pki: dict[str, str]) -> list[str]:
+    return [
+        "--tls-cert", pki["serverCert"], "--tls-key", pki["serverKey"],
+        "--tls-client-ca", pki["ca"], "--operator-port", "0",
+    ]  # fmt: skip
+
+
 async def _start_server(
     python: str, workdir: Path, token: str, extra: list[str], store: list[str]
-) -> tuple[asyncio.subprocess.Process, int]:
+) -> tuple[asyncio.subprocess.Process, int, int | None]:
     argv = [
         python, "-m", "spades_server.main",
         "--host", HOST, "--port", "0", "--metrics-port", "-1",
@@ -178,11 +283,13 @@ async def _start_server(
     )
     log.close()
     assert proc.stdout is not None
+    operator_port = None
     async with asyncio.timeout(START_TIMEOUT_S):
         while line := (await proc.stdout.readline()).decode():
-            m = READY.search(line)
-            if m:
-                return proc, int(m["port"])
+            if m := OPERATOR.search(line):  # printed before the ready line
+                operator_port = int(m["port"])
+            if m := READY.search(line):
+                return proc, int(m["port"]), operator_port
     raise RuntimeError(f"spades-server exited before it was ready; see {workdir / 'server.log'}")
 
 
@@ -205,11 +312,15 @@ async def _stdin_closed() -> None:
         pass
 
 
-async def main(python: str, extra: list[str], replicas: int) -> None:
+async def main(python: str, extra: list[str], replicas: int, tls: bool) -> None:
     token = "op-" + secrets.token_hex(8)
     with tempfile.TemporaryDirectory(prefix="spades-conformance-") as tmp:
         procs: list[asyncio.subprocess.Process] = []
         ports: list[int] = []
+        operator_ports: list[int | None] = []
+        pki = _make_pki(Path(tmp) / "pki") if tls else None
+        if pki is not None:
+            extra = [*_tls_flags(pki), *extra]
         try:
             if replicas > 1:
                 redis, url = await _start_redis(Path(tmp))
@@ -220,22 +331,28 @@ async def main(python: str, extra: list[str], replicas: int) -> None:
             for i in range(replicas):
                 workdir = Path(tmp) / f"replica{i}"
                 workdir.mkdir()
-                proc, port = await _start_server(python, workdir, token, extra, store)
+                proc, port, operator_port = await _start_server(
+                    python, workdir, token, extra, store
+                )
                 procs.append(proc)
                 ports.append(port)
+                operator_ports.append(operator_port)
             port = ports[0]
             proxy = Proxy(ports)
             front = await asyncio.start_server(proxy.handle, HOST, 0)
             ctl = await asyncio.start_server(lambda r, w: _control(proxy, r, w), HOST, 0)
             front_port = front.sockets[0].getsockname()[1]
             ctl_port = ctl.sockets[0].getsockname()[1]
-            ready = {
+            ready: dict[str, object] = {
                 "address": f"{HOST}:{front_port}",
                 "server": f"{HOST}:{port}",
                 "control": f"http://{HOST}:{ctl_port}",
                 "operatorToken": token,
                 "replicas": [f"{HOST}:{p}" for p in ports],
             }
+            if pki is not None:
+                ready["operator"] = f"{HOST}:{operator_ports[0]}"
+                ready["tls"] = {k: pki[k] for k in ("ca", "clientCert", "clientKey")}
             print(json.dumps(ready), flush=True)
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()
@@ -266,8 +383,15 @@ if __name__ == "__main__":
         default=int(os.environ.get("SPADES_CONFORMANCE_REPLICAS", "1")),
         help="servers on one Redis behind the proxy [SPADES_CONFORMANCE_REPLICAS, 1: SQLite]",
     )
+    p.add_argument(
+        "--tls",
+        action="store_true",
+        default=os.environ.get("SPADES_CONFORMANCE_TLS") == "1",
+        help="TLS only, operator calls over mutual TLS on their own port, with certificates "
+        "made for the run [SPADES_CONFORMANCE_TLS=1]",
+    )
     p.add_argument("extra", nargs="*", help="more spades-server flags (after --)")
     args = p.parse_args()
     if args.replicas < 1:
         p.error("--replicas must be at least 1")
-    asyncio.run(main(args.python, args.extra, args.replicas))
+    asyncio.run(main(args.python, args.extra, args.replicas, args.tls))

@@ -19,7 +19,10 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -51,6 +54,7 @@ type config struct {
 	backoff       Backoff
 	closeTimeout  time.Duration
 	dialOptions   []grpc.DialOption
+	err           error // an option that could not be applied, returned by Dial
 }
 
 // Option configures Dial.
@@ -72,7 +76,51 @@ func WithTLS(cfg *tls.Config) Option {
 	}
 }
 
-// WithOperatorToken sets the operator credential used by CreateMatch and GetMatch.
+// WithTLSFiles connects with TLS, trusting the CA certificates of the PEM
+// file caFile ("": the system's roots), and, when certFile and keyFile are
+// set (PEM; both or neither), presenting that client certificate: mutual TLS,
+// which a server started with --tls-client-ca requires on its operator port.
+// The files are read by Dial, which returns the error if one cannot be used.
+func WithTLSFiles(caFile, certFile, keyFile string) Option {
+	return func(c *config) {
+		cfg, err := LoadTLSConfig(caFile, certFile, keyFile)
+		if err != nil {
+			c.err = err
+			return
+		}
+		c.creds = credentials.NewTLS(cfg)
+	}
+}
+
+// LoadTLSConfig is the tls.Config of WithTLSFiles, for WithTLS when more of
+// it is to be set (ServerName for a server reached by another name, ...).
+func LoadTLSConfig(caFile, certFile, keyFile string) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("spades: TLS CA: %w", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("spades: TLS CA: no PEM certificate in %s", caFile)
+		}
+	}
+	if (certFile == "") != (keyFile == "") {
+		return nil, errors.New("spades: TLS client certificate: certFile and keyFile go together")
+	}
+	if certFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("spades: TLS client certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}
+
+// WithOperatorToken sets the operator credential used by CreateMatch,
+// GetMatch, ReissueSeatToken and SetSpectators.
 func WithOperatorToken(token string) Option {
 	return func(c *config) { c.operatorToken = token }
 }
@@ -110,6 +158,9 @@ func Dial(address string, opts ...Option) (*Client, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	if cfg.err != nil {
+		return nil, cfg.err
+	}
 	dial := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(cfg.creds),
 		// A connection that died without a reset (a phone off the network)
@@ -139,6 +190,13 @@ func (c *Client) callContext(ctx context.Context, token string) (context.Context
 	return withToken(ctx, token), cancel
 }
 
+// WithCredential returns ctx carrying token as the call's credential
+// (authorization: Bearer token), for the calls made with Raw(): a spectator
+// token on Spectate or PollEvents, say.
+func WithCredential(ctx context.Context, token string) context.Context {
+	return withToken(ctx, token)
+}
+
 func withToken(ctx context.Context, token string) context.Context {
 	if token == "" {
 		return ctx
@@ -165,6 +223,36 @@ func (c *Client) GetMatch(ctx context.Context, matchID string) (*spadesv1.MatchS
 		return err
 	})
 	return resp.GetMatch(), convert(ctx, err)
+}
+
+// ReissueSeatToken replaces a human seat's token (operator credential): the
+// old token is refused from then on, the streams opened with it end
+// (UNAUTHENTICATED, reason TOKEN_REVOKED) and the seat is OPEN again. The
+// response has the new token. Retried while the server is unreachable: a
+// repeat replaces the token once more, and its answer holds the current one.
+func (c *Client) ReissueSeatToken(ctx context.Context, matchID string, seat int32) (*spadesv1.ReissueSeatTokenResponse, error) {
+	ctx, cancel := c.callContext(ctx, c.cfg.operatorToken)
+	defer cancel()
+	var resp *spadesv1.ReissueSeatTokenResponse
+	err := retry(ctx, c.cfg.backoff, func() (err error) {
+		resp, err = c.rpc.ReissueSeatToken(ctx, &spadesv1.ReissueSeatTokenRequest{MatchId: matchID, Seat: seat})
+		return err
+	})
+	return resp, convert(ctx, err)
+}
+
+// SetSpectators changes who may watch a match (operator credential). With
+// SPECTATORS_TOKEN the response has a new spectator token (an earlier one is
+// refused from then on). Retried as ReissueSeatToken.
+func (c *Client) SetSpectators(ctx context.Context, matchID string, spectators spadesv1.Spectators) (*spadesv1.SetSpectatorsResponse, error) {
+	ctx, cancel := c.callContext(ctx, c.cfg.operatorToken)
+	defer cancel()
+	var resp *spadesv1.SetSpectatorsResponse
+	err := retry(ctx, c.cfg.backoff, func() (err error) {
+		resp, err = c.rpc.SetSpectators(ctx, &spadesv1.SetSpectatorsRequest{MatchId: matchID, Spectators: spectators})
+		return err
+	})
+	return resp, convert(ctx, err)
 }
 
 // Seat is what a seat token does. Get one with Client.Seat.

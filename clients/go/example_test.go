@@ -10,20 +10,23 @@ import (
 	"time"
 )
 
-const exampleSource = "examples/playhand/main.go"
+// The README's examples are these files, word for word (tls_test.go runs
+// the second).
+var exampleSources = []string{"examples/playhand/main.go", "examples/tls/main.go"}
 
-// The README's example is examples/playhand/main.go, word for word.
-func TestReadmeShowsTheExample(t *testing.T) {
+func TestReadmeShowsTheExamples(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := os.ReadFile(exampleSource)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(readme), "```go\n"+string(src)+"```\n") {
-		t.Fatalf("README.md does not show %s as it is (a ```go block)", exampleSource)
+	for _, path := range exampleSources {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(readme), "```go\n"+string(src)+"```\n") {
+			t.Errorf("README.md does not show %s as it is (a ```go block)", path)
+		}
 	}
 }
 

@@ -29,21 +29,34 @@ type testServer struct {
 	Server        string `json:"server"`
 	Control       string `json:"control"`
 	OperatorToken string `json:"operatorToken"`
+	// With serve.py --tls: the operator port (mutual TLS), and the PEM files
+	// of the run's CA and of the operator's client certificate.
+	Operator string `json:"operator"`
+	TLS      struct {
+		CA         string `json:"ca"`
+		ClientCert string `json:"clientCert"`
+		ClientKey  string `json:"clientKey"`
+	} `json:"tls"`
 
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 }
 
 var (
-	shared    *testServer
-	sharedErr error
-	startOnce sync.Once
+	shared       *testServer
+	sharedErr    error
+	startOnce    sync.Once
+	sharedTLS    *testServer
+	sharedTLSErr error
+	startTLSOnce sync.Once
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if shared != nil {
-		shared.stop()
+	for _, s := range []*testServer{shared, sharedTLS} {
+		if s != nil {
+			s.stop()
+		}
 	}
 	os.Exit(code)
 }
@@ -66,21 +79,35 @@ func python() string {
 func server(t testing.TB) *testServer {
 	t.Helper()
 	startOnce.Do(func() { shared, sharedErr = startServer() })
-	if sharedErr != nil {
-		if strings.Contains(sharedErr.Error(), "SPADES_PYTHON") {
-			t.Skip(sharedErr)
-		}
-		t.Fatal(sharedErr)
-	}
-	return shared
+	return started(t, shared, sharedErr)
 }
 
-func startServer() (*testServer, error) {
+// tlsServer is serve.py --tls, shared by the TLS tests: TLS only, with
+// operator calls on the operator port over mutual TLS.
+func tlsServer(t testing.TB) *testServer {
+	t.Helper()
+	startTLSOnce.Do(func() { sharedTLS, sharedTLSErr = startServer("--tls") })
+	return started(t, sharedTLS, sharedTLSErr)
+}
+
+func started(t testing.TB, s *testServer, err error) *testServer {
+	t.Helper()
+	if err != nil {
+		if strings.Contains(err.Error(), "SPADES_PYTHON") {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	return s
+}
+
+func startServer(args ...string) (*testServer, error) {
 	py := python()
 	if py == "" {
 		return nil, fmt.Errorf("no Python with spades_server: set SPADES_PYTHON (make test-client-go does)")
 	}
-	cmd := exec.Command(py, filepath.Join(repoRoot, "clients", "conformance", "serve.py"), "--python", py)
+	argv := append([]string{filepath.Join(repoRoot, "clients", "conformance", "serve.py"), "--python", py}, args...)
+	cmd := exec.Command(py, argv...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

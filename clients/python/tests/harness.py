@@ -49,6 +49,13 @@ class Harness:
     server: str
     control: str
     operator_token: str
+    # With serve.py --tls: the operator port (mutual TLS), and the PEM files
+    # of the CA (it signs the server's and the client's certificates) and of
+    # the operator's client certificate.
+    operator_address: str = ""
+    ca: str = ""
+    client_cert: str = ""
+    client_key: str = ""
 
     def cut(self) -> int:
         """Drop every proxied connection; returns how many were open."""
@@ -94,7 +101,17 @@ def serve(log_dir: Path, *args: str) -> Iterator[Harness]:
         if not line:
             raise AssertionError(f"serve.py exited: {log_path.read_text()[-2000:]}")
         ready = json.loads(line)
-        yield Harness(ready["address"], ready["server"], ready["control"], ready["operatorToken"])
+        tls = ready.get("tls", {})
+        yield Harness(
+            ready["address"],
+            ready["server"],
+            ready["control"],
+            ready["operatorToken"],
+            operator_address=ready.get("operator", ""),
+            ca=tls.get("ca", ""),
+            client_cert=tls.get("clientCert", ""),
+            client_key=tls.get("clientKey", ""),
+        )
     finally:
         assert proc.stdin is not None
         proc.stdin.close()  # serve.py stops the server and exits
@@ -116,6 +133,13 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
 def replicated_harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
     """Three replicas on one Redis; each new connection goes to the next one."""
     with serve(tmp_path_factory.mktemp("serve-replicas"), "--replicas", "3") as h:
+        yield h
+
+
+@pytest.fixture(scope="session")
+def tls_harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
+    """TLS only, operator calls over mutual TLS on the operator port."""
+    with serve(tmp_path_factory.mktemp("serve-tls"), "--tls") as h:
         yield h
 
 

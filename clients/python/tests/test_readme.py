@@ -20,7 +20,13 @@ def python_blocks() -> list[str]:
 
 def run_example(code: str, harness: Harness) -> str:
     env = dict(
-        os.environ, SPADES_ADDRESS=harness.address, SPADES_OPERATOR_TOKEN=harness.operator_token
+        os.environ,
+        SPADES_ADDRESS=harness.address,
+        SPADES_OPERATOR_TOKEN=harness.operator_token,
+        SPADES_OPERATOR_ADDRESS=harness.operator_address,
+        SPADES_CA=harness.ca,
+        SPADES_CLIENT_CERT=harness.client_cert,
+        SPADES_CLIENT_KEY=harness.client_key,
     )
     done = subprocess.run(
         [sys.executable, "-c", code],
@@ -53,3 +59,8 @@ def test_the_synchronous_example_runs(harness: Harness) -> None:
     code = code.replace('"localhost:50051"', repr(harness.address))
     code = code.replace('"demo-operator-token"', repr(harness.operator_token))
     run_example(code, harness)
+
+
+def test_the_tls_example_runs(tls_harness: Harness) -> None:
+    out = run_example(python_blocks()[2], tls_harness).splitlines()
+    assert out == ["claimed seat 0", "a spectator sees hand_started", "seat token replaced"]

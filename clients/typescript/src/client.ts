@@ -14,7 +14,10 @@ import {
   type CreateMatchResponse,
   type LeaveSeatResponse,
   type MatchSummary,
+  type ReissueSeatTokenResponse,
   type SeatView,
+  type SetSpectatorsResponse,
+  type Spectators,
   type SubmitActionResponse,
 } from "./gen/spades/v1/spades_pb.js";
 
@@ -32,7 +35,7 @@ export interface CallOpts {
 export interface SpadesClientOptions {
   /** How calls reach the server: `createNodeTransport()` from `./node`, or any Connect transport. */
   transport: Transport;
-  /** The operator credential, for createMatch and getMatch. */
+  /** The operator credential, for createMatch, getMatch, reissueSeatToken and setSpectators. */
   operatorToken?: string;
   /** The deadline of each unary call, in milliseconds (default 10000). Play calls have none. */
   timeoutMs?: number;
@@ -58,8 +61,10 @@ export class SpadesClient {
 
   /**
    * Creates a match (operator). The response has one seat token per human
-   * seat. Not retried: a call that fails with UNAVAILABLE may have created
-   * the match all the same.
+   * seat; with `spectators: Spectators.TOKEN`, its `spectatorToken` is the
+   * watchers' credential (`spectate(client, matchId, { spectatorToken })`).
+   * Not retried: a call that fails with UNAVAILABLE may have created the
+   * match all the same.
    */
   async createMatch(request: MessageInitShape<typeof CreateMatchRequestSchema>, opts?: CallOpts): Promise<CreateMatchResponse> {
     return this.unary((o) => this.rpc.createMatch(request, o), this.operatorCredential(), opts);
@@ -72,6 +77,26 @@ export class SpadesClient {
       throw new SpadesError(Code.Internal, "GetMatch answered without a match");
     }
     return res.match;
+  }
+
+  /**
+   * Replaces a human seat's token (operator): the old one is refused from
+   * now on, the streams opened with it end (UNAUTHENTICATED, reason
+   * TOKEN_REVOKED), and the seat is OPEN again. Retried after a dropped
+   * connection: a repeat replaces the token once more, and its answer holds
+   * the token that is current.
+   */
+  reissueSeatToken(matchId: string, seat: number, opts?: CallOpts): Promise<ReissueSeatTokenResponse> {
+    return this.unary((o) => this.rpc.reissueSeatToken({ matchId, seat }, o), this.operatorCredential(), opts, true);
+  }
+
+  /**
+   * Changes who may watch a match (operator); with `Spectators.TOKEN` the
+   * answer's `spectatorToken` is a new one (an earlier one is refused from
+   * now on). Retried like reissueSeatToken.
+   */
+  setSpectators(matchId: string, spectators: Spectators, opts?: CallOpts): Promise<SetSpectatorsResponse> {
+    return this.unary((o) => this.rpc.setSpectators({ matchId, spectators }, o), this.operatorCredential(), opts, true);
   }
 
   /** A seat's calls with its seat token (`<match_id>.<secret>`). */

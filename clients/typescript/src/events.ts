@@ -214,9 +214,24 @@ export function streamEvents(seat: SeatClient, options: EventStreamOptions = {})
   });
 }
 
-/** A match's public events on Spectate (no credential), resuming by itself. */
-export function spectate(client: SpadesClient, matchId: string, options: EventStreamOptions = {}): EventStream {
-  return new EventStream((afterSeq, call) => client.rpc.spectate({ matchId, afterSeq }, call), {
+/** What a spectator may send. */
+export interface SpectatorOptions {
+  /**
+   * The match's spectator token, for a match created with
+   * `Spectators.TOKEN` (a public match needs none; the operator token is
+   * not a spectator's).
+   */
+  spectatorToken?: string;
+}
+
+function spectatorHeaders(options: SpectatorOptions): Record<string, string> | undefined {
+  return options.spectatorToken ? { authorization: `Bearer ${options.spectatorToken}` } : undefined;
+}
+
+/** A match's public events on Spectate (no credential, or the spectator token), resuming by itself. */
+export function spectate(client: SpadesClient, matchId: string, options: EventStreamOptions & SpectatorOptions = {}): EventStream {
+  const headers = spectatorHeaders(options);
+  return new EventStream((afterSeq, call) => client.rpc.spectate({ matchId, afterSeq }, headers ? { ...call, headers } : call), {
     ...options,
     retry: { ...client.retry, ...(options.retry ?? {}) },
   });
@@ -298,8 +313,9 @@ export function pollEvents(seat: SeatClient, options: PollOptions = {}): EventSt
   return new EventStream(loop, { ...options, retry: { ...seat.client.retry, ...(options.retry ?? {}) } }, { quietCallsGetThrough: false });
 }
 
-/** A match's public events on PollEvents (no credential), as `spectate` has them. */
-export function pollSpectate(client: SpadesClient, matchId: string, options: PollOptions = {}): EventStream {
-  const loop = pollLoop((req, call) => client.rpc.pollEvents({ matchId, ...req }, call), options);
+/** A match's public events on PollEvents (no credential, or the spectator token), as `spectate` has them. */
+export function pollSpectate(client: SpadesClient, matchId: string, options: PollOptions & SpectatorOptions = {}): EventStream {
+  const headers = spectatorHeaders(options);
+  const loop = pollLoop((req, call) => client.rpc.pollEvents({ matchId, ...req }, headers ? { ...call, headers } : call), options);
   return new EventStream(loop, { ...options, retry: { ...client.retry, ...(options.retry ?? {}) } }, { quietCallsGetThrough: false });
 }

@@ -13,6 +13,7 @@ export {
   type EventStreamTraits,
   type OpenEvents,
   type PollOptions,
+  type SpectatorOptions,
 } from "./events.js";
 export { SpadesError, Code, codeName, type FieldViolation } from "./errors.js";
 export { backoffDelay, resolveRetry, type RetryOptions } from "./backoff.js";

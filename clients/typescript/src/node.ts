@@ -1,5 +1,6 @@
 // Node's transport: gRPC over HTTP/2 (@connectrpc/connect-node), the one that
 // carries the bidirectional Play call. Browsers will get their own module.
+import { readFileSync } from "node:fs";
 import type { SecureClientSessionOptions } from "node:http2";
 import type { Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
@@ -8,13 +9,43 @@ import { SpadesClient, type SpadesClientOptions } from "./client.js";
 export interface NodeConnectOptions extends Omit<SpadesClientOptions, "transport"> {
   /**
    * TLS: true for the system's CAs, or Node's TLS options (`ca`, `cert`,
-   * `servername`, ...). Default: plaintext, unless the address is `https://...`.
+   * `key`, `servername`, ...; `tlsFiles()` reads them from PEM files).
+   * Default: plaintext, unless the address is `https://...`.
    */
   tls?: boolean | SecureClientSessionOptions;
   /** HTTP/2 keepalive ping interval in milliseconds (default 30000; the server allows one per 10 s at most). */
   keepaliveMs?: number;
   /** How long a keepalive ping may go unanswered before the connection counts as dead (default 15000). */
   keepaliveTimeoutMs?: number;
+}
+
+/** PEM files of a TLS connection (see `tlsFiles`). */
+export interface TlsFiles {
+  /** The CA certificates that sign the server's (default: Node's CAs). */
+  ca?: string;
+  /** A client certificate (chain), for mutual TLS: a server's operator port with `--tls-client-ca`. */
+  cert?: string;
+  /** The client certificate's private key (unencrypted). */
+  key?: string;
+  /** The name to check the server's certificate against, if not the address's host. */
+  servername?: string;
+}
+
+/**
+ * Node's TLS options from PEM files, read now (a missing file throws here,
+ * not at the first call), for `connect(address, { tls: tlsFiles({ ca }) })`.
+ * `cert` and `key` go together.
+ */
+export function tlsFiles(files: TlsFiles): SecureClientSessionOptions {
+  if ((files.cert === undefined) !== (files.key === undefined)) {
+    throw new TypeError("tlsFiles: cert and key go together (a client certificate needs its key)");
+  }
+  return {
+    ...(files.ca !== undefined ? { ca: readFileSync(files.ca) } : {}),
+    ...(files.cert !== undefined ? { cert: readFileSync(files.cert) } : {}),
+    ...(files.key !== undefined ? { key: readFileSync(files.key) } : {}),
+    ...(files.servername !== undefined ? { servername: files.servername } : {}),
+  };
 }
 
 /** The base URL for an address: `host:port`, `http://host:port` or `https://host:port`. */

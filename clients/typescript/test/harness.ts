@@ -26,6 +26,10 @@ export interface Server {
   /** `http://127.0.0.1:C`, whose POST /cut resets every proxied connection. */
   readonly control: string;
   readonly operatorToken: string;
+  /** With `startServer("--tls")`: the operator port (mutual TLS), `127.0.0.1:O`. */
+  readonly operator?: string;
+  /** With `startServer("--tls")`: PEM files of the run's CA and of the operator's client certificate. */
+  readonly tls?: { readonly ca: string; readonly clientCert: string; readonly clientKey: string };
   /** Resets every connection through the proxy; resolves with how many it cut. */
   cut(): Promise<number>;
   /** Closes serve.py's standard input and waits (bounded) for it to exit. */
@@ -40,13 +44,14 @@ export function python(): string {
   return p;
 }
 
-export async function startServer(): Promise<Server> {
-  const child = spawn(python(), [join(ROOT, "clients", "conformance", "serve.py")], {
+/** serve.py with `args` (`"--tls"`: TLS only, operator calls over mutual TLS on their own port). */
+export async function startServer(...args: string[]): Promise<Server> {
+  const child = spawn(python(), [join(ROOT, "clients", "conformance", "serve.py"), ...args], {
     cwd: ROOT,
     stdio: ["pipe", "pipe", "inherit"],
   });
   const exited = new Promise<void>((done) => child.once("exit", () => done()));
-  let ready: { address: string; server: string; control: string; operatorToken: string };
+  let ready: Ready;
   try {
     ready = await firstLine(child);
   } catch (e) {
@@ -67,7 +72,9 @@ export async function startServer(): Promise<Server> {
   };
 }
 
-function firstLine(child: ChildProcess): Promise<{ address: string; server: string; control: string; operatorToken: string }> {
+type Ready = Pick<Server, "address" | "server" | "control" | "operatorToken" | "operator" | "tls">;
+
+function firstLine(child: ChildProcess): Promise<Ready> {
   return new Promise((resolve, reject) => {
     const lines = createInterface({ input: child.stdout! });
     const timer = setTimeout(() => {

@@ -12,7 +12,7 @@
 ...), generated from proto/spades/v1/spades.proto when the package is installed.
 """
 
-from ._client import DEFAULT_POLL_WAIT_MS, DEFAULT_TIMEOUT, Client, Seat, connect
+from ._client import DEFAULT_POLL_WAIT_MS, DEFAULT_TIMEOUT, TLS, Client, Seat, connect
 from ._errors import ConnectionLost, FieldViolation, SessionClosed, SpadesError
 from ._gen.spades.v1 import spades_pb2 as pb
 from ._helpers import (
@@ -35,6 +35,7 @@ __version__ = "0.1.0"
 __all__ = [
     "DEFAULT_POLL_WAIT_MS",
     "DEFAULT_TIMEOUT",
+    "TLS",
     "Backoff",
     "Client",
     "ConnectionLost",

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final, TypeVar
 
 import grpc
@@ -16,7 +19,7 @@ from ._gen.spades.v1 import spades_pb2_grpc
 from ._retry import Backoff, is_transient
 from ._session import Session, new_action_id, settle
 
-__all__ = ["DEFAULT_POLL_WAIT_MS", "DEFAULT_TIMEOUT", "Client", "Seat", "connect"]
+__all__ = ["DEFAULT_POLL_WAIT_MS", "DEFAULT_TIMEOUT", "TLS", "Client", "Seat", "connect"]
 
 DEFAULT_TIMEOUT: Final = 10.0  # seconds, each unary call
 # PollEvents: how long each poll waits on the server by default (it waits at
@@ -42,10 +45,54 @@ DEFAULT_OPTIONS: Final[tuple[tuple[str, int], ...]] = (
 )
 
 
+StrPath = str | os.PathLike[str]
+
+
+@dataclass(frozen=True)
+class TLS:
+    """How a channel speaks TLS: the certificates that sign the server's
+    (``ca``, PEM; None: the system's roots) and, for mutual TLS (a server's
+    operator port, ``--tls-client-ca``), the client's certificate chain and
+    private key (``cert`` and ``key``, PEM, both or neither).
+    ``server_name``: the name to check the server's certificate against when
+    it is not the host of the address (an address by IP, a tunnel)."""
+
+    ca: bytes | None = None
+    cert: bytes | None = None
+    key: bytes | None = None
+    server_name: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.cert is None) != (self.key is None):
+            raise ValueError("TLS: cert and key go together (a client certificate needs its key)")
+
+    @classmethod
+    def files(
+        cls,
+        ca: StrPath | None = None,
+        cert: StrPath | None = None,
+        key: StrPath | None = None,
+        *,
+        server_name: str | None = None,
+    ) -> TLS:
+        """The same, read from PEM files now (a missing file fails here, not
+        on the first call)."""
+
+        def read(path: StrPath | None) -> bytes | None:
+            return None if path is None else Path(path).read_bytes()
+
+        return cls(read(ca), read(cert), read(key), server_name)
+
+    def credentials(self) -> grpc.ChannelCredentials:
+        return grpc.ssl_channel_credentials(
+            root_certificates=self.ca, private_key=self.key, certificate_chain=self.cert
+        )
+
+
 def connect(
     address: str,
     *,
-    tls: bool | grpc.ChannelCredentials = False,
+    tls: bool | TLS | grpc.ChannelCredentials = False,
     operator_token: str | None = None,
     timeout: float | None = DEFAULT_TIMEOUT,
     backoff: Backoff | None = None,
@@ -53,20 +100,31 @@ def connect(
 ) -> Client:
     """A client of the server at ``address`` (``host:port``).
 
-    ``tls``: False for plaintext (the server's own listener), True for TLS with
-    the system's roots, or ``grpc.ChannelCredentials`` of your own.
-    ``operator_token``: the operator credential, for ``create_match``,
-    ``get_match``, ``list_matches``. ``timeout``: the deadline of each unary
-    call, in seconds (None: none). ``backoff``: how calls and sessions retry
-    after transient failures. ``options``: more gRPC channel options (they
-    override the defaults). Call it from a coroutine (the channel belongs to
-    the running event loop) and close the client when done (``async with``).
+    ``tls``: False for plaintext (the server's own listener without
+    ``--tls-cert``), True for TLS with the system's roots, a ``TLS`` (a CA of
+    your own, a client certificate for the operator port), or
+    ``grpc.ChannelCredentials`` of your own. ``operator_token``: the operator
+    credential, for ``create_match``, ``get_match``, ``list_matches``,
+    ``reissue_seat_token``, ``set_spectators``. ``timeout``: the deadline of
+    each unary call, in seconds (None: none). ``backoff``: how calls and
+    sessions retry after transient failures. ``options``: more gRPC channel
+    options (they override the defaults). Call it from a coroutine (the
+    channel belongs to the running event loop) and close the client when done
+    (``async with``).
     """
-    merged = dict(DEFAULT_OPTIONS) | dict(options)
+    merged: dict[str, Any] = dict(DEFAULT_OPTIONS)
+    if isinstance(tls, TLS) and tls.server_name is not None:
+        merged["grpc.ssl_target_name_override"] = tls.server_name
+    merged |= dict(options)
     if tls is False:
         channel = grpc.aio.insecure_channel(address, options=list(merged.items()))
     else:
-        creds = grpc.ssl_channel_credentials() if tls is True else tls
+        if tls is True:
+            creds = grpc.ssl_channel_credentials()
+        elif isinstance(tls, TLS):
+            creds = tls.credentials()
+        else:
+            creds = tls
         channel = grpc.aio.secure_channel(address, creds, options=list(merged.items()))
     return Client(channel, operator_token=operator_token, timeout=timeout, backoff=backoff)
 
@@ -163,15 +221,19 @@ class Client:
         seats: Sequence[pb.SeatConfig] = (),
         seed: int | None = None,
         turn_timer_ms: int = 0,
+        spectators: pb.Spectators.ValueType = pb.SPECTATORS_UNSPECIFIED,
         timeout: float | None = None,
     ) -> pb.CreateMatchResponse:
         """Create a match (operator): a whole ``request``, or its fields. A
-        ``seed`` makes the deals (and the bots' choices) repeatable. The
-        response's ``seat_tokens`` hold one token per human seat: pass one to
-        ``seat``. Not retried (a retry could create a second match)."""
+        ``seed`` makes the deals (and the bots' choices) repeatable;
+        ``spectators`` says who may watch (unset: anyone; with
+        ``pb.SPECTATORS_TOKEN`` the response's ``spectator_token`` is the
+        watchers' credential). The response's ``seat_tokens`` hold one token
+        per human seat: pass one to ``seat``. Not retried (a retry could create
+        a second match)."""
         if request is None:
             request = pb.CreateMatchRequest(
-                ruleset=ruleset, seats=seats, turn_timer_ms=turn_timer_ms
+                ruleset=ruleset, seats=seats, turn_timer_ms=turn_timer_ms, spectators=spectators
             )
             if seed is not None:
                 request.seed, request.has_seed = seed, True
@@ -214,31 +276,77 @@ class Client:
             if not token:
                 return
 
+    async def reissue_seat_token(
+        self, match_id: str, seat: int, *, timeout: float | None = None
+    ) -> pb.ReissueSeatTokenResponse:
+        """Replace a human seat's token (operator): the old one is refused from
+        now on and the streams opened with it end (``TOKEN_REVOKED``); the seat
+        is OPEN again. The response has the new ``seat_token``. Retried after a
+        transient failure: a repeat replaces the token once more, and its
+        answer holds the token that is current."""
+        return await self.call(
+            self.stub.ReissueSeatToken,
+            pb.ReissueSeatTokenRequest(match_id=match_id, seat=seat),
+            metadata=self._operator(),
+            timeout=timeout,
+            retry=True,
+        )
+
+    async def set_spectators(
+        self,
+        match_id: str,
+        spectators: pb.Spectators.ValueType,
+        *,
+        timeout: float | None = None,
+    ) -> pb.SetSpectatorsResponse:
+        """Change who may watch a match (operator); with ``pb.SPECTATORS_TOKEN``
+        the response's ``spectator_token`` is a new one (any earlier one is
+        refused from now on). Retried after a transient failure, as
+        ``reissue_seat_token``: the last answer holds the current token."""
+        return await self.call(
+            self.stub.SetSpectators,
+            pb.SetSpectatorsRequest(match_id=match_id, spectators=spectators),
+            metadata=self._operator(),
+            timeout=timeout,
+            retry=True,
+        )
+
     # -- seats and spectators ---------------------------------------------------------
     def seat(self, token: str) -> Seat:
         """The seat a seat token acts for (``<match_id>.<secret>``)."""
         return Seat(self, token)
 
-    def spectate(self, match_id: str, *, after_seq: int = 0) -> AsyncIterator[pb.MatchEvent]:
+    def spectate(
+        self, match_id: str, *, after_seq: int = 0, spectator_token: str | None = None
+    ) -> AsyncIterator[pb.MatchEvent]:
         """The match's public events after ``after_seq``, then live ones, resumed
-        after a dropped connection without a gap or a repeat. No credential."""
+        after a dropped connection without a gap or a repeat. No credential on
+        a public match; ``spectator_token`` on a ``SPECTATORS_TOKEN`` one (never
+        the operator token: it is not a spectator's)."""
+        metadata = _bearer(spectator_token) if spectator_token else ()
 
         def open_call(after: int) -> grpc.aio.UnaryStreamCall[Any, Any]:
             request = pb.SpectateRequest(match_id=match_id, after_seq=after)
-            return self.stub.Spectate(request)
+            return self.stub.Spectate(request, metadata=metadata)
 
         return _resuming_events(open_call, after_seq, self.backoff, self._rng)
 
     def poll_spectate(
-        self, match_id: str, *, after_seq: int = 0, wait_ms: int = DEFAULT_POLL_WAIT_MS
+        self,
+        match_id: str,
+        *,
+        after_seq: int = 0,
+        wait_ms: int = DEFAULT_POLL_WAIT_MS,
+        spectator_token: str | None = None,
     ) -> AsyncIterator[pb.MatchEvent]:
         """The match's public events, as ``spectate`` has them, on ``PollEvents``
-        long polls (no credential): for where a stream stalls. See
-        ``Seat.poll_events``."""
+        long polls (no credential, or ``spectator_token``): for where a stream
+        stalls. See ``Seat.poll_events``."""
+        metadata = _bearer(spectator_token) if spectator_token else ()
 
         def poll(after: int, wait: int, timeout: float) -> Awaitable[pb.PollEventsResponse]:
             request = pb.PollEventsRequest(match_id=match_id, after_seq=after, wait_ms=wait)
-            return self.stub.PollEvents(request, timeout=timeout)
+            return self.stub.PollEvents(request, metadata=metadata, timeout=timeout)
 
         return _polled_events(poll, after_seq, wait_ms, self.backoff, self._rng)
 

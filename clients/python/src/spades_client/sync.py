@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import grpc
 
 from . import _client, _session
-from ._client import DEFAULT_TIMEOUT
+from ._client import DEFAULT_TIMEOUT, TLS
 from ._errors import SessionClosed
 from ._gen.spades.v1 import spades_pb2 as pb
 from ._retry import Backoff
@@ -77,7 +77,7 @@ class _Loop:
 def connect(
     address: str,
     *,
-    tls: bool | grpc.ChannelCredentials = False,
+    tls: bool | TLS | grpc.ChannelCredentials = False,
     operator_token: str | None = None,
     timeout: float | None = DEFAULT_TIMEOUT,
     backoff: Backoff | None = None,
@@ -133,10 +133,16 @@ class Client:
         seats: Sequence[pb.SeatConfig] = (),
         seed: int | None = None,
         turn_timer_ms: int = 0,
+        spectators: pb.Spectators.ValueType = pb.SPECTATORS_UNSPECIFIED,
     ) -> pb.CreateMatchResponse:
         return self._run(
             self.aio.create_match(
-                request, ruleset=ruleset, seats=seats, seed=seed, turn_timer_ms=turn_timer_ms
+                request,
+                ruleset=ruleset,
+                seats=seats,
+                seed=seed,
+                turn_timer_ms=turn_timer_ms,
+                spectators=spectators,
             )
         )
 
@@ -145,6 +151,14 @@ class Client:
 
     def list_matches(self, page_size: int = 0, page_token: str = "") -> pb.ListMatchesResponse:
         return self._run(self.aio.list_matches(page_size, page_token))
+
+    def reissue_seat_token(self, match_id: str, seat: int) -> pb.ReissueSeatTokenResponse:
+        return self._run(self.aio.reissue_seat_token(match_id, seat))
+
+    def set_spectators(
+        self, match_id: str, spectators: pb.Spectators.ValueType
+    ) -> pb.SetSpectatorsResponse:
+        return self._run(self.aio.set_spectators(match_id, spectators))
 
     def seat(self, token: str) -> Seat:
         return Seat(self, self.aio.seat(token))

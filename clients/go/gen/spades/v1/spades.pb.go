@@ -3,7 +3,10 @@
 // Credentials travel in the `authorization` metadata as `Bearer <secret>`:
 // the operator credential for match administration, a seat token (returned
 // by CreateMatch or ImportMatch) for everything a player does. A seat token
-// acts only for its own seat and sees only that seat's view.
+// acts only for its own seat and sees only that seat's view. A spectator
+// token (a match created with SPECTATORS_TOKEN) lets its holder watch that
+// match's public events, nothing more. docs/security.md says who may see and
+// do what.
 //
 // Every event of a match has a sequence number, increasing by one per event
 // across the whole match. A viewer receives only the events it may see, so
@@ -663,6 +666,63 @@ func (x Phase) Number() protoreflect.EnumNumber {
 // Deprecated: Use Phase.Descriptor instead.
 func (Phase) EnumDescriptor() ([]byte, []int) {
 	return file_spades_v1_spades_proto_rawDescGZIP(), []int{9}
+}
+
+// Who may watch a match's public events.
+type Spectators int32
+
+const (
+	// The default: public.
+	Spectators_SPECTATORS_UNSPECIFIED Spectators = 0
+	// Anyone who knows the match id.
+	Spectators_SPECTATORS_PUBLIC Spectators = 1
+	// Nobody: the match is private to its seats (and the operator).
+	Spectators_SPECTATORS_NONE Spectators = 2
+	// Holders of the match's spectator token only.
+	Spectators_SPECTATORS_TOKEN Spectators = 3
+)
+
+// Enum value maps for Spectators.
+var (
+	Spectators_name = map[int32]string{
+		0: "SPECTATORS_UNSPECIFIED",
+		1: "SPECTATORS_PUBLIC",
+		2: "SPECTATORS_NONE",
+		3: "SPECTATORS_TOKEN",
+	}
+	Spectators_value = map[string]int32{
+		"SPECTATORS_UNSPECIFIED": 0,
+		"SPECTATORS_PUBLIC":      1,
+		"SPECTATORS_NONE":        2,
+		"SPECTATORS_TOKEN":       3,
+	}
+)
+
+func (x Spectators) Enum() *Spectators {
+	p := new(Spectators)
+	*p = x
+	return p
+}
+
+func (x Spectators) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Spectators) Descriptor() protoreflect.EnumDescriptor {
+	return file_spades_v1_spades_proto_enumTypes[10].Descriptor()
+}
+
+func (Spectators) Type() protoreflect.EnumType {
+	return &file_spades_v1_spades_proto_enumTypes[10]
+}
+
+func (x Spectators) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Spectators.Descriptor instead.
+func (Spectators) EnumDescriptor() ([]byte, []int) {
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{10}
 }
 
 // One card.
@@ -1338,7 +1398,9 @@ type MatchSummary struct {
 	// The winning side, when the match is over (-1 before).
 	Winner int32 `protobuf:"varint,8,opt,name=winner,proto3" json:"winner,omitempty"`
 	// Turn timer in milliseconds (0: none).
-	TurnTimerMs   int32 `protobuf:"varint,9,opt,name=turn_timer_ms,json=turnTimerMs,proto3" json:"turn_timer_ms,omitempty"`
+	TurnTimerMs int32 `protobuf:"varint,9,opt,name=turn_timer_ms,json=turnTimerMs,proto3" json:"turn_timer_ms,omitempty"`
+	// Who may watch its public events (never UNSPECIFIED).
+	Spectators    Spectators `protobuf:"varint,10,opt,name=spectators,proto3,enum=spades.v1.Spectators" json:"spectators,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1436,6 +1498,13 @@ func (x *MatchSummary) GetTurnTimerMs() int32 {
 	return 0
 }
 
+func (x *MatchSummary) GetSpectators() Spectators {
+	if x != nil {
+		return x.Spectators
+	}
+	return Spectators_SPECTATORS_UNSPECIFIED
+}
+
 // Request of CreateMatch.
 type CreateMatchRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1448,7 +1517,10 @@ type CreateMatchRequest struct {
 	// Whether seed is set.
 	HasSeed bool `protobuf:"varint,4,opt,name=has_seed,json=hasSeed,proto3" json:"has_seed,omitempty"`
 	// Milliseconds a human may take to act before a bot acts for them (0: no timer).
-	TurnTimerMs   int32 `protobuf:"varint,5,opt,name=turn_timer_ms,json=turnTimerMs,proto3" json:"turn_timer_ms,omitempty"`
+	TurnTimerMs int32 `protobuf:"varint,5,opt,name=turn_timer_ms,json=turnTimerMs,proto3" json:"turn_timer_ms,omitempty"`
+	// Who may watch the match's public events (Spectate, PollEvents without a
+	// seat token); unset: anyone who knows the match id.
+	Spectators    Spectators `protobuf:"varint,6,opt,name=spectators,proto3,enum=spades.v1.Spectators" json:"spectators,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1518,15 +1590,25 @@ func (x *CreateMatchRequest) GetTurnTimerMs() int32 {
 	return 0
 }
 
+func (x *CreateMatchRequest) GetSpectators() Spectators {
+	if x != nil {
+		return x.Spectators
+	}
+	return Spectators_SPECTATORS_UNSPECIFIED
+}
+
 // Response of CreateMatch.
 type CreateMatchResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The new match's summary.
 	Match *MatchSummary `protobuf:"bytes,1,opt,name=match,proto3" json:"match,omitempty"`
 	// One token per human seat.
-	SeatTokens    []*SeatToken `protobuf:"bytes,2,rep,name=seat_tokens,json=seatTokens,proto3" json:"seat_tokens,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SeatTokens []*SeatToken `protobuf:"bytes,2,rep,name=seat_tokens,json=seatTokens,proto3" json:"seat_tokens,omitempty"`
+	// With SPECTATORS_TOKEN: the spectator token (send it as
+	// `authorization: Bearer <token>` on Spectate or PollEvents); else empty.
+	SpectatorToken string `protobuf:"bytes,3,opt,name=spectator_token,json=spectatorToken,proto3" json:"spectator_token,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *CreateMatchResponse) Reset() {
@@ -1571,6 +1653,13 @@ func (x *CreateMatchResponse) GetSeatTokens() []*SeatToken {
 		return x.SeatTokens
 	}
 	return nil
+}
+
+func (x *CreateMatchResponse) GetSpectatorToken() string {
+	if x != nil {
+		return x.SpectatorToken
+	}
+	return ""
 }
 
 // A seat and the secret that acts for it.
@@ -3443,6 +3532,8 @@ type PollEventsRequest struct {
 	// 0 answers at once; the server waits at most its --poll-max-wait-ms
 	// (25000 by default), and ends the wait early enough to answer before the
 	// call's deadline. Negative is refused (BAD_WAIT_MS).
+	// (Without a seat token: the spectator token on a SPECTATORS_TOKEN match,
+	// and nothing on a public one, as Spectate.)
 	WaitMs        int32 `protobuf:"varint,3,opt,name=wait_ms,json=waitMs,proto3" json:"wait_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3787,7 +3878,9 @@ type ImportMatchRequest struct {
 	// The seats of the imported match (as in CreateMatch).
 	Seats []*SeatConfig `protobuf:"bytes,2,rep,name=seats,proto3" json:"seats,omitempty"`
 	// Turn timer in milliseconds (0: none).
-	TurnTimerMs   int32 `protobuf:"varint,3,opt,name=turn_timer_ms,json=turnTimerMs,proto3" json:"turn_timer_ms,omitempty"`
+	TurnTimerMs int32 `protobuf:"varint,3,opt,name=turn_timer_ms,json=turnTimerMs,proto3" json:"turn_timer_ms,omitempty"`
+	// Who may watch the imported match (as in CreateMatch).
+	Spectators    Spectators `protobuf:"varint,4,opt,name=spectators,proto3,enum=spades.v1.Spectators" json:"spectators,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3843,15 +3936,24 @@ func (x *ImportMatchRequest) GetTurnTimerMs() int32 {
 	return 0
 }
 
+func (x *ImportMatchRequest) GetSpectators() Spectators {
+	if x != nil {
+		return x.Spectators
+	}
+	return Spectators_SPECTATORS_UNSPECIFIED
+}
+
 // Response of ImportMatch.
 type ImportMatchResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The imported match's summary (a new match id).
 	Match *MatchSummary `protobuf:"bytes,1,opt,name=match,proto3" json:"match,omitempty"`
 	// One token per human seat.
-	SeatTokens    []*SeatToken `protobuf:"bytes,2,rep,name=seat_tokens,json=seatTokens,proto3" json:"seat_tokens,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SeatTokens []*SeatToken `protobuf:"bytes,2,rep,name=seat_tokens,json=seatTokens,proto3" json:"seat_tokens,omitempty"`
+	// With SPECTATORS_TOKEN: the spectator token; else empty.
+	SpectatorToken string `protobuf:"bytes,3,opt,name=spectator_token,json=spectatorToken,proto3" json:"spectator_token,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ImportMatchResponse) Reset() {
@@ -3898,6 +4000,233 @@ func (x *ImportMatchResponse) GetSeatTokens() []*SeatToken {
 	return nil
 }
 
+func (x *ImportMatchResponse) GetSpectatorToken() string {
+	if x != nil {
+		return x.SpectatorToken
+	}
+	return ""
+}
+
+// Request of ReissueSeatToken.
+type ReissueSeatTokenRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The match id.
+	MatchId string `protobuf:"bytes,1,opt,name=match_id,json=matchId,proto3" json:"match_id,omitempty"`
+	// The human seat whose token is replaced.
+	Seat          int32 `protobuf:"varint,2,opt,name=seat,proto3" json:"seat,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReissueSeatTokenRequest) Reset() {
+	*x = ReissueSeatTokenRequest{}
+	mi := &file_spades_v1_spades_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReissueSeatTokenRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReissueSeatTokenRequest) ProtoMessage() {}
+
+func (x *ReissueSeatTokenRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_spades_v1_spades_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReissueSeatTokenRequest.ProtoReflect.Descriptor instead.
+func (*ReissueSeatTokenRequest) Descriptor() ([]byte, []int) {
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *ReissueSeatTokenRequest) GetMatchId() string {
+	if x != nil {
+		return x.MatchId
+	}
+	return ""
+}
+
+func (x *ReissueSeatTokenRequest) GetSeat() int32 {
+	if x != nil {
+		return x.Seat
+	}
+	return 0
+}
+
+// Response of ReissueSeatToken.
+type ReissueSeatTokenResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The seat's new token.
+	SeatToken *SeatToken `protobuf:"bytes,1,opt,name=seat_token,json=seatToken,proto3" json:"seat_token,omitempty"`
+	// The match's summary after the change.
+	Match         *MatchSummary `protobuf:"bytes,2,opt,name=match,proto3" json:"match,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReissueSeatTokenResponse) Reset() {
+	*x = ReissueSeatTokenResponse{}
+	mi := &file_spades_v1_spades_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReissueSeatTokenResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReissueSeatTokenResponse) ProtoMessage() {}
+
+func (x *ReissueSeatTokenResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_spades_v1_spades_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReissueSeatTokenResponse.ProtoReflect.Descriptor instead.
+func (*ReissueSeatTokenResponse) Descriptor() ([]byte, []int) {
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *ReissueSeatTokenResponse) GetSeatToken() *SeatToken {
+	if x != nil {
+		return x.SeatToken
+	}
+	return nil
+}
+
+func (x *ReissueSeatTokenResponse) GetMatch() *MatchSummary {
+	if x != nil {
+		return x.Match
+	}
+	return nil
+}
+
+// Request of SetSpectators.
+type SetSpectatorsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The match id.
+	MatchId string `protobuf:"bytes,1,opt,name=match_id,json=matchId,proto3" json:"match_id,omitempty"`
+	// Who may watch from now on (unset: public).
+	Spectators    Spectators `protobuf:"varint,2,opt,name=spectators,proto3,enum=spades.v1.Spectators" json:"spectators,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetSpectatorsRequest) Reset() {
+	*x = SetSpectatorsRequest{}
+	mi := &file_spades_v1_spades_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetSpectatorsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetSpectatorsRequest) ProtoMessage() {}
+
+func (x *SetSpectatorsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_spades_v1_spades_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetSpectatorsRequest.ProtoReflect.Descriptor instead.
+func (*SetSpectatorsRequest) Descriptor() ([]byte, []int) {
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *SetSpectatorsRequest) GetMatchId() string {
+	if x != nil {
+		return x.MatchId
+	}
+	return ""
+}
+
+func (x *SetSpectatorsRequest) GetSpectators() Spectators {
+	if x != nil {
+		return x.Spectators
+	}
+	return Spectators_SPECTATORS_UNSPECIFIED
+}
+
+// Response of SetSpectators.
+type SetSpectatorsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// With SPECTATORS_TOKEN: the new spectator token; else empty.
+	SpectatorToken string `protobuf:"bytes,1,opt,name=spectator_token,json=spectatorToken,proto3" json:"spectator_token,omitempty"`
+	// The match's summary after the change.
+	Match         *MatchSummary `protobuf:"bytes,2,opt,name=match,proto3" json:"match,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetSpectatorsResponse) Reset() {
+	*x = SetSpectatorsResponse{}
+	mi := &file_spades_v1_spades_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetSpectatorsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetSpectatorsResponse) ProtoMessage() {}
+
+func (x *SetSpectatorsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_spades_v1_spades_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetSpectatorsResponse.ProtoReflect.Descriptor instead.
+func (*SetSpectatorsResponse) Descriptor() ([]byte, []int) {
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *SetSpectatorsResponse) GetSpectatorToken() string {
+	if x != nil {
+		return x.SpectatorToken
+	}
+	return ""
+}
+
+func (x *SetSpectatorsResponse) GetMatch() *MatchSummary {
+	if x != nil {
+		return x.Match
+	}
+	return nil
+}
+
 // Request of Ping.
 type PingRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -3907,7 +4236,7 @@ type PingRequest struct {
 
 func (x *PingRequest) Reset() {
 	*x = PingRequest{}
-	mi := &file_spades_v1_spades_proto_msgTypes[48]
+	mi := &file_spades_v1_spades_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3919,7 +4248,7 @@ func (x *PingRequest) String() string {
 func (*PingRequest) ProtoMessage() {}
 
 func (x *PingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[48]
+	mi := &file_spades_v1_spades_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3932,7 +4261,7 @@ func (x *PingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PingRequest.ProtoReflect.Descriptor instead.
 func (*PingRequest) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{48}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{52}
 }
 
 // Response of Ping.
@@ -3944,7 +4273,7 @@ type PingResponse struct {
 
 func (x *PingResponse) Reset() {
 	*x = PingResponse{}
-	mi := &file_spades_v1_spades_proto_msgTypes[49]
+	mi := &file_spades_v1_spades_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3956,7 +4285,7 @@ func (x *PingResponse) String() string {
 func (*PingResponse) ProtoMessage() {}
 
 func (x *PingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[49]
+	mi := &file_spades_v1_spades_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3969,7 +4298,7 @@ func (x *PingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PingResponse.ProtoReflect.Descriptor instead.
 func (*PingResponse) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{49}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{53}
 }
 
 // A finished trick.
@@ -3987,7 +4316,7 @@ type Trick struct {
 
 func (x *Trick) Reset() {
 	*x = Trick{}
-	mi := &file_spades_v1_spades_proto_msgTypes[50]
+	mi := &file_spades_v1_spades_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3999,7 +4328,7 @@ func (x *Trick) String() string {
 func (*Trick) ProtoMessage() {}
 
 func (x *Trick) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[50]
+	mi := &file_spades_v1_spades_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4012,7 +4341,7 @@ func (x *Trick) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Trick.ProtoReflect.Descriptor instead.
 func (*Trick) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{50}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *Trick) GetLeader() int32 {
@@ -4065,7 +4394,7 @@ type SideScore struct {
 
 func (x *SideScore) Reset() {
 	*x = SideScore{}
-	mi := &file_spades_v1_spades_proto_msgTypes[51]
+	mi := &file_spades_v1_spades_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4077,7 +4406,7 @@ func (x *SideScore) String() string {
 func (*SideScore) ProtoMessage() {}
 
 func (x *SideScore) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[51]
+	mi := &file_spades_v1_spades_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4090,7 +4419,7 @@ func (x *SideScore) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SideScore.ProtoReflect.Descriptor instead.
 func (*SideScore) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{51}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *SideScore) GetSide() int32 {
@@ -4178,7 +4507,7 @@ type SeatBid struct {
 
 func (x *SeatBid) Reset() {
 	*x = SeatBid{}
-	mi := &file_spades_v1_spades_proto_msgTypes[52]
+	mi := &file_spades_v1_spades_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4190,7 +4519,7 @@ func (x *SeatBid) String() string {
 func (*SeatBid) ProtoMessage() {}
 
 func (x *SeatBid) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[52]
+	mi := &file_spades_v1_spades_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4203,7 +4532,7 @@ func (x *SeatBid) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeatBid.ProtoReflect.Descriptor instead.
 func (*SeatBid) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{52}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *SeatBid) GetHasBid() bool {
@@ -4308,7 +4637,7 @@ type SeatView struct {
 
 func (x *SeatView) Reset() {
 	*x = SeatView{}
-	mi := &file_spades_v1_spades_proto_msgTypes[53]
+	mi := &file_spades_v1_spades_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4320,7 +4649,7 @@ func (x *SeatView) String() string {
 func (*SeatView) ProtoMessage() {}
 
 func (x *SeatView) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[53]
+	mi := &file_spades_v1_spades_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4333,7 +4662,7 @@ func (x *SeatView) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeatView.ProtoReflect.Descriptor instead.
 func (*SeatView) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{53}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *SeatView) GetSeat() int32 {
@@ -4592,7 +4921,7 @@ type HandResult struct {
 
 func (x *HandResult) Reset() {
 	*x = HandResult{}
-	mi := &file_spades_v1_spades_proto_msgTypes[54]
+	mi := &file_spades_v1_spades_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4604,7 +4933,7 @@ func (x *HandResult) String() string {
 func (*HandResult) ProtoMessage() {}
 
 func (x *HandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[54]
+	mi := &file_spades_v1_spades_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4617,7 +4946,7 @@ func (x *HandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandResult.ProtoReflect.Descriptor instead.
 func (*HandResult) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{54}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *HandResult) GetSides() []*SideScore {
@@ -4656,6 +4985,7 @@ type MatchEvent struct {
 	//	*MatchEvent_TrumpNamed
 	//	*MatchEvent_CardsDrawn
 	//	*MatchEvent_DrawTaken
+	//	*MatchEvent_SpectatorsChanged
 	Kind          isMatchEvent_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -4663,7 +4993,7 @@ type MatchEvent struct {
 
 func (x *MatchEvent) Reset() {
 	*x = MatchEvent{}
-	mi := &file_spades_v1_spades_proto_msgTypes[55]
+	mi := &file_spades_v1_spades_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4675,7 +5005,7 @@ func (x *MatchEvent) String() string {
 func (*MatchEvent) ProtoMessage() {}
 
 func (x *MatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[55]
+	mi := &file_spades_v1_spades_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4688,7 +5018,7 @@ func (x *MatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatchEvent.ProtoReflect.Descriptor instead.
 func (*MatchEvent) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{55}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *MatchEvent) GetSeq() uint64 {
@@ -4874,6 +5204,15 @@ func (x *MatchEvent) GetDrawTaken() *DrawTaken {
 	return nil
 }
 
+func (x *MatchEvent) GetSpectatorsChanged() *SpectatorsChanged {
+	if x != nil {
+		if x, ok := x.Kind.(*MatchEvent_SpectatorsChanged); ok {
+			return x.SpectatorsChanged
+		}
+	}
+	return nil
+}
+
 type isMatchEvent_Kind interface {
 	isMatchEvent_Kind()
 }
@@ -4970,6 +5309,11 @@ type MatchEvent_DrawTaken struct {
 	DrawTaken *DrawTaken `protobuf:"bytes,27,opt,name=draw_taken,json=drawTaken,proto3,oneof"`
 }
 
+type MatchEvent_SpectatorsChanged struct {
+	// The operator changed who may watch the match (public).
+	SpectatorsChanged *SpectatorsChanged `protobuf:"bytes,28,opt,name=spectators_changed,json=spectatorsChanged,proto3,oneof"`
+}
+
 func (*MatchEvent_HandStarted) isMatchEvent_Kind() {}
 
 func (*MatchEvent_HandShown) isMatchEvent_Kind() {}
@@ -5006,6 +5350,54 @@ func (*MatchEvent_CardsDrawn) isMatchEvent_Kind() {}
 
 func (*MatchEvent_DrawTaken) isMatchEvent_Kind() {}
 
+func (*MatchEvent_SpectatorsChanged) isMatchEvent_Kind() {}
+
+// The operator changed who may watch the match (SetSpectators).
+type SpectatorsChanged struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Who may watch from now on.
+	Spectators    Spectators `protobuf:"varint,1,opt,name=spectators,proto3,enum=spades.v1.Spectators" json:"spectators,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SpectatorsChanged) Reset() {
+	*x = SpectatorsChanged{}
+	mi := &file_spades_v1_spades_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SpectatorsChanged) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpectatorsChanged) ProtoMessage() {}
+
+func (x *SpectatorsChanged) ProtoReflect() protoreflect.Message {
+	mi := &file_spades_v1_spades_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpectatorsChanged.ProtoReflect.Descriptor instead.
+func (*SpectatorsChanged) Descriptor() ([]byte, []int) {
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *SpectatorsChanged) GetSpectators() Spectators {
+	if x != nil {
+		return x.Spectators
+	}
+	return Spectators_SPECTATORS_UNSPECIFIED
+}
+
 // A hand was dealt.
 type HandStarted struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -5023,7 +5415,7 @@ type HandStarted struct {
 
 func (x *HandStarted) Reset() {
 	*x = HandStarted{}
-	mi := &file_spades_v1_spades_proto_msgTypes[56]
+	mi := &file_spades_v1_spades_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5035,7 +5427,7 @@ func (x *HandStarted) String() string {
 func (*HandStarted) ProtoMessage() {}
 
 func (x *HandStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[56]
+	mi := &file_spades_v1_spades_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5048,7 +5440,7 @@ func (x *HandStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandStarted.ProtoReflect.Descriptor instead.
 func (*HandStarted) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{56}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *HandStarted) GetHandNumber() int32 {
@@ -5092,7 +5484,7 @@ type HandShown struct {
 
 func (x *HandShown) Reset() {
 	*x = HandShown{}
-	mi := &file_spades_v1_spades_proto_msgTypes[57]
+	mi := &file_spades_v1_spades_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5104,7 +5496,7 @@ func (x *HandShown) String() string {
 func (*HandShown) ProtoMessage() {}
 
 func (x *HandShown) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[57]
+	mi := &file_spades_v1_spades_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5117,7 +5509,7 @@ func (x *HandShown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandShown.ProtoReflect.Descriptor instead.
 func (*HandShown) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{57}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *HandShown) GetSeat() int32 {
@@ -5145,7 +5537,7 @@ type LookedAtCards struct {
 
 func (x *LookedAtCards) Reset() {
 	*x = LookedAtCards{}
-	mi := &file_spades_v1_spades_proto_msgTypes[58]
+	mi := &file_spades_v1_spades_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5157,7 +5549,7 @@ func (x *LookedAtCards) String() string {
 func (*LookedAtCards) ProtoMessage() {}
 
 func (x *LookedAtCards) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[58]
+	mi := &file_spades_v1_spades_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5170,7 +5562,7 @@ func (x *LookedAtCards) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookedAtCards.ProtoReflect.Descriptor instead.
 func (*LookedAtCards) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{58}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *LookedAtCards) GetSeat() int32 {
@@ -5195,7 +5587,7 @@ type BidMade struct {
 
 func (x *BidMade) Reset() {
 	*x = BidMade{}
-	mi := &file_spades_v1_spades_proto_msgTypes[59]
+	mi := &file_spades_v1_spades_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5207,7 +5599,7 @@ func (x *BidMade) String() string {
 func (*BidMade) ProtoMessage() {}
 
 func (x *BidMade) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[59]
+	mi := &file_spades_v1_spades_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5220,7 +5612,7 @@ func (x *BidMade) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BidMade.ProtoReflect.Descriptor instead.
 func (*BidMade) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{59}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *BidMade) GetSeat() int32 {
@@ -5257,7 +5649,7 @@ type BiddingClosed struct {
 
 func (x *BiddingClosed) Reset() {
 	*x = BiddingClosed{}
-	mi := &file_spades_v1_spades_proto_msgTypes[60]
+	mi := &file_spades_v1_spades_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5269,7 +5661,7 @@ func (x *BiddingClosed) String() string {
 func (*BiddingClosed) ProtoMessage() {}
 
 func (x *BiddingClosed) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[60]
+	mi := &file_spades_v1_spades_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5282,7 +5674,7 @@ func (x *BiddingClosed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BiddingClosed.ProtoReflect.Descriptor instead.
 func (*BiddingClosed) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{60}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *BiddingClosed) GetBids() []int32 {
@@ -5312,7 +5704,7 @@ type ExchangeDecided struct {
 
 func (x *ExchangeDecided) Reset() {
 	*x = ExchangeDecided{}
-	mi := &file_spades_v1_spades_proto_msgTypes[61]
+	mi := &file_spades_v1_spades_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5324,7 +5716,7 @@ func (x *ExchangeDecided) String() string {
 func (*ExchangeDecided) ProtoMessage() {}
 
 func (x *ExchangeDecided) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[61]
+	mi := &file_spades_v1_spades_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5337,7 +5729,7 @@ func (x *ExchangeDecided) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeDecided.ProtoReflect.Descriptor instead.
 func (*ExchangeDecided) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{61}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ExchangeDecided) GetSeat() int32 {
@@ -5367,7 +5759,7 @@ type TrumpNamed struct {
 
 func (x *TrumpNamed) Reset() {
 	*x = TrumpNamed{}
-	mi := &file_spades_v1_spades_proto_msgTypes[62]
+	mi := &file_spades_v1_spades_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5379,7 +5771,7 @@ func (x *TrumpNamed) String() string {
 func (*TrumpNamed) ProtoMessage() {}
 
 func (x *TrumpNamed) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[62]
+	mi := &file_spades_v1_spades_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5392,7 +5784,7 @@ func (x *TrumpNamed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrumpNamed.ProtoReflect.Descriptor instead.
 func (*TrumpNamed) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{62}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *TrumpNamed) GetSeat() int32 {
@@ -5424,7 +5816,7 @@ type CardsDrawn struct {
 
 func (x *CardsDrawn) Reset() {
 	*x = CardsDrawn{}
-	mi := &file_spades_v1_spades_proto_msgTypes[63]
+	mi := &file_spades_v1_spades_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5436,7 +5828,7 @@ func (x *CardsDrawn) String() string {
 func (*CardsDrawn) ProtoMessage() {}
 
 func (x *CardsDrawn) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[63]
+	mi := &file_spades_v1_spades_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5449,7 +5841,7 @@ func (x *CardsDrawn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CardsDrawn.ProtoReflect.Descriptor instead.
 func (*CardsDrawn) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{63}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *CardsDrawn) GetSeat() int32 {
@@ -5484,7 +5876,7 @@ type DrawTaken struct {
 
 func (x *DrawTaken) Reset() {
 	*x = DrawTaken{}
-	mi := &file_spades_v1_spades_proto_msgTypes[64]
+	mi := &file_spades_v1_spades_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5496,7 +5888,7 @@ func (x *DrawTaken) String() string {
 func (*DrawTaken) ProtoMessage() {}
 
 func (x *DrawTaken) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[64]
+	mi := &file_spades_v1_spades_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5509,7 +5901,7 @@ func (x *DrawTaken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrawTaken.ProtoReflect.Descriptor instead.
 func (*DrawTaken) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{64}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *DrawTaken) GetSeat() int32 {
@@ -5532,7 +5924,7 @@ type ExchangeStarted struct {
 
 func (x *ExchangeStarted) Reset() {
 	*x = ExchangeStarted{}
-	mi := &file_spades_v1_spades_proto_msgTypes[65]
+	mi := &file_spades_v1_spades_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5544,7 +5936,7 @@ func (x *ExchangeStarted) String() string {
 func (*ExchangeStarted) ProtoMessage() {}
 
 func (x *ExchangeStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[65]
+	mi := &file_spades_v1_spades_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5557,7 +5949,7 @@ func (x *ExchangeStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeStarted.ProtoReflect.Descriptor instead.
 func (*ExchangeStarted) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{65}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ExchangeStarted) GetSeats() []int32 {
@@ -5585,7 +5977,7 @@ type CardsChosen struct {
 
 func (x *CardsChosen) Reset() {
 	*x = CardsChosen{}
-	mi := &file_spades_v1_spades_proto_msgTypes[66]
+	mi := &file_spades_v1_spades_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5597,7 +5989,7 @@ func (x *CardsChosen) String() string {
 func (*CardsChosen) ProtoMessage() {}
 
 func (x *CardsChosen) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[66]
+	mi := &file_spades_v1_spades_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5610,7 +6002,7 @@ func (x *CardsChosen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CardsChosen.ProtoReflect.Descriptor instead.
 func (*CardsChosen) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{66}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *CardsChosen) GetSeat() int32 {
@@ -5635,7 +6027,7 @@ type CardsPassed struct {
 
 func (x *CardsPassed) Reset() {
 	*x = CardsPassed{}
-	mi := &file_spades_v1_spades_proto_msgTypes[67]
+	mi := &file_spades_v1_spades_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5647,7 +6039,7 @@ func (x *CardsPassed) String() string {
 func (*CardsPassed) ProtoMessage() {}
 
 func (x *CardsPassed) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[67]
+	mi := &file_spades_v1_spades_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5660,7 +6052,7 @@ func (x *CardsPassed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CardsPassed.ProtoReflect.Descriptor instead.
 func (*CardsPassed) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{67}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *CardsPassed) GetFromSeat() int32 {
@@ -5697,7 +6089,7 @@ type CardPlayed struct {
 
 func (x *CardPlayed) Reset() {
 	*x = CardPlayed{}
-	mi := &file_spades_v1_spades_proto_msgTypes[68]
+	mi := &file_spades_v1_spades_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5709,7 +6101,7 @@ func (x *CardPlayed) String() string {
 func (*CardPlayed) ProtoMessage() {}
 
 func (x *CardPlayed) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[68]
+	mi := &file_spades_v1_spades_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5722,7 +6114,7 @@ func (x *CardPlayed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CardPlayed.ProtoReflect.Descriptor instead.
 func (*CardPlayed) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{68}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *CardPlayed) GetSeat() int32 {
@@ -5756,7 +6148,7 @@ type TrickWon struct {
 
 func (x *TrickWon) Reset() {
 	*x = TrickWon{}
-	mi := &file_spades_v1_spades_proto_msgTypes[69]
+	mi := &file_spades_v1_spades_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5768,7 +6160,7 @@ func (x *TrickWon) String() string {
 func (*TrickWon) ProtoMessage() {}
 
 func (x *TrickWon) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[69]
+	mi := &file_spades_v1_spades_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5781,7 +6173,7 @@ func (x *TrickWon) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrickWon.ProtoReflect.Descriptor instead.
 func (*TrickWon) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{69}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *TrickWon) GetTrickNumber() int32 {
@@ -5831,7 +6223,7 @@ type HandScored struct {
 
 func (x *HandScored) Reset() {
 	*x = HandScored{}
-	mi := &file_spades_v1_spades_proto_msgTypes[70]
+	mi := &file_spades_v1_spades_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5843,7 +6235,7 @@ func (x *HandScored) String() string {
 func (*HandScored) ProtoMessage() {}
 
 func (x *HandScored) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[70]
+	mi := &file_spades_v1_spades_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5856,7 +6248,7 @@ func (x *HandScored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandScored.ProtoReflect.Descriptor instead.
 func (*HandScored) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{70}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *HandScored) GetHandNumber() int32 {
@@ -5909,7 +6301,7 @@ type MatchEnded struct {
 
 func (x *MatchEnded) Reset() {
 	*x = MatchEnded{}
-	mi := &file_spades_v1_spades_proto_msgTypes[71]
+	mi := &file_spades_v1_spades_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5921,7 +6313,7 @@ func (x *MatchEnded) String() string {
 func (*MatchEnded) ProtoMessage() {}
 
 func (x *MatchEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[71]
+	mi := &file_spades_v1_spades_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5934,7 +6326,7 @@ func (x *MatchEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatchEnded.ProtoReflect.Descriptor instead.
 func (*MatchEnded) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{71}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *MatchEnded) GetWinner() int32 {
@@ -5965,7 +6357,8 @@ type SeatControlChanged struct {
 	Seat int32 `protobuf:"varint,1,opt,name=seat,proto3" json:"seat,omitempty"`
 	// Who controls it now.
 	Control SeatControl `protobuf:"varint,2,opt,name=control,proto3,enum=spades.v1.SeatControl" json:"control,omitempty"`
-	// Why: "turn_timer", "left", "claimed", "acted".
+	// Why: "turn_timer", "left", "claimed", "acted", or "token_reissued" (the
+	// operator replaced the seat's token: its old holder is out).
 	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -5973,7 +6366,7 @@ type SeatControlChanged struct {
 
 func (x *SeatControlChanged) Reset() {
 	*x = SeatControlChanged{}
-	mi := &file_spades_v1_spades_proto_msgTypes[72]
+	mi := &file_spades_v1_spades_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5985,7 +6378,7 @@ func (x *SeatControlChanged) String() string {
 func (*SeatControlChanged) ProtoMessage() {}
 
 func (x *SeatControlChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[72]
+	mi := &file_spades_v1_spades_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5998,7 +6391,7 @@ func (x *SeatControlChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeatControlChanged.ProtoReflect.Descriptor instead.
 func (*SeatControlChanged) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{72}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *SeatControlChanged) GetSeat() int32 {
@@ -6035,7 +6428,7 @@ type ChatMessage struct {
 
 func (x *ChatMessage) Reset() {
 	*x = ChatMessage{}
-	mi := &file_spades_v1_spades_proto_msgTypes[73]
+	mi := &file_spades_v1_spades_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6047,7 +6440,7 @@ func (x *ChatMessage) String() string {
 func (*ChatMessage) ProtoMessage() {}
 
 func (x *ChatMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_spades_v1_spades_proto_msgTypes[73]
+	mi := &file_spades_v1_spades_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6060,7 +6453,7 @@ func (x *ChatMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatMessage.ProtoReflect.Descriptor instead.
 func (*ChatMessage) Descriptor() ([]byte, []int) {
-	return file_spades_v1_spades_proto_rawDescGZIP(), []int{73}
+	return file_spades_v1_spades_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ChatMessage) GetSeat() int32 {
@@ -6169,7 +6562,7 @@ const file_spades_v1_spades_proto_rawDesc = "" +
 	"\x04seat\x18\x01 \x01(\x05R\x04seat\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x120\n" +
 	"\acontrol\x18\x03 \x01(\x0e2\x16.spades.v1.SeatControlR\acontrol\x120\n" +
-	"\tbot_level\x18\x04 \x01(\x0e2\x13.spades.v1.BotLevelR\bbotLevel\"\xc2\x02\n" +
+	"\tbot_level\x18\x04 \x01(\x0e2\x13.spades.v1.BotLevelR\bbotLevel\"\xf9\x02\n" +
 	"\fMatchSummary\x12\x19\n" +
 	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x124\n" +
 	"\aruleset\x18\x02 \x01(\v2\x1a.spades.v1.ResolvedRulesetR\aruleset\x12)\n" +
@@ -6180,17 +6573,25 @@ const file_spades_v1_spades_proto_rawDesc = "" +
 	"\x06scores\x18\x06 \x03(\x05R\x06scores\x12\x19\n" +
 	"\blast_seq\x18\a \x01(\x04R\alastSeq\x12\x16\n" +
 	"\x06winner\x18\b \x01(\x05R\x06winner\x12\"\n" +
-	"\rturn_timer_ms\x18\t \x01(\x05R\vturnTimerMs\"\xc2\x01\n" +
+	"\rturn_timer_ms\x18\t \x01(\x05R\vturnTimerMs\x125\n" +
+	"\n" +
+	"spectators\x18\n" +
+	" \x01(\x0e2\x15.spades.v1.SpectatorsR\n" +
+	"spectators\"\xf9\x01\n" +
 	"\x12CreateMatchRequest\x12,\n" +
 	"\aruleset\x18\x01 \x01(\v2\x12.spades.v1.RulesetR\aruleset\x12+\n" +
 	"\x05seats\x18\x02 \x03(\v2\x15.spades.v1.SeatConfigR\x05seats\x12\x12\n" +
 	"\x04seed\x18\x03 \x01(\x04R\x04seed\x12\x19\n" +
 	"\bhas_seed\x18\x04 \x01(\bR\ahasSeed\x12\"\n" +
-	"\rturn_timer_ms\x18\x05 \x01(\x05R\vturnTimerMs\"{\n" +
+	"\rturn_timer_ms\x18\x05 \x01(\x05R\vturnTimerMs\x125\n" +
+	"\n" +
+	"spectators\x18\x06 \x01(\x0e2\x15.spades.v1.SpectatorsR\n" +
+	"spectators\"\xa4\x01\n" +
 	"\x13CreateMatchResponse\x12-\n" +
 	"\x05match\x18\x01 \x01(\v2\x17.spades.v1.MatchSummaryR\x05match\x125\n" +
 	"\vseat_tokens\x18\x02 \x03(\v2\x14.spades.v1.SeatTokenR\n" +
-	"seatTokens\"5\n" +
+	"seatTokens\x12'\n" +
+	"\x0fspectator_token\x18\x03 \x01(\tR\x0espectatorToken\"5\n" +
 	"\tSeatToken\x12\x12\n" +
 	"\x04seat\x18\x01 \x01(\x05R\x04seat\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\tR\x05token\",\n" +
@@ -6311,15 +6712,34 @@ const file_spades_v1_spades_proto_rawDesc = "" +
 	"\bsnapshot\x18\x01 \x01(\fR\bsnapshot\x12\x1f\n" +
 	"\vrecord_json\x18\x02 \x01(\tR\n" +
 	"recordJson\x12-\n" +
-	"\x05match\x18\x03 \x01(\v2\x17.spades.v1.MatchSummaryR\x05match\"\x81\x01\n" +
+	"\x05match\x18\x03 \x01(\v2\x17.spades.v1.MatchSummaryR\x05match\"\xb8\x01\n" +
 	"\x12ImportMatchRequest\x12\x1a\n" +
 	"\bsnapshot\x18\x01 \x01(\fR\bsnapshot\x12+\n" +
 	"\x05seats\x18\x02 \x03(\v2\x15.spades.v1.SeatConfigR\x05seats\x12\"\n" +
-	"\rturn_timer_ms\x18\x03 \x01(\x05R\vturnTimerMs\"{\n" +
+	"\rturn_timer_ms\x18\x03 \x01(\x05R\vturnTimerMs\x125\n" +
+	"\n" +
+	"spectators\x18\x04 \x01(\x0e2\x15.spades.v1.SpectatorsR\n" +
+	"spectators\"\xa4\x01\n" +
 	"\x13ImportMatchResponse\x12-\n" +
 	"\x05match\x18\x01 \x01(\v2\x17.spades.v1.MatchSummaryR\x05match\x125\n" +
 	"\vseat_tokens\x18\x02 \x03(\v2\x14.spades.v1.SeatTokenR\n" +
-	"seatTokens\"\r\n" +
+	"seatTokens\x12'\n" +
+	"\x0fspectator_token\x18\x03 \x01(\tR\x0espectatorToken\"H\n" +
+	"\x17ReissueSeatTokenRequest\x12\x19\n" +
+	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12\x12\n" +
+	"\x04seat\x18\x02 \x01(\x05R\x04seat\"~\n" +
+	"\x18ReissueSeatTokenResponse\x123\n" +
+	"\n" +
+	"seat_token\x18\x01 \x01(\v2\x14.spades.v1.SeatTokenR\tseatToken\x12-\n" +
+	"\x05match\x18\x02 \x01(\v2\x17.spades.v1.MatchSummaryR\x05match\"h\n" +
+	"\x14SetSpectatorsRequest\x12\x19\n" +
+	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x125\n" +
+	"\n" +
+	"spectators\x18\x02 \x01(\x0e2\x15.spades.v1.SpectatorsR\n" +
+	"spectators\"o\n" +
+	"\x15SetSpectatorsResponse\x12'\n" +
+	"\x0fspectator_token\x18\x01 \x01(\tR\x0espectatorToken\x12-\n" +
+	"\x05match\x18\x02 \x01(\v2\x17.spades.v1.MatchSummaryR\x05match\"\r\n" +
 	"\vPingRequest\"\x0e\n" +
 	"\fPingResponse\"^\n" +
 	"\x05Trick\x12\x16\n" +
@@ -6392,7 +6812,7 @@ const file_spades_v1_spades_proto_rawDesc = "" +
 	"stock_size\x18# \x01(\x05R\tstockSize\"8\n" +
 	"\n" +
 	"HandResult\x12*\n" +
-	"\x05sides\x18\x01 \x03(\v2\x14.spades.v1.SideScoreR\x05sides\"\x94\t\n" +
+	"\x05sides\x18\x01 \x03(\v2\x14.spades.v1.SideScoreR\x05sides\"\xe3\t\n" +
 	"\n" +
 	"MatchEvent\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x17\n" +
@@ -6422,8 +6842,13 @@ const file_spades_v1_spades_proto_rawDesc = "" +
 	"\vcards_drawn\x18\x1a \x01(\v2\x15.spades.v1.CardsDrawnH\x00R\n" +
 	"cardsDrawn\x125\n" +
 	"\n" +
-	"draw_taken\x18\x1b \x01(\v2\x14.spades.v1.DrawTakenH\x00R\tdrawTakenB\x06\n" +
-	"\x04kind\"\x80\x01\n" +
+	"draw_taken\x18\x1b \x01(\v2\x14.spades.v1.DrawTakenH\x00R\tdrawTaken\x12M\n" +
+	"\x12spectators_changed\x18\x1c \x01(\v2\x1c.spades.v1.SpectatorsChangedH\x00R\x11spectatorsChangedB\x06\n" +
+	"\x04kind\"J\n" +
+	"\x11SpectatorsChanged\x125\n" +
+	"\n" +
+	"spectators\x18\x01 \x01(\x0e2\x15.spades.v1.SpectatorsR\n" +
+	"spectators\"\x80\x01\n" +
 	"\vHandStarted\x12\x1f\n" +
 	"\vhand_number\x18\x01 \x01(\x05R\n" +
 	"handNumber\x12\x16\n" +
@@ -6567,7 +6992,14 @@ const file_spades_v1_spades_proto_rawDesc = "" +
 	"\rPHASE_PLAYING\x10\x03\x12\x14\n" +
 	"\x10PHASE_MATCH_OVER\x10\x04\x12\x0e\n" +
 	"\n" +
-	"PHASE_DRAW\x10\x052\xcf\b\n" +
+	"PHASE_DRAW\x10\x05*j\n" +
+	"\n" +
+	"Spectators\x12\x1a\n" +
+	"\x16SPECTATORS_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11SPECTATORS_PUBLIC\x10\x01\x12\x13\n" +
+	"\x0fSPECTATORS_NONE\x10\x02\x12\x14\n" +
+	"\x10SPECTATORS_TOKEN\x10\x032\x80\n" +
+	"\n" +
 	"\rSpadesService\x12L\n" +
 	"\vCreateMatch\x12\x1d.spades.v1.CreateMatchRequest\x1a\x1e.spades.v1.CreateMatchResponse\x12C\n" +
 	"\bGetMatch\x12\x1a.spades.v1.GetMatchRequest\x1a\x1b.spades.v1.GetMatchResponse\x12L\n" +
@@ -6581,7 +7013,9 @@ const file_spades_v1_spades_proto_rawDesc = "" +
 	"\bSpectate\x12\x1a.spades.v1.SpectateRequest\x1a\x1b.spades.v1.SpectateResponse0\x01\x12C\n" +
 	"\bSendChat\x12\x1a.spades.v1.SendChatRequest\x1a\x1b.spades.v1.SendChatResponse\x12L\n" +
 	"\vExportMatch\x12\x1d.spades.v1.ExportMatchRequest\x1a\x1e.spades.v1.ExportMatchResponse\x12L\n" +
-	"\vImportMatch\x12\x1d.spades.v1.ImportMatchRequest\x1a\x1e.spades.v1.ImportMatchResponse\x127\n" +
+	"\vImportMatch\x12\x1d.spades.v1.ImportMatchRequest\x1a\x1e.spades.v1.ImportMatchResponse\x12[\n" +
+	"\x10ReissueSeatToken\x12\".spades.v1.ReissueSeatTokenRequest\x1a#.spades.v1.ReissueSeatTokenResponse\x12R\n" +
+	"\rSetSpectators\x12\x1f.spades.v1.SetSpectatorsRequest\x1a .spades.v1.SetSpectatorsResponse\x127\n" +
 	"\x04Ping\x12\x16.spades.v1.PingRequest\x1a\x17.spades.v1.PingResponse\x12I\n" +
 	"\n" +
 	"PollEvents\x12\x1c.spades.v1.PollEventsRequest\x1a\x1d.spades.v1.PollEventsResponseb\x06proto3"
@@ -6598,94 +7032,100 @@ func file_spades_v1_spades_proto_rawDescGZIP() []byte {
 	return file_spades_v1_spades_proto_rawDescData
 }
 
-var file_spades_v1_spades_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
-var file_spades_v1_spades_proto_msgTypes = make([]protoimpl.MessageInfo, 74)
+var file_spades_v1_spades_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
+var file_spades_v1_spades_proto_msgTypes = make([]protoimpl.MessageInfo, 79)
 var file_spades_v1_spades_proto_goTypes = []any{
-	(Suit)(0),                      // 0: spades.v1.Suit
-	(Rank)(0),                      // 1: spades.v1.Rank
-	(BagRule)(0),                   // 2: spades.v1.BagRule
-	(FirstLead)(0),                 // 3: spades.v1.FirstLead
-	(SetPenalty)(0),                // 4: spades.v1.SetPenalty
-	(Scoring)(0),                   // 5: spades.v1.Scoring
-	(SpadesBroken)(0),              // 6: spades.v1.SpadesBroken
-	(BotLevel)(0),                  // 7: spades.v1.BotLevel
-	(SeatControl)(0),               // 8: spades.v1.SeatControl
-	(Phase)(0),                     // 9: spades.v1.Phase
-	(*Card)(nil),                   // 10: spades.v1.Card
-	(*Ruleset)(nil),                // 11: spades.v1.Ruleset
-	(*ResolvedRuleset)(nil),        // 12: spades.v1.ResolvedRuleset
-	(*SeatConfig)(nil),             // 13: spades.v1.SeatConfig
-	(*SeatInfo)(nil),               // 14: spades.v1.SeatInfo
-	(*MatchSummary)(nil),           // 15: spades.v1.MatchSummary
-	(*CreateMatchRequest)(nil),     // 16: spades.v1.CreateMatchRequest
-	(*CreateMatchResponse)(nil),    // 17: spades.v1.CreateMatchResponse
-	(*SeatToken)(nil),              // 18: spades.v1.SeatToken
-	(*GetMatchRequest)(nil),        // 19: spades.v1.GetMatchRequest
-	(*GetMatchResponse)(nil),       // 20: spades.v1.GetMatchResponse
-	(*ListMatchesRequest)(nil),     // 21: spades.v1.ListMatchesRequest
-	(*ListMatchesResponse)(nil),    // 22: spades.v1.ListMatchesResponse
-	(*ClaimSeatRequest)(nil),       // 23: spades.v1.ClaimSeatRequest
-	(*ClaimSeatResponse)(nil),      // 24: spades.v1.ClaimSeatResponse
-	(*LeaveSeatRequest)(nil),       // 25: spades.v1.LeaveSeatRequest
-	(*LeaveSeatResponse)(nil),      // 26: spades.v1.LeaveSeatResponse
-	(*GetViewRequest)(nil),         // 27: spades.v1.GetViewRequest
-	(*GetViewResponse)(nil),        // 28: spades.v1.GetViewResponse
-	(*Action)(nil),                 // 29: spades.v1.Action
-	(*BidAction)(nil),              // 30: spades.v1.BidAction
-	(*BlindNilAction)(nil),         // 31: spades.v1.BlindNilAction
-	(*LookAction)(nil),             // 32: spades.v1.LookAction
-	(*PassCardsAction)(nil),        // 33: spades.v1.PassCardsAction
-	(*ExchangeDecisionAction)(nil), // 34: spades.v1.ExchangeDecisionAction
-	(*NameTrumpAction)(nil),        // 35: spades.v1.NameTrumpAction
-	(*DrawAction)(nil),             // 36: spades.v1.DrawAction
-	(*PlayCardAction)(nil),         // 37: spades.v1.PlayCardAction
-	(*SubmitActionRequest)(nil),    // 38: spades.v1.SubmitActionRequest
-	(*SubmitActionResponse)(nil),   // 39: spades.v1.SubmitActionResponse
-	(*StreamEventsRequest)(nil),    // 40: spades.v1.StreamEventsRequest
-	(*StreamEventsResponse)(nil),   // 41: spades.v1.StreamEventsResponse
-	(*PlayRequest)(nil),            // 42: spades.v1.PlayRequest
-	(*PlayOpen)(nil),               // 43: spades.v1.PlayOpen
-	(*PlayAction)(nil),             // 44: spades.v1.PlayAction
-	(*PlayResponse)(nil),           // 45: spades.v1.PlayResponse
-	(*ActionResult)(nil),           // 46: spades.v1.ActionResult
-	(*ActionError)(nil),            // 47: spades.v1.ActionError
-	(*SpectateRequest)(nil),        // 48: spades.v1.SpectateRequest
-	(*SpectateResponse)(nil),       // 49: spades.v1.SpectateResponse
-	(*PollEventsRequest)(nil),      // 50: spades.v1.PollEventsRequest
-	(*PollEventsResponse)(nil),     // 51: spades.v1.PollEventsResponse
-	(*SendChatRequest)(nil),        // 52: spades.v1.SendChatRequest
-	(*SendChatResponse)(nil),       // 53: spades.v1.SendChatResponse
-	(*ExportMatchRequest)(nil),     // 54: spades.v1.ExportMatchRequest
-	(*ExportMatchResponse)(nil),    // 55: spades.v1.ExportMatchResponse
-	(*ImportMatchRequest)(nil),     // 56: spades.v1.ImportMatchRequest
-	(*ImportMatchResponse)(nil),    // 57: spades.v1.ImportMatchResponse
-	(*PingRequest)(nil),            // 58: spades.v1.PingRequest
-	(*PingResponse)(nil),           // 59: spades.v1.PingResponse
-	(*Trick)(nil),                  // 60: spades.v1.Trick
-	(*SideScore)(nil),              // 61: spades.v1.SideScore
-	(*SeatBid)(nil),                // 62: spades.v1.SeatBid
-	(*SeatView)(nil),               // 63: spades.v1.SeatView
-	(*HandResult)(nil),             // 64: spades.v1.HandResult
-	(*MatchEvent)(nil),             // 65: spades.v1.MatchEvent
-	(*HandStarted)(nil),            // 66: spades.v1.HandStarted
-	(*HandShown)(nil),              // 67: spades.v1.HandShown
-	(*LookedAtCards)(nil),          // 68: spades.v1.LookedAtCards
-	(*BidMade)(nil),                // 69: spades.v1.BidMade
-	(*BiddingClosed)(nil),          // 70: spades.v1.BiddingClosed
-	(*ExchangeDecided)(nil),        // 71: spades.v1.ExchangeDecided
-	(*TrumpNamed)(nil),             // 72: spades.v1.TrumpNamed
-	(*CardsDrawn)(nil),             // 73: spades.v1.CardsDrawn
-	(*DrawTaken)(nil),              // 74: spades.v1.DrawTaken
-	(*ExchangeStarted)(nil),        // 75: spades.v1.ExchangeStarted
-	(*CardsChosen)(nil),            // 76: spades.v1.CardsChosen
-	(*CardsPassed)(nil),            // 77: spades.v1.CardsPassed
-	(*CardPlayed)(nil),             // 78: spades.v1.CardPlayed
-	(*TrickWon)(nil),               // 79: spades.v1.TrickWon
-	(*HandScored)(nil),             // 80: spades.v1.HandScored
-	(*MatchEnded)(nil),             // 81: spades.v1.MatchEnded
-	(*SeatControlChanged)(nil),     // 82: spades.v1.SeatControlChanged
-	(*ChatMessage)(nil),            // 83: spades.v1.ChatMessage
-	(*anypb.Any)(nil),              // 84: google.protobuf.Any
+	(Suit)(0),                        // 0: spades.v1.Suit
+	(Rank)(0),                        // 1: spades.v1.Rank
+	(BagRule)(0),                     // 2: spades.v1.BagRule
+	(FirstLead)(0),                   // 3: spades.v1.FirstLead
+	(SetPenalty)(0),                  // 4: spades.v1.SetPenalty
+	(Scoring)(0),                     // 5: spades.v1.Scoring
+	(SpadesBroken)(0),                // 6: spades.v1.SpadesBroken
+	(BotLevel)(0),                    // 7: spades.v1.BotLevel
+	(SeatControl)(0),                 // 8: spades.v1.SeatControl
+	(Phase)(0),                       // 9: spades.v1.Phase
+	(Spectators)(0),                  // 10: spades.v1.Spectators
+	(*Card)(nil),                     // 11: spades.v1.Card
+	(*Ruleset)(nil),                  // 12: spades.v1.Ruleset
+	(*ResolvedRuleset)(nil),          // 13: spades.v1.ResolvedRuleset
+	(*SeatConfig)(nil),               // 14: spades.v1.SeatConfig
+	(*SeatInfo)(nil),                 // 15: spades.v1.SeatInfo
+	(*MatchSummary)(nil),             // 16: spades.v1.MatchSummary
+	(*CreateMatchRequest)(nil),       // 17: spades.v1.CreateMatchRequest
+	(*CreateMatchResponse)(nil),      // 18: spades.v1.CreateMatchResponse
+	(*SeatToken)(nil),                // 19: spades.v1.SeatToken
+	(*GetMatchRequest)(nil),          // 20: spades.v1.GetMatchRequest
+	(*GetMatchResponse)(nil),         // 21: spades.v1.GetMatchResponse
+	(*ListMatchesRequest)(nil),       // 22: spades.v1.ListMatchesRequest
+	(*ListMatchesResponse)(nil),      // 23: spades.v1.ListMatchesResponse
+	(*ClaimSeatRequest)(nil),         // 24: spades.v1.ClaimSeatRequest
+	(*ClaimSeatResponse)(nil),        // 25: spades.v1.ClaimSeatResponse
+	(*LeaveSeatRequest)(nil),         // 26: spades.v1.LeaveSeatRequest
+	(*LeaveSeatResponse)(nil),        // 27: spades.v1.LeaveSeatResponse
+	(*GetViewRequest)(nil),           // 28: spades.v1.GetViewRequest
+	(*GetViewResponse)(nil),          // 29: spades.v1.GetViewResponse
+	(*Action)(nil),                   // 30: spades.v1.Action
+	(*BidAction)(nil),                // 31: spades.v1.BidAction
+	(*BlindNilAction)(nil),           // 32: spades.v1.BlindNilAction
+	(*LookAction)(nil),               // 33: spades.v1.LookAction
+	(*PassCardsAction)(nil),          // 34: spades.v1.PassCardsAction
+	(*ExchangeDecisionAction)(nil),   // 35: spades.v1.ExchangeDecisionAction
+	(*NameTrumpAction)(nil),          // 36: spades.v1.NameTrumpAction
+	(*DrawAction)(nil),               // 37: spades.v1.DrawAction
+	(*PlayCardAction)(nil),           // 38: spades.v1.PlayCardAction
+	(*SubmitActionRequest)(nil),      // 39: spades.v1.SubmitActionRequest
+	(*SubmitActionResponse)(nil),     // 40: spades.v1.SubmitActionResponse
+	(*StreamEventsRequest)(nil),      // 41: spades.v1.StreamEventsRequest
+	(*StreamEventsResponse)(nil),     // 42: spades.v1.StreamEventsResponse
+	(*PlayRequest)(nil),              // 43: spades.v1.PlayRequest
+	(*PlayOpen)(nil),                 // 44: spades.v1.PlayOpen
+	(*PlayAction)(nil),               // 45: spades.v1.PlayAction
+	(*PlayResponse)(nil),             // 46: spades.v1.PlayResponse
+	(*ActionResult)(nil),             // 47: spades.v1.ActionResult
+	(*ActionError)(nil),              // 48: spades.v1.ActionError
+	(*SpectateRequest)(nil),          // 49: spades.v1.SpectateRequest
+	(*SpectateResponse)(nil),         // 50: spades.v1.SpectateResponse
+	(*PollEventsRequest)(nil),        // 51: spades.v1.PollEventsRequest
+	(*PollEventsResponse)(nil),       // 52: spades.v1.PollEventsResponse
+	(*SendChatRequest)(nil),          // 53: spades.v1.SendChatRequest
+	(*SendChatResponse)(nil),         // 54: spades.v1.SendChatResponse
+	(*ExportMatchRequest)(nil),       // 55: spades.v1.ExportMatchRequest
+	(*ExportMatchResponse)(nil),      // 56: spades.v1.ExportMatchResponse
+	(*ImportMatchRequest)(nil),       // 57: spades.v1.ImportMatchRequest
+	(*ImportMatchResponse)(nil),      // 58: spades.v1.ImportMatchResponse
+	(*ReissueSeatTokenRequest)(nil),  // 59: spades.v1.ReissueSeatTokenRequest
+	(*ReissueSeatTokenResponse)(nil), // 60: spades.v1.ReissueSeatTokenResponse
+	(*SetSpectatorsRequest)(nil),     // 61: spades.v1.SetSpectatorsRequest
+	(*SetSpectatorsResponse)(nil),    // 62: spades.v1.SetSpectatorsResponse
+	(*PingRequest)(nil),              // 63: spades.v1.PingRequest
+	(*PingResponse)(nil),             // 64: spades.v1.PingResponse
+	(*Trick)(nil),                    // 65: spades.v1.Trick
+	(*SideScore)(nil),                // 66: spades.v1.SideScore
+	(*SeatBid)(nil),                  // 67: spades.v1.SeatBid
+	(*SeatView)(nil),                 // 68: spades.v1.SeatView
+	(*HandResult)(nil),               // 69: spades.v1.HandResult
+	(*MatchEvent)(nil),               // 70: spades.v1.MatchEvent
+	(*SpectatorsChanged)(nil),        // 71: spades.v1.SpectatorsChanged
+	(*HandStarted)(nil),              // 72: spades.v1.HandStarted
+	(*HandShown)(nil),                // 73: spades.v1.HandShown
+	(*LookedAtCards)(nil),            // 74: spades.v1.LookedAtCards
+	(*BidMade)(nil),                  // 75: spades.v1.BidMade
+	(*BiddingClosed)(nil),            // 76: spades.v1.BiddingClosed
+	(*ExchangeDecided)(nil),          // 77: spades.v1.ExchangeDecided
+	(*TrumpNamed)(nil),               // 78: spades.v1.TrumpNamed
+	(*CardsDrawn)(nil),               // 79: spades.v1.CardsDrawn
+	(*DrawTaken)(nil),                // 80: spades.v1.DrawTaken
+	(*ExchangeStarted)(nil),          // 81: spades.v1.ExchangeStarted
+	(*CardsChosen)(nil),              // 82: spades.v1.CardsChosen
+	(*CardsPassed)(nil),              // 83: spades.v1.CardsPassed
+	(*CardPlayed)(nil),               // 84: spades.v1.CardPlayed
+	(*TrickWon)(nil),                 // 85: spades.v1.TrickWon
+	(*HandScored)(nil),               // 86: spades.v1.HandScored
+	(*MatchEnded)(nil),               // 87: spades.v1.MatchEnded
+	(*SeatControlChanged)(nil),       // 88: spades.v1.SeatControlChanged
+	(*ChatMessage)(nil),              // 89: spades.v1.ChatMessage
+	(*anypb.Any)(nil),                // 90: google.protobuf.Any
 }
 var file_spades_v1_spades_proto_depIdxs = []int32{
 	0,   // 0: spades.v1.Card.suit:type_name -> spades.v1.Suit
@@ -6703,125 +7143,138 @@ var file_spades_v1_spades_proto_depIdxs = []int32{
 	7,   // 12: spades.v1.SeatConfig.bot_level:type_name -> spades.v1.BotLevel
 	8,   // 13: spades.v1.SeatInfo.control:type_name -> spades.v1.SeatControl
 	7,   // 14: spades.v1.SeatInfo.bot_level:type_name -> spades.v1.BotLevel
-	12,  // 15: spades.v1.MatchSummary.ruleset:type_name -> spades.v1.ResolvedRuleset
-	14,  // 16: spades.v1.MatchSummary.seats:type_name -> spades.v1.SeatInfo
+	13,  // 15: spades.v1.MatchSummary.ruleset:type_name -> spades.v1.ResolvedRuleset
+	15,  // 16: spades.v1.MatchSummary.seats:type_name -> spades.v1.SeatInfo
 	9,   // 17: spades.v1.MatchSummary.phase:type_name -> spades.v1.Phase
-	11,  // 18: spades.v1.CreateMatchRequest.ruleset:type_name -> spades.v1.Ruleset
-	13,  // 19: spades.v1.CreateMatchRequest.seats:type_name -> spades.v1.SeatConfig
-	15,  // 20: spades.v1.CreateMatchResponse.match:type_name -> spades.v1.MatchSummary
-	18,  // 21: spades.v1.CreateMatchResponse.seat_tokens:type_name -> spades.v1.SeatToken
-	15,  // 22: spades.v1.GetMatchResponse.match:type_name -> spades.v1.MatchSummary
-	15,  // 23: spades.v1.ListMatchesResponse.matches:type_name -> spades.v1.MatchSummary
-	63,  // 24: spades.v1.ClaimSeatResponse.view:type_name -> spades.v1.SeatView
-	63,  // 25: spades.v1.GetViewResponse.view:type_name -> spades.v1.SeatView
-	30,  // 26: spades.v1.Action.bid:type_name -> spades.v1.BidAction
-	31,  // 27: spades.v1.Action.blind_nil:type_name -> spades.v1.BlindNilAction
-	32,  // 28: spades.v1.Action.look:type_name -> spades.v1.LookAction
-	33,  // 29: spades.v1.Action.pass_cards:type_name -> spades.v1.PassCardsAction
-	37,  // 30: spades.v1.Action.play_card:type_name -> spades.v1.PlayCardAction
-	34,  // 31: spades.v1.Action.exchange_decision:type_name -> spades.v1.ExchangeDecisionAction
-	35,  // 32: spades.v1.Action.name_trump:type_name -> spades.v1.NameTrumpAction
-	36,  // 33: spades.v1.Action.draw:type_name -> spades.v1.DrawAction
-	10,  // 34: spades.v1.PassCardsAction.cards:type_name -> spades.v1.Card
-	0,   // 35: spades.v1.NameTrumpAction.suit:type_name -> spades.v1.Suit
-	10,  // 36: spades.v1.PlayCardAction.card:type_name -> spades.v1.Card
-	29,  // 37: spades.v1.SubmitActionRequest.action:type_name -> spades.v1.Action
-	65,  // 38: spades.v1.SubmitActionResponse.events:type_name -> spades.v1.MatchEvent
-	65,  // 39: spades.v1.StreamEventsResponse.event:type_name -> spades.v1.MatchEvent
-	65,  // 40: spades.v1.StreamEventsResponse.events:type_name -> spades.v1.MatchEvent
-	43,  // 41: spades.v1.PlayRequest.open:type_name -> spades.v1.PlayOpen
-	44,  // 42: spades.v1.PlayRequest.action:type_name -> spades.v1.PlayAction
-	29,  // 43: spades.v1.PlayAction.action:type_name -> spades.v1.Action
-	46,  // 44: spades.v1.PlayResponse.results:type_name -> spades.v1.ActionResult
-	65,  // 45: spades.v1.PlayResponse.events:type_name -> spades.v1.MatchEvent
-	47,  // 46: spades.v1.ActionResult.error:type_name -> spades.v1.ActionError
-	84,  // 47: spades.v1.ActionError.details:type_name -> google.protobuf.Any
-	65,  // 48: spades.v1.SpectateResponse.event:type_name -> spades.v1.MatchEvent
-	65,  // 49: spades.v1.SpectateResponse.events:type_name -> spades.v1.MatchEvent
-	65,  // 50: spades.v1.PollEventsResponse.events:type_name -> spades.v1.MatchEvent
-	15,  // 51: spades.v1.ExportMatchResponse.match:type_name -> spades.v1.MatchSummary
-	13,  // 52: spades.v1.ImportMatchRequest.seats:type_name -> spades.v1.SeatConfig
-	15,  // 53: spades.v1.ImportMatchResponse.match:type_name -> spades.v1.MatchSummary
-	18,  // 54: spades.v1.ImportMatchResponse.seat_tokens:type_name -> spades.v1.SeatToken
-	10,  // 55: spades.v1.Trick.cards:type_name -> spades.v1.Card
-	12,  // 56: spades.v1.SeatView.ruleset:type_name -> spades.v1.ResolvedRuleset
-	9,   // 57: spades.v1.SeatView.phase:type_name -> spades.v1.Phase
-	62,  // 58: spades.v1.SeatView.bids:type_name -> spades.v1.SeatBid
-	10,  // 59: spades.v1.SeatView.hand:type_name -> spades.v1.Card
-	10,  // 60: spades.v1.SeatView.trick:type_name -> spades.v1.Card
-	60,  // 61: spades.v1.SeatView.tricks:type_name -> spades.v1.Trick
-	10,  // 62: spades.v1.SeatView.passed:type_name -> spades.v1.Card
-	10,  // 63: spades.v1.SeatView.received:type_name -> spades.v1.Card
-	29,  // 64: spades.v1.SeatView.legal_actions:type_name -> spades.v1.Action
-	14,  // 65: spades.v1.SeatView.seats:type_name -> spades.v1.SeatInfo
-	64,  // 66: spades.v1.SeatView.results:type_name -> spades.v1.HandResult
-	71,  // 67: spades.v1.SeatView.exchange_decisions:type_name -> spades.v1.ExchangeDecided
-	0,   // 68: spades.v1.SeatView.trump:type_name -> spades.v1.Suit
-	10,  // 69: spades.v1.SeatView.stock_top:type_name -> spades.v1.Card
-	10,  // 70: spades.v1.SeatView.discards:type_name -> spades.v1.Card
-	61,  // 71: spades.v1.HandResult.sides:type_name -> spades.v1.SideScore
-	66,  // 72: spades.v1.MatchEvent.hand_started:type_name -> spades.v1.HandStarted
-	67,  // 73: spades.v1.MatchEvent.hand_shown:type_name -> spades.v1.HandShown
-	68,  // 74: spades.v1.MatchEvent.looked_at_cards:type_name -> spades.v1.LookedAtCards
-	69,  // 75: spades.v1.MatchEvent.bid_made:type_name -> spades.v1.BidMade
-	70,  // 76: spades.v1.MatchEvent.bidding_closed:type_name -> spades.v1.BiddingClosed
-	75,  // 77: spades.v1.MatchEvent.exchange_started:type_name -> spades.v1.ExchangeStarted
-	76,  // 78: spades.v1.MatchEvent.cards_chosen:type_name -> spades.v1.CardsChosen
-	77,  // 79: spades.v1.MatchEvent.cards_passed:type_name -> spades.v1.CardsPassed
-	78,  // 80: spades.v1.MatchEvent.card_played:type_name -> spades.v1.CardPlayed
-	79,  // 81: spades.v1.MatchEvent.trick_won:type_name -> spades.v1.TrickWon
-	80,  // 82: spades.v1.MatchEvent.hand_scored:type_name -> spades.v1.HandScored
-	81,  // 83: spades.v1.MatchEvent.match_ended:type_name -> spades.v1.MatchEnded
-	82,  // 84: spades.v1.MatchEvent.seat_control_changed:type_name -> spades.v1.SeatControlChanged
-	83,  // 85: spades.v1.MatchEvent.chat_message:type_name -> spades.v1.ChatMessage
-	71,  // 86: spades.v1.MatchEvent.exchange_decided:type_name -> spades.v1.ExchangeDecided
-	72,  // 87: spades.v1.MatchEvent.trump_named:type_name -> spades.v1.TrumpNamed
-	73,  // 88: spades.v1.MatchEvent.cards_drawn:type_name -> spades.v1.CardsDrawn
-	74,  // 89: spades.v1.MatchEvent.draw_taken:type_name -> spades.v1.DrawTaken
-	10,  // 90: spades.v1.HandShown.cards:type_name -> spades.v1.Card
-	0,   // 91: spades.v1.TrumpNamed.suit:type_name -> spades.v1.Suit
-	10,  // 92: spades.v1.CardsDrawn.kept:type_name -> spades.v1.Card
-	10,  // 93: spades.v1.CardsDrawn.discarded:type_name -> spades.v1.Card
-	10,  // 94: spades.v1.CardsPassed.cards:type_name -> spades.v1.Card
-	10,  // 95: spades.v1.CardPlayed.card:type_name -> spades.v1.Card
-	10,  // 96: spades.v1.TrickWon.cards:type_name -> spades.v1.Card
-	61,  // 97: spades.v1.HandScored.sides:type_name -> spades.v1.SideScore
-	8,   // 98: spades.v1.SeatControlChanged.control:type_name -> spades.v1.SeatControl
-	16,  // 99: spades.v1.SpadesService.CreateMatch:input_type -> spades.v1.CreateMatchRequest
-	19,  // 100: spades.v1.SpadesService.GetMatch:input_type -> spades.v1.GetMatchRequest
-	21,  // 101: spades.v1.SpadesService.ListMatches:input_type -> spades.v1.ListMatchesRequest
-	23,  // 102: spades.v1.SpadesService.ClaimSeat:input_type -> spades.v1.ClaimSeatRequest
-	25,  // 103: spades.v1.SpadesService.LeaveSeat:input_type -> spades.v1.LeaveSeatRequest
-	27,  // 104: spades.v1.SpadesService.GetView:input_type -> spades.v1.GetViewRequest
-	38,  // 105: spades.v1.SpadesService.SubmitAction:input_type -> spades.v1.SubmitActionRequest
-	40,  // 106: spades.v1.SpadesService.StreamEvents:input_type -> spades.v1.StreamEventsRequest
-	42,  // 107: spades.v1.SpadesService.Play:input_type -> spades.v1.PlayRequest
-	48,  // 108: spades.v1.SpadesService.Spectate:input_type -> spades.v1.SpectateRequest
-	52,  // 109: spades.v1.SpadesService.SendChat:input_type -> spades.v1.SendChatRequest
-	54,  // 110: spades.v1.SpadesService.ExportMatch:input_type -> spades.v1.ExportMatchRequest
-	56,  // 111: spades.v1.SpadesService.ImportMatch:input_type -> spades.v1.ImportMatchRequest
-	58,  // 112: spades.v1.SpadesService.Ping:input_type -> spades.v1.PingRequest
-	50,  // 113: spades.v1.SpadesService.PollEvents:input_type -> spades.v1.PollEventsRequest
-	17,  // 114: spades.v1.SpadesService.CreateMatch:output_type -> spades.v1.CreateMatchResponse
-	20,  // 115: spades.v1.SpadesService.GetMatch:output_type -> spades.v1.GetMatchResponse
-	22,  // 116: spades.v1.SpadesService.ListMatches:output_type -> spades.v1.ListMatchesResponse
-	24,  // 117: spades.v1.SpadesService.ClaimSeat:output_type -> spades.v1.ClaimSeatResponse
-	26,  // 118: spades.v1.SpadesService.LeaveSeat:output_type -> spades.v1.LeaveSeatResponse
-	28,  // 119: spades.v1.SpadesService.GetView:output_type -> spades.v1.GetViewResponse
-	39,  // 120: spades.v1.SpadesService.SubmitAction:output_type -> spades.v1.SubmitActionResponse
-	41,  // 121: spades.v1.SpadesService.StreamEvents:output_type -> spades.v1.StreamEventsResponse
-	45,  // 122: spades.v1.SpadesService.Play:output_type -> spades.v1.PlayResponse
-	49,  // 123: spades.v1.SpadesService.Spectate:output_type -> spades.v1.SpectateResponse
-	53,  // 124: spades.v1.SpadesService.SendChat:output_type -> spades.v1.SendChatResponse
-	55,  // 125: spades.v1.SpadesService.ExportMatch:output_type -> spades.v1.ExportMatchResponse
-	57,  // 126: spades.v1.SpadesService.ImportMatch:output_type -> spades.v1.ImportMatchResponse
-	59,  // 127: spades.v1.SpadesService.Ping:output_type -> spades.v1.PingResponse
-	51,  // 128: spades.v1.SpadesService.PollEvents:output_type -> spades.v1.PollEventsResponse
-	114, // [114:129] is the sub-list for method output_type
-	99,  // [99:114] is the sub-list for method input_type
-	99,  // [99:99] is the sub-list for extension type_name
-	99,  // [99:99] is the sub-list for extension extendee
-	0,   // [0:99] is the sub-list for field type_name
+	10,  // 18: spades.v1.MatchSummary.spectators:type_name -> spades.v1.Spectators
+	12,  // 19: spades.v1.CreateMatchRequest.ruleset:type_name -> spades.v1.Ruleset
+	14,  // 20: spades.v1.CreateMatchRequest.seats:type_name -> spades.v1.SeatConfig
+	10,  // 21: spades.v1.CreateMatchRequest.spectators:type_name -> spades.v1.Spectators
+	16,  // 22: spades.v1.CreateMatchResponse.match:type_name -> spades.v1.MatchSummary
+	19,  // 23: spades.v1.CreateMatchResponse.seat_tokens:type_name -> spades.v1.SeatToken
+	16,  // 24: spades.v1.GetMatchResponse.match:type_name -> spades.v1.MatchSummary
+	16,  // 25: spades.v1.ListMatchesResponse.matches:type_name -> spades.v1.MatchSummary
+	68,  // 26: spades.v1.ClaimSeatResponse.view:type_name -> spades.v1.SeatView
+	68,  // 27: spades.v1.GetViewResponse.view:type_name -> spades.v1.SeatView
+	31,  // 28: spades.v1.Action.bid:type_name -> spades.v1.BidAction
+	32,  // 29: spades.v1.Action.blind_nil:type_name -> spades.v1.BlindNilAction
+	33,  // 30: spades.v1.Action.look:type_name -> spades.v1.LookAction
+	34,  // 31: spades.v1.Action.pass_cards:type_name -> spades.v1.PassCardsAction
+	38,  // 32: spades.v1.Action.play_card:type_name -> spades.v1.PlayCardAction
+	35,  // 33: spades.v1.Action.exchange_decision:type_name -> spades.v1.ExchangeDecisionAction
+	36,  // 34: spades.v1.Action.name_trump:type_name -> spades.v1.NameTrumpAction
+	37,  // 35: spades.v1.Action.draw:type_name -> spades.v1.DrawAction
+	11,  // 36: spades.v1.PassCardsAction.cards:type_name -> spades.v1.Card
+	0,   // 37: spades.v1.NameTrumpAction.suit:type_name -> spades.v1.Suit
+	11,  // 38: spades.v1.PlayCardAction.card:type_name -> spades.v1.Card
+	30,  // 39: spades.v1.SubmitActionRequest.action:type_name -> spades.v1.Action
+	70,  // 40: spades.v1.SubmitActionResponse.events:type_name -> spades.v1.MatchEvent
+	70,  // 41: spades.v1.StreamEventsResponse.event:type_name -> spades.v1.MatchEvent
+	70,  // 42: spades.v1.StreamEventsResponse.events:type_name -> spades.v1.MatchEvent
+	44,  // 43: spades.v1.PlayRequest.open:type_name -> spades.v1.PlayOpen
+	45,  // 44: spades.v1.PlayRequest.action:type_name -> spades.v1.PlayAction
+	30,  // 45: spades.v1.PlayAction.action:type_name -> spades.v1.Action
+	47,  // 46: spades.v1.PlayResponse.results:type_name -> spades.v1.ActionResult
+	70,  // 47: spades.v1.PlayResponse.events:type_name -> spades.v1.MatchEvent
+	48,  // 48: spades.v1.ActionResult.error:type_name -> spades.v1.ActionError
+	90,  // 49: spades.v1.ActionError.details:type_name -> google.protobuf.Any
+	70,  // 50: spades.v1.SpectateResponse.event:type_name -> spades.v1.MatchEvent
+	70,  // 51: spades.v1.SpectateResponse.events:type_name -> spades.v1.MatchEvent
+	70,  // 52: spades.v1.PollEventsResponse.events:type_name -> spades.v1.MatchEvent
+	16,  // 53: spades.v1.ExportMatchResponse.match:type_name -> spades.v1.MatchSummary
+	14,  // 54: spades.v1.ImportMatchRequest.seats:type_name -> spades.v1.SeatConfig
+	10,  // 55: spades.v1.ImportMatchRequest.spectators:type_name -> spades.v1.Spectators
+	16,  // 56: spades.v1.ImportMatchResponse.match:type_name -> spades.v1.MatchSummary
+	19,  // 57: spades.v1.ImportMatchResponse.seat_tokens:type_name -> spades.v1.SeatToken
+	19,  // 58: spades.v1.ReissueSeatTokenResponse.seat_token:type_name -> spades.v1.SeatToken
+	16,  // 59: spades.v1.ReissueSeatTokenResponse.match:type_name -> spades.v1.MatchSummary
+	10,  // 60: spades.v1.SetSpectatorsRequest.spectators:type_name -> spades.v1.Spectators
+	16,  // 61: spades.v1.SetSpectatorsResponse.match:type_name -> spades.v1.MatchSummary
+	11,  // 62: spades.v1.Trick.cards:type_name -> spades.v1.Card
+	13,  // 63: spades.v1.SeatView.ruleset:type_name -> spades.v1.ResolvedRuleset
+	9,   // 64: spades.v1.SeatView.phase:type_name -> spades.v1.Phase
+	67,  // 65: spades.v1.SeatView.bids:type_name -> spades.v1.SeatBid
+	11,  // 66: spades.v1.SeatView.hand:type_name -> spades.v1.Card
+	11,  // 67: spades.v1.SeatView.trick:type_name -> spades.v1.Card
+	65,  // 68: spades.v1.SeatView.tricks:type_name -> spades.v1.Trick
+	11,  // 69: spades.v1.SeatView.passed:type_name -> spades.v1.Card
+	11,  // 70: spades.v1.SeatView.received:type_name -> spades.v1.Card
+	30,  // 71: spades.v1.SeatView.legal_actions:type_name -> spades.v1.Action
+	15,  // 72: spades.v1.SeatView.seats:type_name -> spades.v1.SeatInfo
+	69,  // 73: spades.v1.SeatView.results:type_name -> spades.v1.HandResult
+	77,  // 74: spades.v1.SeatView.exchange_decisions:type_name -> spades.v1.ExchangeDecided
+	0,   // 75: spades.v1.SeatView.trump:type_name -> spades.v1.Suit
+	11,  // 76: spades.v1.SeatView.stock_top:type_name -> spades.v1.Card
+	11,  // 77: spades.v1.SeatView.discards:type_name -> spades.v1.Card
+	66,  // 78: spades.v1.HandResult.sides:type_name -> spades.v1.SideScore
+	72,  // 79: spades.v1.MatchEvent.hand_started:type_name -> spades.v1.HandStarted
+	73,  // 80: spades.v1.MatchEvent.hand_shown:type_name -> spades.v1.HandShown
+	74,  // 81: spades.v1.MatchEvent.looked_at_cards:type_name -> spades.v1.LookedAtCards
+	75,  // 82: spades.v1.MatchEvent.bid_made:type_name -> spades.v1.BidMade
+	76,  // 83: spades.v1.MatchEvent.bidding_closed:type_name -> spades.v1.BiddingClosed
+	81,  // 84: spades.v1.MatchEvent.exchange_started:type_name -> spades.v1.ExchangeStarted
+	82,  // 85: spades.v1.MatchEvent.cards_chosen:type_name -> spades.v1.CardsChosen
+	83,  // 86: spades.v1.MatchEvent.cards_passed:type_name -> spades.v1.CardsPassed
+	84,  // 87: spades.v1.MatchEvent.card_played:type_name -> spades.v1.CardPlayed
+	85,  // 88: spades.v1.MatchEvent.trick_won:type_name -> spades.v1.TrickWon
+	86,  // 89: spades.v1.MatchEvent.hand_scored:type_name -> spades.v1.HandScored
+	87,  // 90: spades.v1.MatchEvent.match_ended:type_name -> spades.v1.MatchEnded
+	88,  // 91: spades.v1.MatchEvent.seat_control_changed:type_name -> spades.v1.SeatControlChanged
+	89,  // 92: spades.v1.MatchEvent.chat_message:type_name -> spades.v1.ChatMessage
+	77,  // 93: spades.v1.MatchEvent.exchange_decided:type_name -> spades.v1.ExchangeDecided
+	78,  // 94: spades.v1.MatchEvent.trump_named:type_name -> spades.v1.TrumpNamed
+	79,  // 95: spades.v1.MatchEvent.cards_drawn:type_name -> spades.v1.CardsDrawn
+	80,  // 96: spades.v1.MatchEvent.draw_taken:type_name -> spades.v1.DrawTaken
+	71,  // 97: spades.v1.MatchEvent.spectators_changed:type_name -> spades.v1.SpectatorsChanged
+	10,  // 98: spades.v1.SpectatorsChanged.spectators:type_name -> spades.v1.Spectators
+	11,  // 99: spades.v1.HandShown.cards:type_name -> spades.v1.Card
+	0,   // 100: spades.v1.TrumpNamed.suit:type_name -> spades.v1.Suit
+	11,  // 101: spades.v1.CardsDrawn.kept:type_name -> spades.v1.Card
+	11,  // 102: spades.v1.CardsDrawn.discarded:type_name -> spades.v1.Card
+	11,  // 103: spades.v1.CardsPassed.cards:type_name -> spades.v1.Card
+	11,  // 104: spades.v1.CardPlayed.card:type_name -> spades.v1.Card
+	11,  // 105: spades.v1.TrickWon.cards:type_name -> spades.v1.Card
+	66,  // 106: spades.v1.HandScored.sides:type_name -> spades.v1.SideScore
+	8,   // 107: spades.v1.SeatControlChanged.control:type_name -> spades.v1.SeatControl
+	17,  // 108: spades.v1.SpadesService.CreateMatch:input_type -> spades.v1.CreateMatchRequest
+	20,  // 109: spades.v1.SpadesService.GetMatch:input_type -> spades.v1.GetMatchRequest
+	22,  // 110: spades.v1.SpadesService.ListMatches:input_type -> spades.v1.ListMatchesRequest
+	24,  // 111: spades.v1.SpadesService.ClaimSeat:input_type -> spades.v1.ClaimSeatRequest
+	26,  // 112: spades.v1.SpadesService.LeaveSeat:input_type -> spades.v1.LeaveSeatRequest
+	28,  // 113: spades.v1.SpadesService.GetView:input_type -> spades.v1.GetViewRequest
+	39,  // 114: spades.v1.SpadesService.SubmitAction:input_type -> spades.v1.SubmitActionRequest
+	41,  // 115: spades.v1.SpadesService.StreamEvents:input_type -> spades.v1.StreamEventsRequest
+	43,  // 116: spades.v1.SpadesService.Play:input_type -> spades.v1.PlayRequest
+	49,  // 117: spades.v1.SpadesService.Spectate:input_type -> spades.v1.SpectateRequest
+	53,  // 118: spades.v1.SpadesService.SendChat:input_type -> spades.v1.SendChatRequest
+	55,  // 119: spades.v1.SpadesService.ExportMatch:input_type -> spades.v1.ExportMatchRequest
+	57,  // 120: spades.v1.SpadesService.ImportMatch:input_type -> spades.v1.ImportMatchRequest
+	59,  // 121: spades.v1.SpadesService.ReissueSeatToken:input_type -> spades.v1.ReissueSeatTokenRequest
+	61,  // 122: spades.v1.SpadesService.SetSpectators:input_type -> spades.v1.SetSpectatorsRequest
+	63,  // 123: spades.v1.SpadesService.Ping:input_type -> spades.v1.PingRequest
+	51,  // 124: spades.v1.SpadesService.PollEvents:input_type -> spades.v1.PollEventsRequest
+	18,  // 125: spades.v1.SpadesService.CreateMatch:output_type -> spades.v1.CreateMatchResponse
+	21,  // 126: spades.v1.SpadesService.GetMatch:output_type -> spades.v1.GetMatchResponse
+	23,  // 127: spades.v1.SpadesService.ListMatches:output_type -> spades.v1.ListMatchesResponse
+	25,  // 128: spades.v1.SpadesService.ClaimSeat:output_type -> spades.v1.ClaimSeatResponse
+	27,  // 129: spades.v1.SpadesService.LeaveSeat:output_type -> spades.v1.LeaveSeatResponse
+	29,  // 130: spades.v1.SpadesService.GetView:output_type -> spades.v1.GetViewResponse
+	40,  // 131: spades.v1.SpadesService.SubmitAction:output_type -> spades.v1.SubmitActionResponse
+	42,  // 132: spades.v1.SpadesService.StreamEvents:output_type -> spades.v1.StreamEventsResponse
+	46,  // 133: spades.v1.SpadesService.Play:output_type -> spades.v1.PlayResponse
+	50,  // 134: spades.v1.SpadesService.Spectate:output_type -> spades.v1.SpectateResponse
+	54,  // 135: spades.v1.SpadesService.SendChat:output_type -> spades.v1.SendChatResponse
+	56,  // 136: spades.v1.SpadesService.ExportMatch:output_type -> spades.v1.ExportMatchResponse
+	58,  // 137: spades.v1.SpadesService.ImportMatch:output_type -> spades.v1.ImportMatchResponse
+	60,  // 138: spades.v1.SpadesService.ReissueSeatToken:output_type -> spades.v1.ReissueSeatTokenResponse
+	62,  // 139: spades.v1.SpadesService.SetSpectators:output_type -> spades.v1.SetSpectatorsResponse
+	64,  // 140: spades.v1.SpadesService.Ping:output_type -> spades.v1.PingResponse
+	52,  // 141: spades.v1.SpadesService.PollEvents:output_type -> spades.v1.PollEventsResponse
+	125, // [125:142] is the sub-list for method output_type
+	108, // [108:125] is the sub-list for method input_type
+	108, // [108:108] is the sub-list for extension type_name
+	108, // [108:108] is the sub-list for extension extendee
+	0,   // [0:108] is the sub-list for field type_name
 }
 
 func init() { file_spades_v1_spades_proto_init() }
@@ -6846,7 +7299,7 @@ func file_spades_v1_spades_proto_init() {
 		(*PlayRequest_Action)(nil),
 	}
 	file_spades_v1_spades_proto_msgTypes[34].OneofWrappers = []any{}
-	file_spades_v1_spades_proto_msgTypes[55].OneofWrappers = []any{
+	file_spades_v1_spades_proto_msgTypes[59].OneofWrappers = []any{
 		(*MatchEvent_HandStarted)(nil),
 		(*MatchEvent_HandShown)(nil),
 		(*MatchEvent_LookedAtCards)(nil),
@@ -6865,14 +7318,15 @@ func file_spades_v1_spades_proto_init() {
 		(*MatchEvent_TrumpNamed)(nil),
 		(*MatchEvent_CardsDrawn)(nil),
 		(*MatchEvent_DrawTaken)(nil),
+		(*MatchEvent_SpectatorsChanged)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_spades_v1_spades_proto_rawDesc), len(file_spades_v1_spades_proto_rawDesc)),
-			NumEnums:      10,
-			NumMessages:   74,
+			NumEnums:      11,
+			NumMessages:   79,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -3,7 +3,10 @@
 // Credentials travel in the `authorization` metadata as `Bearer <secret>`:
 // the operator credential for match administration, a seat token (returned
 // by CreateMatch or ImportMatch) for everything a player does. A seat token
-// acts only for its own seat and sees only that seat's view.
+// acts only for its own seat and sees only that seat's view. A spectator
+// token (a match created with SPECTATORS_TOKEN) lets its holder watch that
+// match's public events, nothing more. docs/security.md says who may see and
+// do what.
 //
 // Every event of a match has a sequence number, increasing by one per event
 // across the whole match. A viewer receives only the events it may see, so
@@ -31,21 +34,23 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	SpadesService_CreateMatch_FullMethodName  = "/spades.v1.SpadesService/CreateMatch"
-	SpadesService_GetMatch_FullMethodName     = "/spades.v1.SpadesService/GetMatch"
-	SpadesService_ListMatches_FullMethodName  = "/spades.v1.SpadesService/ListMatches"
-	SpadesService_ClaimSeat_FullMethodName    = "/spades.v1.SpadesService/ClaimSeat"
-	SpadesService_LeaveSeat_FullMethodName    = "/spades.v1.SpadesService/LeaveSeat"
-	SpadesService_GetView_FullMethodName      = "/spades.v1.SpadesService/GetView"
-	SpadesService_SubmitAction_FullMethodName = "/spades.v1.SpadesService/SubmitAction"
-	SpadesService_StreamEvents_FullMethodName = "/spades.v1.SpadesService/StreamEvents"
-	SpadesService_Play_FullMethodName         = "/spades.v1.SpadesService/Play"
-	SpadesService_Spectate_FullMethodName     = "/spades.v1.SpadesService/Spectate"
-	SpadesService_SendChat_FullMethodName     = "/spades.v1.SpadesService/SendChat"
-	SpadesService_ExportMatch_FullMethodName  = "/spades.v1.SpadesService/ExportMatch"
-	SpadesService_ImportMatch_FullMethodName  = "/spades.v1.SpadesService/ImportMatch"
-	SpadesService_Ping_FullMethodName         = "/spades.v1.SpadesService/Ping"
-	SpadesService_PollEvents_FullMethodName   = "/spades.v1.SpadesService/PollEvents"
+	SpadesService_CreateMatch_FullMethodName      = "/spades.v1.SpadesService/CreateMatch"
+	SpadesService_GetMatch_FullMethodName         = "/spades.v1.SpadesService/GetMatch"
+	SpadesService_ListMatches_FullMethodName      = "/spades.v1.SpadesService/ListMatches"
+	SpadesService_ClaimSeat_FullMethodName        = "/spades.v1.SpadesService/ClaimSeat"
+	SpadesService_LeaveSeat_FullMethodName        = "/spades.v1.SpadesService/LeaveSeat"
+	SpadesService_GetView_FullMethodName          = "/spades.v1.SpadesService/GetView"
+	SpadesService_SubmitAction_FullMethodName     = "/spades.v1.SpadesService/SubmitAction"
+	SpadesService_StreamEvents_FullMethodName     = "/spades.v1.SpadesService/StreamEvents"
+	SpadesService_Play_FullMethodName             = "/spades.v1.SpadesService/Play"
+	SpadesService_Spectate_FullMethodName         = "/spades.v1.SpadesService/Spectate"
+	SpadesService_SendChat_FullMethodName         = "/spades.v1.SpadesService/SendChat"
+	SpadesService_ExportMatch_FullMethodName      = "/spades.v1.SpadesService/ExportMatch"
+	SpadesService_ImportMatch_FullMethodName      = "/spades.v1.SpadesService/ImportMatch"
+	SpadesService_ReissueSeatToken_FullMethodName = "/spades.v1.SpadesService/ReissueSeatToken"
+	SpadesService_SetSpectators_FullMethodName    = "/spades.v1.SpadesService/SetSpectators"
+	SpadesService_Ping_FullMethodName             = "/spades.v1.SpadesService/Ping"
+	SpadesService_PollEvents_FullMethodName       = "/spades.v1.SpadesService/PollEvents"
 )
 
 // SpadesServiceClient is the client API for SpadesService service.
@@ -76,7 +81,9 @@ type SpadesServiceClient interface {
 	// server-side bots); clients without bidirectional streams (gRPC-Web) use
 	// StreamEvents and SubmitAction, which act on the same log.
 	Play(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PlayRequest, PlayResponse], error)
-	// Public events after a sequence number, then live ones. No credential.
+	// Public events after a sequence number, then live ones. No credential on a
+	// public match; the spectator token on a SPECTATORS_TOKEN match; refused
+	// on a SPECTATORS_NONE match.
 	Spectate(ctx context.Context, in *SpectateRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SpectateResponse], error)
 	// Send a chat line to the caller's partner (partnership tables, bidding only).
 	SendChat(ctx context.Context, in *SendChatRequest, opts ...grpc.CallOption) (*SendChatResponse, error)
@@ -84,6 +91,15 @@ type SpadesServiceClient interface {
 	ExportMatch(ctx context.Context, in *ExportMatchRequest, opts ...grpc.CallOption) (*ExportMatchResponse, error)
 	// Import a match from a snapshot. Needs the operator credential.
 	ImportMatch(ctx context.Context, in *ImportMatchRequest, opts ...grpc.CallOption) (*ImportMatchResponse, error)
+	// Replace a human seat's token: the old token is refused from then on, and
+	// the streams opened with it end (UNAUTHENTICATED TOKEN_REVOKED). The seat
+	// goes back to OPEN if its human held it. Needs the operator credential.
+	ReissueSeatToken(ctx context.Context, in *ReissueSeatTokenRequest, opts ...grpc.CallOption) (*ReissueSeatTokenResponse, error)
+	// Change who may watch a match; with SPECTATORS_TOKEN a new spectator token
+	// is made (any earlier one is refused from then on). Spectator streams the
+	// new setting no longer allows end (PERMISSION_DENIED or UNAUTHENTICATED).
+	// Needs the operator credential.
+	SetSpectators(ctx context.Context, in *SetSpectatorsRequest, opts ...grpc.CallOption) (*SetSpectatorsResponse, error)
 	// Does nothing: a baseline for latency measurements.
 	Ping(ctx context.Context, in *PingRequest, opts ...grpc.CallOption) (*PingResponse, error)
 	// The events after a sequence number on one unary call (a long poll), for
@@ -256,6 +272,26 @@ func (c *spadesServiceClient) ImportMatch(ctx context.Context, in *ImportMatchRe
 	return out, nil
 }
 
+func (c *spadesServiceClient) ReissueSeatToken(ctx context.Context, in *ReissueSeatTokenRequest, opts ...grpc.CallOption) (*ReissueSeatTokenResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReissueSeatTokenResponse)
+	err := c.cc.Invoke(ctx, SpadesService_ReissueSeatToken_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *spadesServiceClient) SetSpectators(ctx context.Context, in *SetSpectatorsRequest, opts ...grpc.CallOption) (*SetSpectatorsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetSpectatorsResponse)
+	err := c.cc.Invoke(ctx, SpadesService_SetSpectators_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *spadesServiceClient) Ping(ctx context.Context, in *PingRequest, opts ...grpc.CallOption) (*PingResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(PingResponse)
@@ -304,7 +340,9 @@ type SpadesServiceServer interface {
 	// server-side bots); clients without bidirectional streams (gRPC-Web) use
 	// StreamEvents and SubmitAction, which act on the same log.
 	Play(grpc.BidiStreamingServer[PlayRequest, PlayResponse]) error
-	// Public events after a sequence number, then live ones. No credential.
+	// Public events after a sequence number, then live ones. No credential on a
+	// public match; the spectator token on a SPECTATORS_TOKEN match; refused
+	// on a SPECTATORS_NONE match.
 	Spectate(*SpectateRequest, grpc.ServerStreamingServer[SpectateResponse]) error
 	// Send a chat line to the caller's partner (partnership tables, bidding only).
 	SendChat(context.Context, *SendChatRequest) (*SendChatResponse, error)
@@ -312,6 +350,15 @@ type SpadesServiceServer interface {
 	ExportMatch(context.Context, *ExportMatchRequest) (*ExportMatchResponse, error)
 	// Import a match from a snapshot. Needs the operator credential.
 	ImportMatch(context.Context, *ImportMatchRequest) (*ImportMatchResponse, error)
+	// Replace a human seat's token: the old token is refused from then on, and
+	// the streams opened with it end (UNAUTHENTICATED TOKEN_REVOKED). The seat
+	// goes back to OPEN if its human held it. Needs the operator credential.
+	ReissueSeatToken(context.Context, *ReissueSeatTokenRequest) (*ReissueSeatTokenResponse, error)
+	// Change who may watch a match; with SPECTATORS_TOKEN a new spectator token
+	// is made (any earlier one is refused from then on). Spectator streams the
+	// new setting no longer allows end (PERMISSION_DENIED or UNAUTHENTICATED).
+	// Needs the operator credential.
+	SetSpectators(context.Context, *SetSpectatorsRequest) (*SetSpectatorsResponse, error)
 	// Does nothing: a baseline for latency measurements.
 	Ping(context.Context, *PingRequest) (*PingResponse, error)
 	// The events after a sequence number on one unary call (a long poll), for
@@ -371,6 +418,12 @@ func (UnimplementedSpadesServiceServer) ExportMatch(context.Context, *ExportMatc
 }
 func (UnimplementedSpadesServiceServer) ImportMatch(context.Context, *ImportMatchRequest) (*ImportMatchResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ImportMatch not implemented")
+}
+func (UnimplementedSpadesServiceServer) ReissueSeatToken(context.Context, *ReissueSeatTokenRequest) (*ReissueSeatTokenResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReissueSeatToken not implemented")
+}
+func (UnimplementedSpadesServiceServer) SetSpectators(context.Context, *SetSpectatorsRequest) (*SetSpectatorsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetSpectators not implemented")
 }
 func (UnimplementedSpadesServiceServer) Ping(context.Context, *PingRequest) (*PingResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Ping not implemented")
@@ -608,6 +661,42 @@ func _SpadesService_ImportMatch_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SpadesService_ReissueSeatToken_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReissueSeatTokenRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SpadesServiceServer).ReissueSeatToken(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SpadesService_ReissueSeatToken_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SpadesServiceServer).ReissueSeatToken(ctx, req.(*ReissueSeatTokenRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SpadesService_SetSpectators_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetSpectatorsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SpadesServiceServer).SetSpectators(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SpadesService_SetSpectators_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SpadesServiceServer).SetSpectators(ctx, req.(*SetSpectatorsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _SpadesService_Ping_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(PingRequest)
 	if err := dec(in); err != nil {
@@ -690,6 +779,14 @@ var SpadesService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ImportMatch",
 			Handler:    _SpadesService_ImportMatch_Handler,
+		},
+		{
+			MethodName: "ReissueSeatToken",
+			Handler:    _SpadesService_ReissueSeatToken_Handler,
+		},
+		{
+			MethodName: "SetSpectators",
+			Handler:    _SpadesService_SetSpectators_Handler,
 		},
 		{
 			MethodName: "Ping",

@@ -7,6 +7,11 @@ import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.grpc.TlsChannelCredentials;
 import io.grpc.stub.MetadataUtils;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Set;
@@ -25,6 +30,11 @@ import spades.v1.Spades.GetMatchRequest;
 import spades.v1.Spades.ListMatchesRequest;
 import spades.v1.Spades.ListMatchesResponse;
 import spades.v1.Spades.MatchSummary;
+import spades.v1.Spades.ReissueSeatTokenRequest;
+import spades.v1.Spades.ReissueSeatTokenResponse;
+import spades.v1.Spades.SetSpectatorsRequest;
+import spades.v1.Spades.SetSpectatorsResponse;
+import spades.v1.Spades.Spectators;
 import spades.v1.SpadesServiceGrpc;
 import spades.v1.SpadesServiceGrpc.SpadesServiceBlockingStub;
 
@@ -95,6 +105,10 @@ public final class SpadesClient implements AutoCloseable {
     private final ManagedChannel channel;
     private Transport transport = Transport.OKHTTP;
     private boolean tls = true;
+    private byte[] trustedCertificates; // PEM; null: the platform's
+    private byte[] clientCertificate; // PEM chain, with clientKey: mutual TLS
+    private byte[] clientKey;
+    private ChannelCredentials credentials; // the caller's own, over all of the above
     private Duration deadline = Duration.ofSeconds(10);
     private Duration keepAlive = Duration.ofSeconds(30);
     private String operatorToken;
@@ -124,6 +138,81 @@ public final class SpadesClient implements AutoCloseable {
     public Builder tls() {
       this.tls = true;
       return this;
+    }
+
+    /**
+     * TLS trusting the CA certificates of a PEM file (a private CA that signed the server's
+     * certificate) instead of the platform's. The file is read now.
+     *
+     * @param caCertificates PEM file of the CA certificates
+     * @return this builder
+     * @throws UncheckedIOException if the file cannot be read
+     */
+    public Builder tls(Path caCertificates) {
+      this.trustedCertificates = read(caCertificates);
+      this.tls = true;
+      return this;
+    }
+
+    /**
+     * Mutual TLS: presents this client certificate, which a server started with {@code
+     * --tls-client-ca} requires on its operator port (operator calls are refused elsewhere,
+     * PERMISSION_DENIED CLIENT_CERT_REQUIRED). Combine it with {@link #tls(Path)} for a private
+     * CA. The files are read now.
+     *
+     * @param certificateChain PEM file of the certificate (and any intermediates)
+     * @param privateKey PEM file of its unencrypted PKCS#8 private key
+     * @return this builder
+     * @throws UncheckedIOException if a file cannot be read
+     */
+    public Builder clientCertificate(Path certificateChain, Path privateKey) {
+      this.clientCertificate = read(certificateChain);
+      this.clientKey = read(privateKey);
+      this.tls = true;
+      return this;
+    }
+
+    /**
+     * The channel's credentials as the caller made them (a {@code TlsChannelCredentials} with a
+     * key manager of its own, say); they take the place of {@link #plaintext()}, {@link
+     * #tls(Path)} and {@link #clientCertificate}.
+     *
+     * @param credentials the credentials
+     * @return this builder
+     */
+    public Builder credentials(ChannelCredentials credentials) {
+      this.credentials = Objects.requireNonNull(credentials, "credentials");
+      return this;
+    }
+
+    private static byte[] read(Path path) {
+      try {
+        return Files.readAllBytes(path);
+      } catch (IOException e) {
+        throw new UncheckedIOException("cannot read " + path, e);
+      }
+    }
+
+    private ChannelCredentials channelCredentials() {
+      if (credentials != null) {
+        return credentials;
+      }
+      if (!tls) {
+        return InsecureChannelCredentials.create();
+      }
+      TlsChannelCredentials.Builder b = TlsChannelCredentials.newBuilder();
+      try {
+        if (trustedCertificates != null) {
+          b.trustManager(new ByteArrayInputStream(trustedCertificates));
+        }
+        if (clientCertificate != null) {
+          b.keyManager(
+              new ByteArrayInputStream(clientCertificate), new ByteArrayInputStream(clientKey));
+        }
+      } catch (IOException e) {
+        throw new IllegalArgumentException("the TLS certificates or key are not usable PEM", e);
+      }
+      return b.build();
     }
 
     /**
@@ -165,8 +254,8 @@ public final class SpadesClient implements AutoCloseable {
     }
 
     /**
-     * The operator credential, for {@link #createMatch}, {@link #getMatch} and {@link
-     * #listMatches}.
+     * The operator credential, for {@link #createMatch}, {@link #getMatch}, {@link #listMatches},
+     * {@link #reissueSeatToken} and {@link #setSpectators}.
      *
      * @param token the server's operator token
      * @return this builder
@@ -196,9 +285,7 @@ public final class SpadesClient implements AutoCloseable {
       if (channel != null) {
         return new SpadesClient(this, channel, false);
       }
-      ChannelCredentials credentials =
-          tls ? TlsChannelCredentials.create() : InsecureChannelCredentials.create();
-      ManagedChannelBuilder<?> b = transport.builder(target, credentials);
+      ManagedChannelBuilder<?> b = transport.builder(target, channelCredentials());
       if (!keepAlive.isZero()) {
         b.keepAliveTime(keepAlive.toNanos(), TimeUnit.NANOSECONDS)
             .keepAliveTimeout(20, TimeUnit.SECONDS)
@@ -281,6 +368,53 @@ public final class SpadesClient implements AutoCloseable {
    */
   public ListMatchesResponse listMatches(ListMatchesRequest request) {
     return retrying(() -> operatorStub().listMatches(request));
+  }
+
+  /**
+   * Replaces a human seat's token (operator): the old one is refused from then on, the streams
+   * and sessions opened with it end (UNAUTHENTICATED, reason TOKEN_REVOKED), and the seat is OPEN
+   * again. Retried after a dropped connection: a repeat replaces the token once more, and its
+   * answer holds the token that is current.
+   *
+   * @param matchId the match id
+   * @param seat the human seat
+   * @return the new seat token and the match's summary
+   * @throws SpadesException if refused
+   */
+  public ReissueSeatTokenResponse reissueSeatToken(String matchId, int seat) {
+    ReissueSeatTokenRequest request =
+        ReissueSeatTokenRequest.newBuilder().setMatchId(matchId).setSeat(seat).build();
+    return retrying(() -> operatorStub().reissueSeatToken(request));
+  }
+
+  /**
+   * Changes who may watch a match (operator). With {@link Spectators#SPECTATORS_TOKEN} the answer
+   * has a new spectator token (an earlier one is refused from then on). Retried like {@link
+   * #reissueSeatToken}.
+   *
+   * @param matchId the match id
+   * @param spectators who may watch from now on
+   * @return the spectator token (with TOKEN) and the match's summary
+   * @throws SpadesException if refused
+   */
+  public SetSpectatorsResponse setSpectators(String matchId, Spectators spectators) {
+    SetSpectatorsRequest request =
+        SetSpectatorsRequest.newBuilder().setMatchId(matchId).setSpectators(spectators).build();
+    return retrying(() -> operatorStub().setSpectators(request));
+  }
+
+  /**
+   * A stub of the generated service that sends {@code credential} ({@code authorization: Bearer
+   * <credential>}) on every call, for the calls this class does not wrap: {@code Spectate} or
+   * {@code PollEvents} with a match's spectator token, say. Its calls have no deadline (a
+   * stream's lasts as long as the match); add one with {@code withDeadlineAfter} for unary calls.
+   *
+   * @param credential a spectator token, a seat token or the operator token
+   * @return the stub
+   */
+  public SpadesServiceGrpc.SpadesServiceStub asyncStub(String credential) {
+    return SpadesServiceGrpc.newStub(channel)
+        .withInterceptors(MetadataUtils.newAttachHeadersInterceptor(Credentials.bearer(credential)));
   }
 
   private SpadesServiceBlockingStub operatorStub() {

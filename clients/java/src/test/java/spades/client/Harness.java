@@ -12,6 +12,8 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
@@ -27,6 +29,12 @@ final class Harness implements AutoCloseable {
   final String server;
   final String control;
   final String operatorToken;
+  // With start("--tls"): the operator port (mutual TLS), and the PEM files of the run's CA and of
+  // the operator's client certificate; null otherwise.
+  final String operator;
+  final Path ca;
+  final Path clientCert;
+  final Path clientKey;
   private final Process process;
 
   private Harness(Process process, JsonObject ready) {
@@ -35,6 +43,11 @@ final class Harness implements AutoCloseable {
     this.server = ready.get("server").getAsString();
     this.control = ready.get("control").getAsString();
     this.operatorToken = ready.get("operatorToken").getAsString();
+    JsonObject tls = ready.has("tls") ? ready.getAsJsonObject("tls") : null;
+    this.operator = tls != null ? ready.get("operator").getAsString() : null;
+    this.ca = tls != null ? Paths.get(tls.get("ca").getAsString()) : null;
+    this.clientCert = tls != null ? Paths.get(tls.get("clientCert").getAsString()) : null;
+    this.clientKey = tls != null ? Paths.get(tls.get("clientKey").getAsString()) : null;
   }
 
   /** The repository's root (set by the pom; the module's ../.. otherwise). */
@@ -57,12 +70,17 @@ final class Harness implements AutoCloseable {
         "set SPADES_PYTHON to the Python that has spades_server (make install makes .venv)");
   }
 
-  static Harness start() throws Exception {
+  /** serve.py with {@code args} ({@code "--tls"}: TLS only, operator calls on mutual TLS). */
+  static Harness start(String... args) throws Exception {
     Path root = repoRoot();
     Path log = Paths.get("target", "serve-" + ProcessHandle.current().pid() + ".log");
     Files.createDirectories(log.getParent());
+    List<String> argv = new ArrayList<>();
+    argv.add(python());
+    argv.add(root.resolve("clients/conformance/serve.py").toString());
+    argv.addAll(List.of(args));
     ProcessBuilder pb =
-        new ProcessBuilder(python(), root.resolve("clients/conformance/serve.py").toString())
+        new ProcessBuilder(argv)
             .directory(root.toFile())
             .redirectError(ProcessBuilder.Redirect.appendTo(log.toFile()));
     Process p = pb.start();

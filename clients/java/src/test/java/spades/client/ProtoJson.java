@@ -193,6 +193,17 @@ final class ProtoJson {
       case DRAW_TAKEN:
         o.put("drawTaken", seatOnly(e.getDrawTaken().getSeat()));
         break;
+      case SPECTATORS_CHANGED:
+        {
+          Map<String, Object> k = Json.object();
+          enumValue(
+              k,
+              "spectators",
+              e.getSpectatorsChanged().getSpectatorsValue(),
+              e.getSpectatorsChanged().getSpectators());
+          o.put("spectatorsChanged", k);
+          break;
+        }
       case KIND_NOT_SET:
         break;
       default:

@@ -48,6 +48,8 @@ import spades.v1.Spades.Rank;
 import spades.v1.Spades.SeatControl;
 import spades.v1.Spades.SeatControlChanged;
 import spades.v1.Spades.SideScore;
+import spades.v1.Spades.Spectators;
+import spades.v1.Spades.SpectatorsChanged;
 import spades.v1.Spades.Suit;
 import spades.v1.Spades.TrickWon;
 import spades.v1.Spades.TrumpNamed;
@@ -193,6 +195,12 @@ class ProtoJsonTest {
             .build());
     out.add(e.clone().setCardsDrawn(CardsDrawn.newBuilder()).build());
     out.add(e.clone().setDrawTaken(DrawTaken.newBuilder()).build());
+    out.add(
+        e.clone()
+            .setSpectatorsChanged(
+                SpectatorsChanged.newBuilder().setSpectators(Spectators.SPECTATORS_TOKEN))
+            .build());
+    out.add(e.clone().setSpectatorsChanged(SpectatorsChanged.newBuilder()).build());
     out.add(e.clone().setSeq(0).build());
     return out;
   }
