@@ -114,7 +114,7 @@ import tempfile
 import time
 import urllib.request
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -335,11 +335,60 @@ def grpc_web_trailers(data: bytes) -> dict[str, str]:
     return out
 
 
-# -- the stream clients (one process per path, or per share of the spectators) ------------------
+# -- browser-style server streams over HTTP/1.1 (also bench/soak.py's) ---------------------------
 
 
 class StreamError(Exception):
     pass
+
+
+def web_headers(protocol: str, origin: str, token: str | None) -> dict[str, str]:
+    """The headers of a browser's server-stream call: ``protocol`` "grpc-web"
+    or "connect", the page's ``origin``, a seat token or none (a spectator)."""
+    if protocol == "grpc-web":
+        headers = {"content-type": "application/grpc-web+proto", "x-grpc-web": "1"}
+    else:
+        headers = {"content-type": "application/connect+proto", "connect-protocol-version": "1"}
+    headers["origin"] = origin  # as a browser's fetch sends it
+    if token is not None:
+        headers["authorization"] = f"Bearer {token}"
+    return headers
+
+
+async def http_stream(
+    session: aiohttp.ClientSession, url: str, request: bytes, headers: dict[str, str]
+) -> AsyncIterator[tuple[float, bytes]]:
+    """A gRPC-Web or Connect server stream (by ``headers``' content type): each
+    message as (``time.monotonic()`` when the bytes completing it were read, its
+    bytes); a StreamError when the stream ends (trailers, Connect's end of
+    stream, EOF) or is refused. Close it with ``contextlib.aclosing``."""
+    async with session.post(url, data=envelope(request), headers=headers) as resp:
+        if resp.status != 200:
+            raise StreamError(f"HTTP {resp.status}: {(await resp.read())[:200]!r}")
+        if "grpc-status" in resp.headers:  # a gRPC-Web call refused at once
+            raise StreamError(
+                f"grpc-status {resp.headers['grpc-status']} {resp.headers.get('grpc-message', '')}"
+            )
+        buf = bytearray()
+        clock = time.monotonic
+        read = resp.content.readany
+        while chunk := await read():
+            now = clock()
+            buf += chunk
+            for flag, data in frames(buf):
+                if flag == 0:
+                    yield now, data
+                elif flag & 0x80:  # gRPC-Web trailers
+                    t = grpc_web_trailers(data)
+                    raise StreamError(
+                        f"trailers grpc-status {t.get('grpc-status')} {t.get('grpc-message', '')}"
+                    )
+                elif flag & 0x02:  # Connect: end of stream, JSON
+                    raise StreamError(f"end of stream {data[:200]!r}")
+        raise StreamError("the stream ended before its match")
+
+
+# -- the stream clients (one process per path, or per share of the spectators) ------------------
 
 
 class Recorder:
@@ -454,47 +503,19 @@ class Opener:
     ) -> Any:
         method = "Spectate" if token is None else "StreamEvents"
         request = pb.StreamEventsRequest(match_id=match_id).SerializeToString()
-        if self.path == "grpc-web":
-            headers = {"content-type": "application/grpc-web+proto", "x-grpc-web": "1"}
-        else:
-            headers = {"content-type": "application/connect+proto", "connect-protocol-version": "1"}
-        headers["origin"] = self.origin  # as a browser's fetch sends it
-        if token is not None:
-            headers["authorization"] = f"Bearer {token}"
         assert self.session is not None
-        async with self.session.post(
-            self.base + method, data=envelope(request), headers=headers
-        ) as resp:
-            if resp.status != 200:
-                raise StreamError(f"HTTP {resp.status}: {(await resp.read())[:200]!r}")
-            if "grpc-status" in resp.headers:  # a gRPC-Web call refused at once
-                raise StreamError(
-                    f"grpc-status {resp.headers['grpc-status']} "
-                    f"{resp.headers.get('grpc-message', '')}"
-                )
-            buf = bytearray()
-            clock, rec = time.monotonic, self.rec
-            read = resp.content.readany
-            while chunk := await read():
-                now = clock()
-                buf += chunk
-                for flag, data in frames(buf):
-                    if flag == 0:
-                        ended = rec.message(match_id, data, now)
-                        if not ready.done():
-                            ready.set_result(True)
-                            yield
-                        if ended:
-                            return
-                    elif flag & 0x80:  # gRPC-Web trailers
-                        t = grpc_web_trailers(data)
-                        raise StreamError(
-                            f"trailers grpc-status {t.get('grpc-status')} "
-                            f"{t.get('grpc-message', '')}"
-                        )
-                    elif flag & 0x02:  # Connect: end of stream, JSON
-                        raise StreamError(f"end of stream {data[:200]!r}")
-            raise StreamError("the stream ended before its match")
+        messages = http_stream(
+            self.session, self.base + method, request, web_headers(self.path, self.origin, token)
+        )
+        rec = self.rec
+        async with contextlib.aclosing(messages):
+            async for now, data in messages:
+                ended = rec.message(match_id, data, now)
+                if not ready.done():
+                    ready.set_result(True)
+                    yield
+                if ended:
+                    return
 
 
 @dataclass

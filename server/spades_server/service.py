@@ -202,6 +202,13 @@ def _streaming(
                     requests = await calls.receive(context.read, parse, type_name)
                 await fn(self, requests, context, first_sent)
         except Exception as exc:
+            if type(exc).__name__ == "ExecuteBatchError":
+                # grpc's (grpc._cython.cygrpc, no public name): a write on a call
+                # whose client went away before the cancellation reached this
+                # handler. Nobody is left to tell, and it is no server failure.
+                code = "CANCELLED"
+                log.info("rpc cancelled", method=name, during="write")
+                return
             err = await _refuse(context, name, exc)
             code = err.code.name
             await context.abort_with_status(rpc_status.to_status(err.to_status()))
