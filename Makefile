@@ -114,6 +114,7 @@ bench: install redis-server
 	$(PYTHON) bench/web.py
 	$(PYTHON) bench/web.py --mode capacity
 	$(PYTHON) bench/replicas.py
+	$(PYTHON) bench/soak.py
 
 # The server, Envoy and the web table (python -m spades_server.stack): prints
 # the one URL to open and the operator token; Ctrl-C stops all three. The
