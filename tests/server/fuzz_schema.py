@@ -13,7 +13,7 @@ from __future__ import annotations
 import socket
 import struct
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from google.protobuf import message_factory
@@ -231,6 +231,73 @@ def type_has_field(desc: Descriptor, name: str, seen: frozenset[str] = frozenset
     return any(
         type_has_field(f.message_type, name, seen) for f in desc.fields if f.type == _F.TYPE_MESSAGE
     )
+
+
+# -- every field at its edges, one request each -------------------------------------------
+
+SWEEP_STRINGS = ("", "\x00", "a\x00b", " ", "x" * 65, "é" * 65, "x" * 257, "🂡" * 70, "x" * 5000)
+
+
+def edge_values(field: FieldDescriptor) -> list[Any]:
+    """A few values of ``field``'s type at the edges: the sweep's, fewer than
+    the strategies' (every one is sent with each credential)."""
+    t = field.type
+    if t in _INT_RANGES:
+        lo, hi = _INT_RANGES[t]
+        return sorted({v for v in (0, 1, -1, 13, 14, 2**31 - 1, lo, hi) if lo <= v <= hi})
+    if t == _F.TYPE_BOOL:
+        return [True]
+    if t in (_F.TYPE_FLOAT, _F.TYPE_DOUBLE):
+        return [float("nan"), float("inf"), -0.0, 1e300 if t == _F.TYPE_DOUBLE else 3e38]
+    if t == _F.TYPE_STRING:
+        return [*SWEEP_STRINGS, "y" * HUGE]
+    if t == _F.TYPE_BYTES:
+        return [b"", b"\x00" * 100, b"\xff" * 17]
+    if t == _F.TYPE_ENUM:
+        known = [v.number for v in field.enum_type.values]
+        return [*known, max(known) + 1, -1, 2**31 - 1]
+    raise TypeError(f"{field.full_name}: no edge values for field type {t}")
+
+
+def field_paths(
+    desc: Descriptor, prefix: tuple[FieldDescriptor, ...] = (), seen: frozenset[str] = frozenset()
+) -> Iterator[tuple[FieldDescriptor, ...]]:
+    """Every path from ``desc`` to a scalar field (a message field that would
+    recurse, or is past MAX_DEPTH, ends the path as an empty message)."""
+    for f in desc.fields:
+        path = (*prefix, f)
+        if (
+            f.type != _F.TYPE_MESSAGE
+            or _is_map(f)
+            or f.message_type.full_name in seen
+            or len(path) >= MAX_DEPTH
+        ):
+            yield path
+        else:
+            yield from field_paths(f.message_type, path, seen | {desc.full_name})
+
+
+def with_value(msg: Any, path: Sequence[FieldDescriptor], value: Any) -> None:
+    """Set the field at ``path`` in ``msg`` (a repeated field gets one element;
+    a message at the end of a path is set empty)."""
+    for f in path[:-1]:
+        msg = getattr(msg, f.name).add() if _is_repeated(f) else getattr(msg, f.name)
+    last = path[-1]
+    if last.type == _F.TYPE_MESSAGE:
+        target = getattr(msg, last.name)
+        if _is_repeated(last) and not _is_map(last):
+            target.add()
+        elif not _is_map(last):
+            target.SetInParent()
+    elif _is_repeated(last):
+        getattr(msg, last.name).append(value)
+    else:
+        setattr(msg, last.name, value)
+
+
+def sweep_values(path: Sequence[FieldDescriptor]) -> list[Any]:
+    last = path[-1]
+    return [None] if last.type == _F.TYPE_MESSAGE else edge_values(last)
 
 
 # -- bytes that are not the request's message ---------------------------------------------

@@ -29,13 +29,16 @@ import grpc
 import pytest
 from fuzz_schema import (
     HEADERS,
+    field_paths,
     fields_named,
     frames_in,
     malformed_payloads,
     message_strategy,
     raw_connections,
     send_raw,
+    sweep_values,
     type_has_field,
+    with_value,
 )
 from google.protobuf import message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor, MethodDescriptor
@@ -79,6 +82,7 @@ EXAMPLES = 1200  # hypothesis examples: each one call (a stream is one call)
 LEGAL_PLAYERS = 3
 MAX_MESSAGE_BYTES = 256 * 1024
 STREAM_DEADLINE = 0.4  # seconds; a stream that is still open then ends DEADLINE_EXCEEDED
+SWEEP_STREAM_DEADLINE = 0.15  # the same, in the sweep of edge values (many streams)
 STREAM_READS = 3  # responses read from a stream before the fuzz cancels it
 TARGET_SCORE = 120  # legal matches last two or three hands
 
@@ -286,6 +290,7 @@ def call(
     note: str = "",
     results_expected: int = 0,
     read_all: bool = False,
+    deadline: float = STREAM_DEADLINE,
 ) -> Reply:
     """One call of ``method`` with ``requests`` (messages or raw bytes; one
     unless the client streams). A stream is read for at most STREAM_READS
@@ -312,11 +317,11 @@ def call(
             return reply
         if method.client_streaming:
             stream = channel.stream_stream(path, **kw)(
-                iter(requests), metadata=metadata, timeout=STREAM_DEADLINE
+                iter(requests), metadata=metadata, timeout=deadline
             )
         else:
             stream = channel.unary_stream(path, **kw)(
-                requests[0], metadata=metadata, timeout=STREAM_DEADLINE
+                requests[0], metadata=metadata, timeout=deadline
             )
         results = 0
         for resp in stream:
@@ -328,7 +333,9 @@ def call(
                 stream.cancel()
                 break
         reply.code = stream.code() or grpc.StatusCode.OK
-        if reply.code is not grpc.StatusCode.OK and not reply.cancelled:
+        # The call may have ended by itself just before the cancel: then its
+        # status is the server's, details and all.
+        if reply.code not in (grpc.StatusCode.OK, grpc.StatusCode.CANCELLED):
             reply.status = _status(stream)  # type: ignore[arg-type]
     except grpc.RpcError as err:
         reply.code = err.code()  # type: ignore[attr-defined]
@@ -376,6 +383,7 @@ GARBAGE = st.one_of(
 ).filter(lambda v: v.split()[-1:] != ["op"])
 
 
+KINDS = ("valid-but-wrong", "generated", "raw payloads")
 CREDENTIALS = ("none", "garbage", "seat", "operator")
 # Half of the valid-but-wrong requests carry a real seat token of a match.
 WRONG_CREDENTIALS = ("none", "garbage", "operator", "two", "other match's seat", *["seat"] * 5)
@@ -404,6 +412,7 @@ class Fuzz:
         self.stub = spades_pb2_grpc.SpadesServiceStub(self.channel)
         self.ids = iter(range(1, 1 << 40))
         self.snapshots: list[bytes] = []
+        self.examples = 0
 
     # helpers: calls the fuzz makes to aim its requests, not counted as tried
     def summary(self, match_id: str) -> pb.MatchSummary:
@@ -427,11 +436,16 @@ class Fuzz:
         return ids
 
     def example(self, data: Any) -> None:
-        # The mix (which method, which kind of request, which credential) is
-        # drawn evenly by ``rng``: hypothesis favours the first of a list.
-        rng = random.Random(data.draw(st.integers(0, 2**64 - 1), label="seed"))
-        method = SERVICE.methods_by_name[rng.choice(METHOD_DRAW)]
-        kind = rng.choice(["generated", "valid-but-wrong", "raw payloads"])
+        # Hypothesis draws what it sends (the method, its requests, the bytes);
+        # everything else (the credential, which match, whose turn it is) is
+        # chosen by ``rng``, since it depends on the matches as they are now and
+        # hypothesis's draws must not depend on state outside the example. The
+        # seed takes in the example's number: hypothesis draws the same small
+        # integers often, and the mix would repeat itself.
+        method = SERVICE.methods_by_name[data.draw(st.sampled_from(METHOD_DRAW), label="method")]
+        kind = data.draw(st.sampled_from(KINDS), label="kind")
+        self.examples += 1
+        rng = random.Random(f"{self.examples}-{data.draw(st.integers(0, 2**64 - 1))}")
         if kind == "raw payloads":
             payload = data.draw(st.binary(max_size=300), label="payload")
             md = rng.choice([(), OP])
@@ -444,9 +458,6 @@ class Fuzz:
             requests = [data.draw(strategy, label="request")]
         extra = data.draw(request_id(), label="x-request-id")
         garbage = data.draw(GARBAGE, label="garbage credential")
-        # What depends on the matches as they are now (which exist, whose turn
-        # it is) is chosen by ``rng`` too: hypothesis's draws must not depend
-        # on state outside the example.
         if kind == "generated":
             cred = rng.choice(CREDENTIALS)
             self.generated(rng, method, requests, cred, garbage, extra)
@@ -494,9 +505,14 @@ class Fuzz:
         else:
             with world.lock:
                 # Mostly matches in play, where a wrong request meets a moving table.
-                pool = [*world.live * 4, *world.finished[-4:], world.quiet, world.reserved]
+                # The quiet and the reserved match stand still between the
+                # fuzz's own requests: a legal action aimed at them stays legal.
+                pool = [*world.live * 3, *world.finished[-2:], *[world.quiet, world.reserved] * 3]
             target = rng.choice(pool)
         quiet = target is world.quiet
+        # A match no legal player moves: a legal action found for it is still
+        # legal when sent, so only what the fuzz made wrong can refuse it.
+        still = quiet or target is world.reserved
         others = [t for t in world.tables() if t.match_id != target.match_id]
         last_seq = self.summary(target.match_id).last_seq
         actor = None  # the seat whose legal action the request now carries
@@ -527,7 +543,7 @@ class Fuzz:
                 is_action = (
                     f.message_type is not None and f.message_type.full_name == "spades.v1.Action"
                 )
-                if is_action and rng.random() < 0.6:
+                if is_action and (still or rng.random() < 0.6):
                     action, actor = self.someones_legal_action(rng, target)
                     getattr(msg, f.name).CopyFrom(action)
 
@@ -544,8 +560,10 @@ class Fuzz:
             md = list(seat_md(other.tokens[rng.choice(sorted(other.tokens))]))
             acting_on = other.match_id
         elif cred == "seat" and (not quiet or type_has_field(method.input_type, "expected_seq")):
-            # The seat whose action it is, or another one.
-            seat = actor if actor is not None and rng.random() < 0.5 else None
+            # The seat whose action it is, or another one (on a match that
+            # stands still always its own: then only the sequence number, the
+            # match id or the action id can be wrong).
+            seat = actor if actor is not None and (still or rng.random() < 0.5) else None
             md = list(
                 seat_md(target.tokens[rng.choice(sorted(target.tokens)) if seat is None else seat])
             )
@@ -603,6 +621,7 @@ class Fuzz:
         action_ids: Sequence[str] = (),
         match_id: str = "",
         expect_malformed: bool = False,
+        deadline: float = STREAM_DEADLINE,
     ) -> Reply:
         if not method.client_streaming and not requests:
             requests = [b""]
@@ -623,6 +642,7 @@ class Fuzz:
             note=note or repr(requests)[:300],
             results_expected=actions,
             read_all=expect_malformed,  # the refusal comes after the events
+            deadline=deadline,
         )
         self.world.count(kind)
         check_reply(self.world, reply)
@@ -656,6 +676,50 @@ class Fuzz:
                 world.actions[key] = results.get(aid)
             else:
                 world.actions[key] = reply.code is grpc.StatusCode.OK
+
+    # -- every field of every request at its edges -----------------------------------------
+    def sweep(self) -> None:
+        """Each field of each method's request (nested ones included) set alone
+        to each of its edge values, sent with no credential, the operator's and
+        a live match's seat token (whose match an empty match_id means)."""
+        n = 0
+        for method in METHODS:
+            cls = message_factory.GetMessageClass(method.input_type)
+            for path in field_paths(method.input_type):
+                for value in sweep_values(path):
+                    for cred in ("none", "operator", "seat"):
+                        n += 1
+                        tables = self.world.tables()
+                        table = tables[n % len(tables)]
+                        req = cls()
+                        with_value(req, path, value)
+                        for msg, f in fields_named(req, "action_id"):
+                            if f.full_name != path[-1].full_name and not getattr(msg, f.name):
+                                setattr(msg, f.name, "s")  # an id, so that the action goes on
+                        requests = [req]
+                        opening = open_request(method.input_type, "")
+                        if method.client_streaming and opening is not None:
+                            oneof = path[0].containing_oneof
+                            if oneof is None or opening.WhichOneof(oneof.name) != path[0].name:
+                                requests = [opening, req]
+                        md: Sequence[tuple[str, str]] = ()
+                        acting_on = ""
+                        if cred == "operator":
+                            md = OP
+                        elif cred == "seat":
+                            md = seat_md(table.tokens[sorted(table.tokens)[n % len(table.tokens)]])
+                            acting_on = table.match_id
+                        ids = self.unique_action_ids(requests, acting_on) if acting_on else []
+                        self.send(
+                            "edge sweep",
+                            method,
+                            requests,
+                            md,
+                            note=f"{'.'.join(f.name for f in path)}={str(value)[:40]!r} {cred}",
+                            action_ids=ids,
+                            match_id=acting_on,
+                            deadline=SWEEP_STREAM_DEADLINE,
+                        )
 
     # -- raw payloads of every method, each certain not to parse --------------------------
     def malformed(self) -> None:
@@ -702,6 +766,7 @@ def open_request(desc: Descriptor, match_id: str) -> Any | None:
         for f in oneof.fields:
             if f.message_type is not None and "match_id" in f.message_type.fields_by_name:
                 msg = cls()
+                getattr(msg, f.name).SetInParent()
                 getattr(msg, f.name).match_id = match_id
                 return msg
     return None
@@ -807,6 +872,7 @@ def test_fuzz_the_service_from_its_schema(
 
     try:
         fuzz.malformed()
+        fuzz.sweep()
         fuzz_one()
     except BaseException:
         if world.errors:  # the cause, rather than what it made hypothesis say
@@ -841,7 +907,10 @@ def test_fuzz_the_service_from_its_schema(
     stored = stored_action_ids(srv)
     for key, accepted in world.actions.items():
         if accepted is not None:
-            assert (key in stored) == accepted, (key, accepted)
+            assert (key in stored) == accepted, (
+                f"action {key} was {'accepted' if accepted else 'refused'}, "
+                f"and is {'' if key in stored else 'not '}in the store"
+            )
 
     # Every match equals a replay of its own record.
     for match_id in sorted(held):
@@ -852,7 +921,14 @@ def test_fuzz_the_service_from_its_schema(
 
     tried = {
         k: world.counts[k]
-        for k in ("generated", "valid-but-wrong", "raw payloads", "raw frames", "legal actions")
+        for k in (
+            "generated",
+            "edge sweep",
+            "valid-but-wrong",
+            "raw payloads",
+            "raw frames",
+            "legal actions",
+        )
     }
     decided = collections.Counter(v for v in world.actions.values())
     with capsys.disabled():
