@@ -80,6 +80,7 @@ OPERATOR_METHODS_THAT_CHANGE_A_MATCH = frozenset({"ReissueSeatToken"})
 
 EXAMPLES = 1200  # hypothesis examples: each one call (a stream is one call)
 LEGAL_PLAYERS = 3
+LEGAL_PAUSE = 0.005  # seconds between a legal player's actions
 MAX_MESSAGE_BYTES = 256 * 1024
 STREAM_DEADLINE = 0.4  # seconds; a stream that is still open then ends DEADLINE_EXCEEDED
 SWEEP_STREAM_DEADLINE = 0.15  # the same, in the sweep of edge values (many streams)
@@ -194,6 +195,10 @@ def play_to_the_end(world: World, stub: Any, table: Table, *, expect_seq: bool) 
         try:
             stub.SubmitAction(req, metadata=seat_md(table.tokens[seat]), timeout=RPC_TIMEOUT)
             accepted += 1
+            # At full speed three players spend the CPU the fuzz and the
+            # tests beside it (pytest -n) need; a few hundred actions a second
+            # keep every table moving under the fuzz.
+            time.sleep(LEGAL_PAUSE)
         except grpc.RpcError as err:
             f = failure_of(err)
             assert f.reason in _LEGAL_REFUSALS, f"a legal action was refused: {f}"
