@@ -527,10 +527,12 @@ class Fuzz:
 
         for req in requests:
             for msg, f in fields_named(req, "action_id"):
-                if not getattr(msg, f.name):
-                    setattr(msg, f.name, "w")  # an id, so that the action may go further
+                # An id, so that the action may go further (on a match that
+                # stands still, always one that the server takes).
+                if not getattr(msg, f.name) or still:
+                    setattr(msg, f.name, getattr(msg, f.name)[:50] or "w")
             for msg, f in fields_named(req, "match_id"):
-                if rng.random() < 0.9:
+                if still or rng.random() < 0.9:
                     setattr(msg, f.name, target.match_id)
             for msg, f in fields_named(req, "after_seq"):
                 setattr(msg, f.name, rng.choice([0, 1, last_seq, last_seq + 1, 2**64 - 1]))
@@ -681,6 +683,59 @@ class Fuzz:
                 world.actions[key] = results.get(aid)
             else:
                 world.actions[key] = reply.code is grpc.StatusCode.OK
+
+    # -- the quiet match: legal but for a sequence number past its end --------------------
+    def quiet_probe(self) -> None:
+        """For each method whose request may carry an expected_seq: the seat to
+        act's legal action on the quiet match, with its own token, a valid id
+        and an expected_seq past the match's end. Refused, it must change
+        nothing (checked after each call and at the end)."""
+        quiet = self.world.quiet
+        assert quiet is not None
+        rng = random.Random(11)
+        for method in METHODS:
+            if not type_has_field(method.input_type, "expected_seq"):
+                continue
+            cls = message_factory.GetMessageClass(method.input_type)
+            for _ in range(3):
+                last_seq = self.summary(quiet.match_id).last_seq
+                action, actor = self.someones_legal_action(rng, quiet)
+                req = cls()
+                if "expected_seq" not in method.input_type.fields_by_name:
+                    # Client streaming: the member of the message's oneof that holds it.
+                    for f in method.input_type.fields:
+                        if f.message_type is not None and type_has_field(
+                            f.message_type, "expected_seq"
+                        ):
+                            getattr(req, f.name).SetInParent()
+                for msg, f in fields_named(req, "expected_seq"):
+                    setattr(msg, f.name, last_seq + 1)
+                for msg, f in fields_named(req, "match_id"):
+                    setattr(msg, f.name, quiet.match_id)
+                for msg, f in fields_named(req, "action_id"):
+                    setattr(msg, f.name, "q")
+                for msg, f in fields_named(req, "action"):
+                    if (
+                        f.message_type is not None
+                        and f.message_type.full_name == "spades.v1.Action"
+                    ):
+                        getattr(msg, f.name).CopyFrom(action)
+                requests = [req]
+                opening = open_request(method.input_type, quiet.match_id)
+                if method.client_streaming and opening is not None:
+                    requests = [opening, req]
+                ids = self.unique_action_ids(requests, quiet.match_id)
+                self.send(
+                    "valid-but-wrong",
+                    method,
+                    requests,
+                    seat_md(quiet.tokens[actor]),
+                    action_ids=ids,
+                    match_id=quiet.match_id,
+                )
+                assert self.summary(quiet.match_id).last_seq == last_seq, (
+                    f"a {method.name} refused for its expected_seq moved the quiet match"
+                )
 
     # -- every field of every request at its edges -----------------------------------------
     def sweep(self) -> None:
@@ -877,6 +932,7 @@ def test_fuzz_the_service_from_its_schema(
 
     try:
         fuzz.malformed()
+        fuzz.quiet_probe()
         fuzz.sweep()
         fuzz_one()
     except BaseException:
