@@ -412,6 +412,7 @@ class Stack:
         args = self.args
         self.log_dir.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ, PYTHONUNBUFFERED="1")
+        refuse_tls(args.server_args, env)
         token = operator_token(args.server_args) or env.get("SPADES_OPERATOR_TOKEN", "")
         if not token:
             token = secrets.token_urlsafe(24)
@@ -511,6 +512,23 @@ def free_port(host: str) -> int:
         probe.bind((host, 0))
         port: int = probe.getsockname()[1]
         return port
+
+
+_TLS_FLAGS = ("--tls-cert", "--tls-key", "--tls-client-ca")
+_TLS_VARIABLES = ("SPADES_TLS_CERT", "SPADES_TLS_KEY", "SPADES_TLS_CLIENT_CA")
+
+
+def refuse_tls(server_args: Sequence[str], env: Mapping[str, str]) -> None:
+    """The stack's Envoy and web table reach the server in plaintext on
+    loopback: a server asked for TLS would refuse them, so say so at once."""
+    named = [f for f in _TLS_FLAGS if any(a == f or a.startswith(f"{f}=") for a in server_args)]
+    named += [v for v in _TLS_VARIABLES if env.get(v)]
+    if named:
+        raise StackError(
+            f"{', '.join(named)}: the stack talks to the server in plaintext on loopback "
+            "(Envoy and the web table); run spades-server itself for TLS, or put TLS on "
+            "Envoy's listener (docs/security.md)"
+        )
 
 
 def operator_token(server_args: Sequence[str]) -> str:

@@ -278,3 +278,14 @@ def test_make_run_starts_the_launcher_by_default() -> None:
     assert args.command == "run" and args.server_args == []
     args = stack.parse_args(["--port", "9", "--", "--store", "memory"])
     assert args.command == "run" and args.port == 9 and args.server_args == ["--store", "memory"]
+
+
+def test_the_stack_refuses_tls_settings_it_cannot_serve() -> None:
+    stack.refuse_tls(["--port", "0"], {"SPADES_TLS_CERT": ""})
+    for args, env in (
+        (["--tls-cert", "s.crt", "--tls-key", "s.key"], {}),
+        (["--tls-client-ca=ca.crt"], {}),
+        ([], {"SPADES_TLS_KEY": "s.key"}),
+    ):
+        with pytest.raises(stack.StackError, match="plaintext on loopback"):
+            stack.refuse_tls(args, env)
