@@ -171,85 +171,20 @@ async def _start_redis(workdir: Path) -> tuple[asyncio.subprocess.Process, str]:
 def _make_pki(folder: Path) -> dict[str, str]:
     """A CA, a server certificate (127.0.0.1, localhost) and an operator's
     client certificate it signed, as PEM files in ``folder``: fresh keys each
-    run, so no key sits in the repository. EC P-256: quick to make, and read
-    by every client's TLS stack (Python, Node, Go, Java)."""
-    import datetime
-    import ipaddress
+    run, so no key sits in the repository. Made by the server tests' own
+    maker (tests/server/tls_certs.py, EC P-256), which every client's TLS
+    stack reads (Python, Node, Go, Java)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "server"))
+    from tls_certs import Authority
 
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-    folder.mkdir()
-    now = datetime.datetime.now(datetime.UTC)
-
-    def name(common_name: str) -> x509.Name:
-        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-
-    def builder(
-        subject: str, issuer: str, key: ec.EllipticCurvePrivateKey
-    ) -> x509.CertificateBuilder:
-        return (
-            x509.CertificateBuilder()
-            .subject_name(name(subject))
-            .issuer_name(name(issuer))
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-        )
-
-    def write(stem: str, cert: x509.Certificate, key: ec.EllipticCurvePrivateKey) -> None:
-        (folder / f"{stem}.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-        (folder / f"{stem}.key").write_bytes(
-            key.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.NoEncryption(),
-            )
-        )
-
-    ca_name = "spades conformance CA"
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca = (
-        builder(ca_name, ca_name, ca_key)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True, content_commitment=False, key_encipherment=False,
-                data_encipherment=False, key_agreement=False, key_cert_sign=True,
-                crl_sign=True, encipher_only=False, decipher_only=False,
-            ),
-            critical=True,
-        )
-        .sign(ca_key, hashes.SHA256())
-    )  # fmt: skip
-    write("ca", ca, ca_key)
-    for stem, usage in (
-        ("server", ExtendedKeyUsageOID.SERVER_AUTH),
-        ("operator", ExtendedKeyUsageOID.CLIENT_AUTH),
-    ):
-        key = ec.generate_private_key(ec.SECP256R1())
-        b = (
-            builder("localhost" if stem == "server" else stem, ca_name, key)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-        )
-        if stem == "server":
-            b = b.add_extension(
-                x509.SubjectAlternativeName(
-                    [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address(HOST))]
-                ),
-                critical=False,
-            )
-        write(stem, b.sign(ca_key, hashes.SHA256()), key)
+    ca = Authority(folder, "spades conformance CA")
+    server, operator = ca.server(), ca.client()
     return {
-        "ca": str(folder / "ca.crt"),
-        "serverCert": str(folder / "server.crt"),
-        "serverKey": str(folder / "server.key"),
-        "clientCert": str(folder / "operator.crt"),
-        "clientKey": str(folder / "operator.key"),
+        "ca": str(ca.issued.cert),
+        "serverCert": str(server.cert),
+        "serverKey": str(server.key),
+        "clientCert": str(operator.cert),
+        "clientKey": str(operator.key),
     }
 
 
