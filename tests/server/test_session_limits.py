@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 from prometheus_client import REGISTRY
+from spades_server import access
 from spades_server.allowance import SessionLimits
 from spades_server.errors import ServiceError
 from spades_server.gen.spades.v1 import spades_pb2 as pb
@@ -161,6 +162,34 @@ def test_chat_is_bounded_per_minute_and_a_refused_line_appends_nothing() -> None
         await session.chat(3, "another seat's minute is its own")
 
     run(body, limits)
+
+
+def test_an_action_authenticated_before_a_reissue_is_refused_after_it() -> None:
+    """The window a stream cannot show: a call checked its token, then the
+    operator reissued it before the action reached the match's lock."""
+
+    async def body(registry: Registry) -> None:
+        specs = [SeatSpec(f"h{i}", False, 0) for i in range(4)]
+        session, tokens, _ = await registry.create(Match(preset("classic"), seed=8), specs, 0)
+        seat = session.match.to_act
+        token = dict(tokens)[seat]
+        found, found_seat, digest = await registry.seat_of(token, session.match_id)
+        assert (found, found_seat) == (session, seat)
+        check = access.seat_check(lambda: session.seats, seat, digest)
+        await session.reissue(seat)
+        last = session.last_seq
+        action = session.match.legal_actions(seat)[0]
+        for attempt in (
+            session.submit(seat, "a1", action, None, check),
+            session.chat(seat, "hello", check),
+            session.set_control(seat, CONTROL_STAND_IN, "left", check),
+        ):
+            with pytest.raises(ServiceError) as refused:
+                await attempt
+            assert refused.value.reason == "TOKEN_REVOKED"
+        assert session.last_seq == last
+
+    run(body)
 
 
 def test_an_unloaded_match_is_freed_without_waiting_for_the_garbage_collector() -> None:
