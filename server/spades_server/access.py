@@ -22,7 +22,7 @@ from .seats import Seat
 PUBLIC = pb.SPECTATORS_PUBLIC
 NONE = pb.SPECTATORS_NONE
 TOKEN = pb.SPECTATORS_TOKEN
-_MODES = {PUBLIC: "public", NONE: "none", TOKEN: "token"}
+_MODES = frozenset((PUBLIC, NONE, TOKEN))
 
 # Raises the refusal when the credential a call was opened with no longer holds.
 Check = Callable[[], None]

@@ -382,20 +382,28 @@ class Registry:
             session.start()  # one that is over schedules its unloading again
         return session
 
+    async def _token_match(self, token: str, match_id: str) -> tuple[Session, str]:
+        """The session a token of the form ``<match_id>.<secret>`` names (it
+        must be ``match_id``'s, when that is given), and the secret's hash."""
+        token_match, secret = auth.split_seat_token(token)
+        if match_id and match_id != token_match:
+            raise denied("WRONG_MATCH", "this token belongs to another match")
+        return await self.get(token_match), auth.hash_secret(secret)
+
+    @staticmethod
+    def _seat_holding(session: Session, digest: str) -> int:
+        for seat, s in enumerate(session.seats):
+            if s.token_hash and auth.same(s.token_hash, digest):
+                return seat
+        raise unauthenticated("unknown seat token for this match")
+
     async def seat_of(self, token: str | None, match_id: str) -> tuple[Session, int, str]:
         """The session and seat a seat token acts for, and the token's hash
         (which ``access.seat_check`` checks again while the call runs)."""
         if token is None:
             raise unauthenticated("this call needs a seat token (authorization: Bearer …)")
-        token_match, secret = auth.split_seat_token(token)
-        if match_id and match_id != token_match:
-            raise denied("WRONG_MATCH", "this seat token belongs to another match")
-        session = await self.get(token_match)
-        digest = auth.hash_secret(secret)
-        for seat, s in enumerate(session.seats):
-            if s.token_hash and auth.same(s.token_hash, digest):
-                return session, seat, digest
-        raise unauthenticated("unknown seat token for this match")
+        session, digest = await self._token_match(token, match_id)
+        return session, self._seat_holding(session, digest), digest
 
     async def viewer_of(
         self, token: str | None, match_id: str
@@ -403,19 +411,14 @@ class Registry:
         """Who a credential views a match as: a seat (a seat token), or the
         public (no token: a match anyone may watch; or the spectator token),
         and the check that the credential still holds."""
-        if token is not None:
-            token_match, secret = auth.split_seat_token(token)
-            if match_id and match_id != token_match:
-                raise denied("WRONG_MATCH", "this token belongs to another match")
-            session = await self.get(token_match)
-            digest = auth.hash_secret(secret)
+        if token is None:
+            session, digest = await self.get(match_id), None
+        else:
+            session, digest = await self._token_match(token, match_id)
             spectating = session.spectating
             if spectating.mode != access.TOKEN or not auth.same(spectating.token_hash, digest):
-                session, seat, digest = await self.seat_of(token, match_id)
+                seat = self._seat_holding(session, digest)
                 return session, seat, access.seat_check(lambda: session.seats, seat, digest)
-        else:
-            session = await self.get(match_id)
-            digest = None
         session.spectating.check(digest)
         return session, None, lambda: session.spectating.check(digest)
 
