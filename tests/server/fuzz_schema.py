@@ -13,7 +13,7 @@ from __future__ import annotations
 import socket
 import struct
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from google.protobuf import message_factory
@@ -551,9 +551,16 @@ def frames_in(data: bytes) -> list[tuple[int, int, int]]:
     return out
 
 
-def send_raw(port: int, data: bytes, *, read_for: float = 1.0) -> bytes:
+def send_raw(
+    port: int,
+    data: bytes,
+    *,
+    read_for: float = 1.0,
+    enough: Callable[[bytes], bool] | None = None,
+) -> bytes:
     """Write ``data`` on a new loopback connection, then read what the server
-    answers until it closes the connection or ``read_for`` seconds pass."""
+    answers until it closes the connection, ``enough(answer)`` holds, or
+    ``read_for`` seconds pass."""
     got = bytearray()
     with socket.create_connection(("127.0.0.1", port), timeout=5.0) as sock:
         try:
@@ -570,4 +577,6 @@ def send_raw(port: int, data: bytes, *, read_for: float = 1.0) -> bytes:
             if not chunk:
                 break
             got += chunk
+            if enough is not None and enough(bytes(got)):
+                break
     return bytes(got)
