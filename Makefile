@@ -8,8 +8,8 @@ INSTALLED := $(VENV)/.installed
 BUF_VERSION := 1.75.0
 BUF := build/tools/node_modules/.bin/buf
 GEN := server/spades_server/gen
-PROTO := proto/spades/v1/spades.proto
-STUBS := $(GEN)/spades/v1/spades_pb2.py
+PROTO := proto/spades/v1/spades.proto proto/spades/v1/lobby.proto
+STUBS := $(GEN)/spades/v1/spades_pb2.py $(GEN)/spades/v1/lobby_pb2.py
 export PYTHONHASHSEED := 0
 
 .PHONY: install proto test lint buf envoy-config bench run clean test-clients lint-clients redis-server

@@ -30,8 +30,8 @@ $(GO_TOOLS_STAMP):
 go-protoc = mkdir -p $(1) && $(PYTHON) -m grpc_tools.protoc -I proto \
   --plugin=protoc-gen-go=$(GO_TOOLS)/protoc-gen-go \
   --plugin=protoc-gen-go-grpc=$(GO_TOOLS)/protoc-gen-go-grpc \
-  --go_out=$(1) --go_opt=paths=source_relative,Mspades/v1/spades.proto=$(GO_MODULE)/gen/spades/v1\;spadesv1 \
-  --go-grpc_out=$(1) --go-grpc_opt=paths=source_relative,Mspades/v1/spades.proto=$(GO_MODULE)/gen/spades/v1\;spadesv1 \
+  --go_out=$(1) --go_opt=paths=source_relative,Mspades/v1/spades.proto=$(GO_MODULE)/gen/spades/v1\;spadesv1,Mspades/v1/lobby.proto=$(GO_MODULE)/gen/spades/v1\;spadesv1 \
+  --go-grpc_out=$(1) --go-grpc_opt=paths=source_relative,Mspades/v1/spades.proto=$(GO_MODULE)/gen/spades/v1\;spadesv1,Mspades/v1/lobby.proto=$(GO_MODULE)/gen/spades/v1\;spadesv1 \
   $(PROTO)
 
 proto-go: $(INSTALLED) $(GO_TOOLS_STAMP)

@@ -73,6 +73,7 @@ __all__ = [
     "phase_to_pb",
     "resolved_ruleset_pb",
     "ruleset_from_pb",
+    "ruleset_to_pb",
     "seat_control_event",
     "view_to_pb",
     "viewer_bit",
@@ -269,6 +270,25 @@ def ruleset_from_pb(msg: pb.Ruleset) -> Ruleset:
             raise RulesetError(f"{name}={value} is not a known {name} value", (name,))
         overrides[name] = table[value]
     return preset(msg.preset or "classic", **overrides)
+
+
+def ruleset_to_pb(rules: Ruleset) -> pb.Ruleset:
+    """``rules`` as a request would spell them: the classic preset with every
+    option set, so that ``ruleset_from_pb`` gives back equal rules (a rematch
+    of a match whose request is not at hand)."""
+    msg = pb.Ruleset(preset="classic")
+    for name in _SCALAR_OPTIONS:
+        value = getattr(rules, name)
+        if value is None:  # mercy_score: none
+            msg.no_mercy_score = True
+        else:
+            setattr(msg, name, value)
+    msg.bag_rule = _BAG_RULES[rules.bag_rule]
+    msg.first_lead = _FIRST_LEADS[rules.first_lead]
+    msg.set_penalty = _SET_PENALTIES[rules.set_penalty]
+    msg.scoring = _SCORINGS[rules.scoring]
+    msg.spades_broken = _SPADES_BROKEN[rules.spades_broken]
+    return msg
 
 
 def resolved_ruleset_pb(rules: Ruleset) -> pb.ResolvedRuleset:

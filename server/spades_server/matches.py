@@ -17,6 +17,7 @@ import contextlib
 import re
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import grpc
@@ -26,13 +27,29 @@ from spades_engine import Event, Match
 
 from . import access, auth, replica
 from .allowance import SessionLimits
-from .errors import ServiceError, denied, exhausted, invalid, not_found, unauthenticated
+from .errors import (
+    ServiceError,
+    denied,
+    exhausted,
+    invalid,
+    not_found,
+    precondition,
+    unauthenticated,
+)
 from .event_log import engine_payloads
 from .gen.spades.v1 import spades_pb2 as pb
 from .metrics import ACTIVE_MATCHES, LOADED_MATCHES
 from .seats import CONTROL_BOT, CONTROL_OPEN, Seat
 from .session import Session
-from .store import MatchNotFound, SharedStore, Store, StoredEvent, StoreError, as_shared
+from .store import (
+    MatchExists,
+    MatchNotFound,
+    SharedStore,
+    Store,
+    StoredEvent,
+    StoreError,
+    as_shared,
+)
 
 # A page token: "p1." and the count of matches older than the next page's
 # first, in urlsafe base64 so that clients treat it as opaque. Decoded strictly:
@@ -75,6 +92,9 @@ class SeatSpec:
     name: str
     bot: bool
     bot_level: int
+    # A human seat whose token was made elsewhere (a table's, lobby/seat_keys):
+    # the hash of its secret. Empty: the registry makes the token.
+    token_hash: str = ""
 
 
 class Registry:
@@ -107,6 +127,9 @@ class Registry:
         # Counted when scraped: recounting on every change cost O(matches) per
         # CreateMatch (bench/server.py --idle-matches 10000: 166 creations/s
         # with it, 951 without) and missed matches that ended.
+        # Whether an id no match has is a table of the lobby that has not
+        # started (set by the lobby): its seat token is refused more clearly.
+        self.pending_table: Callable[[str], Awaitable[bool]] | None = None
         ACTIVE_MATCHES.set_function(self.active)
         LOADED_MATCHES.set_function(lambda: len(self.sessions))
 
@@ -268,15 +291,20 @@ class Registry:
         turn_timer_ms: int,
         history: list[Event] | None = None,
         spectators: int = access.PUBLIC,
+        match_id: str = "",
     ) -> tuple[Session, list[tuple[int, str]], str]:
-        """A new session, its seat tokens and its spectator token ("" unless
-        ``spectators`` is TOKEN); its event log starts with ``history`` (an
-        imported match's events so far) or else the match's opening deal."""
+        """A new session, its seat tokens (of the human seats without a
+        ``token_hash``) and its spectator token ("" unless ``spectators`` is
+        TOKEN); its event log starts with ``history`` (an imported match's
+        events so far) or else the match's opening deal. ``match_id``: a
+        table's, which becomes this match (MatchExists if it already has)."""
         if len(self.sessions) >= self.max_matches:
             raise exhausted(
                 "TOO_MANY_MATCHES", f"this server holds at most {self.max_matches} matches"
             )
-        match_id = secrets.token_hex(8)
+        if match_id in self.sessions or match_id in self.unloaded:
+            raise MatchExists(match_id)
+        match_id = match_id or secrets.token_hex(8)
         tokens: list[tuple[int, str]] = []
         seat_states: list[Seat] = []
         for i, spec in enumerate(seats):
@@ -284,6 +312,8 @@ class Registry:
                 seat_states.append(
                     Seat(spec.name, spec.bot_level or pb.BOT_LEVEL_RANDOM, "", CONTROL_BOT)
                 )
+            elif spec.token_hash:
+                seat_states.append(Seat(spec.name, 0, spec.token_hash, CONTROL_OPEN))
             else:
                 secret = auth.new_secret()
                 tokens.append((i, f"{match_id}.{secret}"))
@@ -327,6 +357,26 @@ class Registry:
             log.warning("could not follow a new match", match_id=session.match_id)
 
     async def get(self, match_id: str) -> Session:
+        try:
+            return await self._get(match_id)
+        except ServiceError as e:
+            if e.code is grpc.StatusCode.NOT_FOUND and await self._pending_table(match_id):
+                raise precondition(
+                    "TABLE_NOT_STARTED",
+                    f"{match_id} is a table still waiting for players: its seat tokens "
+                    "play once it has started (LobbyService.GetTable says when)",
+                    table_id=match_id,
+                ) from None
+            raise
+
+    async def _pending_table(self, match_id: str) -> bool:
+        if self.pending_table is None:
+            return False
+        with contextlib.suppress(StoreError):
+            return await self.pending_table(match_id)
+        return False
+
+    async def _get(self, match_id: str) -> Session:
         session = self.sessions.get(match_id)
         if session is None and match_id not in self.unloaded and not self.shared:
             raise not_found("match", match_id)

@@ -1,223 +1,42 @@
 """The spades.v1 servicer: checks credentials and input, then calls a session.
 
-Every handler runs inside ``_unary`` / ``_streaming``, which bind the request
-id, match id and seat to the logs, count the RPC, and turn any refusal into a
-gRPC status with google.rpc details.
+Every handler runs inside ``rpc.unary`` / ``rpc.streaming``, which bind the
+request id, match id and seat to the logs, count the RPC, and turn any refusal
+into a gRPC status with google.rpc details.
 """
 
 from __future__ import annotations
 
-import functools
-import itertools
 import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import grpc
 import structlog
-from grpc_status import rpc_status
 
-from spades_engine import (
-    ActionParseError,
-    CardError,
-    DealError,
-    IllegalAction,
-    Match,
-    Reason,
-    RulesetError,
-    SnapshotError,
-    SpadesError,
-    replay_snapshot,
-)
+from spades_engine import Match, RulesetError, replay_snapshot
 
-from . import access, auth, calls, convert, play
-from .errors import ServiceError, denied, invalid, store_message, unauthenticated, unavailable
+from . import access, auth, convert, play, rpc
+from .errors import ServiceError, denied, invalid, unauthenticated
 from .gen.spades.v1 import spades_pb2 as pb
 from .matches import Registry, SeatSpec
-from .metrics import OPEN_STREAMS, RPC_LATENCY, RPCS
+from .metrics import RPC_LATENCY, RPCS
+from .rpc import service_error
 from .seats import CONTROL_HUMAN, CONTROL_STAND_IN
 from .session import Session
-from .store import StoreError
+
+__all__ = ["SpadesService", "add_to_server", "service_error"]
 
 log = structlog.get_logger("spades.rpc")
 
-Req = TypeVar("Req")
-Resp = TypeVar("Resp")
-
-# Refusals that are wrong whatever the state of the match (INVALID_ARGUMENT);
-# every other rule violation depends on the state (FAILED_PRECONDITION).
-_ARGUMENT_REASONS = {
-    Reason.BID_OUT_OF_RANGE,
-    Reason.UNKNOWN_ACTION,
-    Reason.WRONG_PASS_COUNT,
-    Reason.NOT_A_SUIT,
-}
 MAX_NAME = 64
 MAX_ACTION_ID = 64
 MAX_MATCH_ID = 64  # ids this server makes are 16 characters
 MAX_PRESET = 32
 MAX_TURN_TIMER_MS = 3_600_000
 DEFAULT_POLL_MAX_WAIT_MS = 25_000
-# A PollEvents wait ends this long before the call's deadline, so that its
-# (empty) answer arrives before the client gives up on the call.
-POLL_DEADLINE_MARGIN_S = 0.5
 _BOT_LEVELS = frozenset(pb.BotLevel.values())
-
-
-def service_error(exc: BaseException) -> ServiceError:
-    """The status a client receives for an exception raised in a handler."""
-    if isinstance(exc, ServiceError):
-        return exc
-    if isinstance(exc, IllegalAction):
-        code = (
-            grpc.StatusCode.INVALID_ARGUMENT
-            if exc.reason in _ARGUMENT_REASONS
-            else grpc.StatusCode.FAILED_PRECONDITION
-        )
-        return ServiceError(
-            code, exc.reason.value, exc.message, fields=("action",), metadata={"rule": exc.rule}
-        )
-    if isinstance(exc, RulesetError):
-        fields = tuple(f"ruleset.{o}" for o in exc.options)
-        return invalid("INVALID_RULESET", str(exc), *fields)
-    if isinstance(exc, convert.ConversionError):
-        return invalid("INVALID_ARGUMENT", str(exc), exc.field_path)
-    if isinstance(exc, SnapshotError):
-        return invalid("INVALID_SNAPSHOT", str(exc), "snapshot")
-    if isinstance(exc, SpadesError):  # the engine refused its input: never INTERNAL
-        reason = next((r for t, r in _ENGINE_REASONS if isinstance(exc, t)), "INVALID_ARGUMENT")
-        return invalid(reason, str(exc))
-    if isinstance(exc, StoreError):
-        # Loading a match (or listing) failed: the store is unreachable or
-        # refused; nothing changed, and the same call can be retried.
-        return unavailable("STORE_UNAVAILABLE", store_message("the store did not answer", exc))
-    return ServiceError(grpc.StatusCode.INTERNAL, "INTERNAL", "internal error")
-
-
-_ENGINE_REASONS: tuple[tuple[type[SpadesError], str], ...] = (
-    (DealError, "INVALID_DEAL"),
-    (ActionParseError, "INVALID_ACTION"),
-    (CardError, "INVALID_CARD"),
-)
-
-
-# Request ids made here: a random per-process prefix and a counter, unique across
-# replicas without a random draw (a syscall) per request.
-_ID_PREFIX = secrets.token_hex(4)
-_ids = itertools.count(1)
-
-
-def _request_id(context: grpc.aio.ServicerContext[Any, Any]) -> str:
-    for key, value in context.invocation_metadata() or ():
-        if key == "x-request-id" and isinstance(value, str) and 0 < len(value) <= 128:
-            return value
-    return f"{_ID_PREFIX}-{next(_ids)}"
-
-
-async def _refuse(
-    context: grpc.aio.ServicerContext[Any, Any], name: str, exc: BaseException
-) -> ServiceError:
-    err = service_error(exc)
-    if err.code is grpc.StatusCode.INTERNAL:
-        log.exception("rpc failed", method=name)
-    else:
-        log.info("rpc refused", method=name, code=err.code.name, reason=err.reason)
-    return err
-
-
-def _request_type(name: str) -> tuple[Callable[[bytes], Any], str, bool]:
-    """The parser of method ``name``'s request, the message's name, and whether
-    the client streams requests."""
-    method = pb.DESCRIPTOR.services_by_name["SpadesService"].methods_by_name[name]
-    request = getattr(pb, method.input_type.name)
-    return request.FromString, method.input_type.full_name, method.client_streaming
-
-
-def _unary(
-    fn: Callable[[Any, Req, grpc.aio.ServicerContext[Any, Any]], Awaitable[Resp]],
-) -> Callable[[Any, Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Resp]]:
-    """A unary handler, registered as request-streaming (see ``calls``): it
-    receives and parses the request, then runs ``fn`` on it."""
-    name = fn.__name__
-    parse, type_name, _ = _request_type(name)
-    ok_count = RPCS.labels(name, "OK")  # children looked up once, not per call
-    latency = RPC_LATENCY.labels(name)
-    limit = calls.CALLS
-
-    @functools.wraps(fn)
-    async def wrapper(
-        self: Any, requests: Any, context: grpc.aio.ServicerContext[Any, Any]
-    ) -> Resp:
-        structlog.contextvars.bind_contextvars(request_id=_request_id(context), method=name)
-        t0 = time.perf_counter()
-        code = "OK"
-        try:
-            with limit.admit():
-                request = await calls.receive(context.read, parse, type_name)
-                return await fn(self, request, context)
-        except Exception as exc:
-            err = await _refuse(context, name, exc)
-            code = err.code.name
-            await context.abort_with_status(rpc_status.to_status(err.to_status()))
-            raise  # abort_with_status always raises; this keeps type checkers honest
-        finally:
-            (ok_count if code == "OK" else RPCS.labels(name, code)).inc()
-            latency.observe(time.perf_counter() - t0)
-            structlog.contextvars.clear_contextvars()
-
-    return wrapper
-
-
-def _streaming(
-    fn: Callable[
-        [Any, Req, grpc.aio.ServicerContext[Any, Any], Callable[[], None]], Awaitable[None]
-    ],
-) -> Callable[[Any, Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[None]]:
-    """A server-streaming handler that writes serialized responses with
-    ``context.write``, counted and logged like ``_unary``; it calls the
-    ``first_sent`` it is given after its first message, which ends the latency
-    the histogram records for it. A method with one request receives it as
-    ``_unary`` does; a bidirectional one (Play) reads its own requests, as bytes."""
-    name = fn.__name__
-    parse, type_name, client_streaming = _request_type(name)
-    latency = RPC_LATENCY.labels(name)
-    limit = calls.CALLS
-
-    @functools.wraps(fn)
-    async def wrapper(
-        self: Any, requests: Any, context: grpc.aio.ServicerContext[Any, Any]
-    ) -> None:
-        structlog.contextvars.bind_contextvars(request_id=_request_id(context), method=name)
-        t0 = time.perf_counter()
-        code = "OK"
-
-        def first_sent() -> None:
-            latency.observe(time.perf_counter() - t0)
-
-        OPEN_STREAMS.inc()
-        try:
-            with limit.admit():
-                if not client_streaming:
-                    requests = await calls.receive(context.read, parse, type_name)
-                await fn(self, requests, context, first_sent)
-        except Exception as exc:
-            if type(exc).__name__ == "ExecuteBatchError":
-                # grpc's (grpc._cython.cygrpc, no public name): a write on a call
-                # whose client went away before the cancellation reached this
-                # handler. Nobody is left to tell, and it is no server failure.
-                code = "CANCELLED"
-                log.info("rpc cancelled", method=name, during="write")
-                return
-            err = await _refuse(context, name, exc)
-            code = err.code.name
-            await context.abort_with_status(rpc_status.to_status(err.to_status()))
-        finally:
-            OPEN_STREAMS.dec()
-            RPCS.labels(name, code).inc()
-            structlog.contextvars.clear_contextvars()
-
-    return wrapper
 
 
 class SpadesService:
@@ -330,7 +149,7 @@ class SpadesService:
         return [pb.SeatToken(seat=s, token=t) for s, t in tokens]
 
     # -- administration --------------------------------------------------------------
-    @_unary
+    @rpc.unary
     async def CreateMatch(
         self, request: pb.CreateMatchRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.CreateMatchResponse:
@@ -353,7 +172,7 @@ class SpadesService:
             spectator_token=spectator_token,
         )
 
-    @_unary
+    @rpc.unary
     async def ImportMatch(
         self, request: pb.ImportMatchRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.ImportMatchResponse:
@@ -375,7 +194,7 @@ class SpadesService:
             spectator_token=spectator_token,
         )
 
-    @_unary
+    @rpc.unary
     async def GetMatch(
         self, request: pb.GetMatchRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.GetMatchResponse:
@@ -383,7 +202,7 @@ class SpadesService:
         session = await self.registry.get(self._match_id(request.match_id))
         return pb.GetMatchResponse(match=session.summary())
 
-    @_unary
+    @rpc.unary
     async def ListMatches(
         self, request: pb.ListMatchesRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.ListMatchesResponse:
@@ -395,7 +214,7 @@ class SpadesService:
         summaries, nxt = await self.registry.page(request.page_size, request.page_token)
         return pb.ListMatchesResponse(matches=summaries, next_page_token=nxt)
 
-    @_unary
+    @rpc.unary
     async def ExportMatch(
         self, request: pb.ExportMatchRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.ExportMatchResponse:
@@ -408,7 +227,7 @@ class SpadesService:
                 match=session.summary(),
             )
 
-    @_unary
+    @rpc.unary
     async def ReissueSeatToken(
         self, request: pb.ReissueSeatTokenRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.ReissueSeatTokenResponse:
@@ -424,7 +243,7 @@ class SpadesService:
             seat_token=pb.SeatToken(seat=request.seat, token=token), match=session.summary()
         )
 
-    @_unary
+    @rpc.unary
     async def SetSpectators(
         self, request: pb.SetSpectatorsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.SetSpectatorsResponse:
@@ -437,7 +256,7 @@ class SpadesService:
         return pb.SetSpectatorsResponse(spectator_token=token, match=session.summary())
 
     # -- seats -------------------------------------------------------------------------
-    @_unary
+    @rpc.unary
     async def ClaimSeat(
         self, request: pb.ClaimSeatRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.ClaimSeatResponse:
@@ -447,7 +266,7 @@ class SpadesService:
         async with session.lock:
             return pb.ClaimSeatResponse(seat=seat, view=session.view(seat))
 
-    @_unary
+    @rpc.unary
     async def LeaveSeat(
         self, request: pb.LeaveSeatRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.LeaveSeatResponse:
@@ -456,7 +275,7 @@ class SpadesService:
         await session.set_control(seat, CONTROL_STAND_IN, "left", check)
         return pb.LeaveSeatResponse(seat=seat)
 
-    @_unary
+    @rpc.unary
     async def GetView(
         self, request: pb.GetViewRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.GetViewResponse:
@@ -482,7 +301,7 @@ class SpadesService:
         expected = request.expected_seq if request.HasField("expected_seq") else None
         return await session.submit(seat, request.action_id, action, expected, check)
 
-    @_unary
+    @rpc.unary
     async def SubmitAction(
         self, request: pb.SubmitActionRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.SubmitActionResponse:
@@ -492,7 +311,7 @@ class SpadesService:
             events=session.event_log.visible_range(seat, first, last), last_seq=last
         )
 
-    @_unary
+    @rpc.unary
     async def SendChat(
         self, request: pb.SendChatRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.SendChatResponse:
@@ -500,7 +319,7 @@ class SpadesService:
         return pb.SendChatResponse(seq=await session.chat(seat, request.text, check))
 
     # -- streams -----------------------------------------------------------------------
-    @_streaming
+    @rpc.streaming
     async def StreamEvents(
         self,
         request: pb.StreamEventsRequest,
@@ -515,7 +334,7 @@ class SpadesService:
                 seat, request.after_seq, context.write, first_sent, check=check
             )
 
-    @_streaming
+    @rpc.streaming
     async def Play(
         self,
         requests: AsyncIterator[pb.PlayRequest],
@@ -536,7 +355,7 @@ class SpadesService:
                 _PLAY_ACTION_OK.inc()
                 return play.accepted(request.action_id, first, last), last
             except Exception as exc:
-                err = await _refuse(context, _PLAY_ACTION, exc)
+                err = await rpc.refuse(context, _PLAY_ACTION, exc)
                 RPCS.labels(_PLAY_ACTION, err.code.name).inc()
                 return play.refused(request.action_id, err.to_status()), 0
             finally:
@@ -554,7 +373,7 @@ class SpadesService:
         finally:
             reader.stop()
 
-    @_streaming
+    @rpc.streaming
     async def Spectate(
         self,
         request: pb.SpectateRequest,
@@ -580,16 +399,11 @@ class SpadesService:
                 None, request.after_seq, context.write, first_sent, check=check
             )
 
-    @_unary
+    @rpc.unary
     async def PollEvents(
         self, request: pb.PollEventsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.PollEventsResponse:
-        if request.wait_ms < 0:
-            raise invalid("BAD_WAIT_MS", "wait_ms must be 0 (answer at once) or more", "wait_ms")
-        wait_s = min(request.wait_ms, self.poll_max_wait_ms) / 1000
-        remaining = context.time_remaining()
-        if remaining is not None:
-            wait_s = min(wait_s, max(0.0, remaining - POLL_DEADLINE_MARGIN_S))
+        wait_s = rpc.poll_wait_s(request.wait_ms, context, self.poll_max_wait_ms)
         # A seat's view with a seat token; the public one with no credential at
         # all (a public match) or with the spectator token; any other
         # authorization (an operator token, a malformed or unknown token,
@@ -612,7 +426,7 @@ class SpadesService:
         events = pb.StreamEventsResponse.FromString(data).events if data else ()
         return pb.PollEventsResponse(events=events, last_seq=last_seq, more=more)
 
-    @_unary
+    @rpc.unary
     async def Ping(
         self, request: pb.PingRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.PingResponse:
@@ -629,33 +443,6 @@ _PLAY_ACTION_OK = RPCS.labels(_PLAY_ACTION, "OK")
 _PLAY_ACTION_LATENCY = RPC_LATENCY.labels(_PLAY_ACTION)
 
 
-def _serialized(message: Any) -> bytes:
-    return message if isinstance(message, bytes) else bytes(message.SerializeToString())
-
-
 def add_to_server(servicer: SpadesService, server: grpc.aio.Server) -> None:
-    """Register every method of spades.v1.SpadesService (from the proto descriptor,
-    so a method missing here fails at start-up). Every method is registered as
-    request-streaming with no deserializer: its wrapper receives the request
-    bytes itself, within a time limit, and parses them (see ``calls``). Stream
-    responses are built as bytes once per event by the session and sent as they
-    are; unary ones are messages serialized by gRPC."""
-    service = pb.DESCRIPTOR.services_by_name["SpadesService"]
-    handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
-    for method in service.methods:
-        fn = getattr(servicer, method.name)
-        response = getattr(pb, method.output_type.name)
-        if method.client_streaming and not method.server_streaming:
-            raise TypeError(f"{method.full_name}: client streaming alone is not served")
-        if method.server_streaming:
-            handlers[method.name] = grpc.stream_stream_rpc_method_handler(
-                fn, request_deserializer=None, response_serializer=_serialized
-            )
-        else:
-            handlers[method.name] = grpc.stream_unary_rpc_method_handler(
-                fn, request_deserializer=None, response_serializer=response.SerializeToString
-            )
-    server.add_generic_rpc_handlers(
-        (grpc.method_handlers_generic_handler(service.full_name, handlers),)
-    )
-    server.add_registered_method_handlers(service.full_name, handlers)
+    """Register every method of spades.v1.SpadesService (see ``rpc.add_to_server``)."""
+    rpc.add_to_server(servicer, server, "SpadesService")

@@ -541,7 +541,7 @@ class _Follower:
                 continue
             try:
                 if broken:
-                    await self.pubsub.aclose()  # type: ignore[no-untyped-call]
+                    await self.pubsub.aclose()  # type: ignore[no-untyped-call,unused-ignore]
                     self.pubsub = self.store._redis.pubsub(ignore_subscribe_messages=True)
                     await self.pubsub.ssubscribe(*[c.decode() for c in self.channels])
                     broken = False
@@ -566,7 +566,7 @@ class _Follower:
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await self._task
         with contextlib.suppress(Exception):
-            await self.pubsub.aclose()  # type: ignore[no-untyped-call]
+            await self.pubsub.aclose()  # type: ignore[no-untyped-call,unused-ignore]
 
 
 def _entry(seq: int) -> str:

@@ -1,0 +1,70 @@
+"""The lobby put together for one server process: its store (beside the match
+store, on the same SQLite file or Redis), the feed, the matchmaker loop and
+the sweeper, and the servicer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..matches import Registry
+from ..players import PlayerAuth
+from ..store import Store
+from ..store.lobby import LobbyStore
+from ..store.lobby_memory import MemoryLobby
+from ..store.lobby_sqlite import SqliteLobby
+from ..store.sqlite import SqliteStore
+from .context import Context, Settings
+from .feed import Feed
+from .listing import Listing
+from .quickplay import Matchmaker, QuickPlay
+from .rematch import Rematches
+from .seat_keys import SeatKeys
+from .service import LobbyService
+from .sweeper import Sweeper
+from .tables import Tables
+
+
+def lobby_store(store: Store) -> LobbyStore:
+    """The lobby's store on the same storage as ``store``'s matches."""
+    if isinstance(store, SqliteStore):
+        return SqliteLobby(store)
+    if getattr(store, "shared", False):
+        from ..store.lobby_redis import RedisLobby  # redis-py is needed only here
+        from ..store.redis import RedisStore
+
+        assert isinstance(store, RedisStore)
+        return RedisLobby(store)
+    return MemoryLobby()
+
+
+@dataclass(slots=True)
+class Lobby:
+    service: LobbyService
+    ctx: Context
+    matchmaker: Matchmaker
+    sweeper: Sweeper
+
+    async def close(self) -> None:
+        await self.matchmaker.close()
+        await self.sweeper.close()
+        await self.ctx.store.close()
+
+
+async def start_lobby(
+    store: Store, registry: Registry, players: PlayerAuth, seat_keys: SeatKeys, settings: Settings
+) -> Lobby:
+    lstore = lobby_store(store)
+    feed = Feed(lstore)
+    await feed.start()
+    ctx = Context(lstore, feed, registry, seat_keys, settings)
+    tables = Tables(ctx)
+    quickplay = QuickPlay(ctx, tables)
+    matchmaker = Matchmaker(ctx, quickplay)
+    sweeper = Sweeper(ctx, tables, quickplay)
+    service = LobbyService(
+        ctx, players, registry, tables, quickplay, Rematches(ctx, tables), Listing(ctx)
+    )
+    matchmaker.start()
+    sweeper.start()
+    registry.pending_table = tables.pending
+    return Lobby(service, ctx, matchmaker, sweeper)

@@ -1,0 +1,75 @@
+"""What the lobby's modules share: the store, the feed, the match registry,
+the seat-token key, the settings; and the loop every change runs in."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from ..errors import exhausted, unavailable
+from ..gen.spades.v1 import spades_pb2 as pb
+from ..matches import Registry
+from ..metrics import REJECTIONS
+from ..players import Player
+from ..store.lobby import LobbyStore, Tx
+from .docs import player_key
+from .feed import Feed
+from .seat_keys import SeatKeys
+
+_R = TypeVar("_R")
+# How often a change is decided again after another one won the race
+# (another call, another replica) before the caller is told to retry.
+MAX_TRIES = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    table_wait_s: int = 600  # the longest (and default) wait of an opened table
+    bot_level: int = pb.BOT_LEVEL_NORMAL  # bots that fill seats, unless a table says
+    rematch_s: int = 60  # how long a rematch waits for every human
+    quickplay_bot_wait_s: float = 20.0  # a ticket waits this long before bots fill its table
+    quickplay_bot_level: int = pb.BOT_LEVEL_NORMAL
+    quickplay_timer_ms: int = 30_000  # quick play tables' turn timer
+    party_wait_s: int = 120  # how long a party's first player waits for the partner
+    start_lease_ms: int = 5_000  # a replica starting a table has this long before another may
+    keep_s: int = 86_400  # finished tables and tickets stay readable this long
+    player_calls_per_second: float = 5.0  # lobby changes per player (a burst of 4×)
+    poll_max_wait_ms: int = 25_000
+    max_waiting_tables: int = 100_000
+
+
+@dataclass(slots=True)
+class Context:
+    store: LobbyStore
+    feed: Feed
+    registry: Registry
+    seat_keys: SeatKeys
+    settings: Settings
+
+    @staticmethod
+    def now_ms() -> int:
+        return int(time.time() * 1000)
+
+    async def transact(self, decide: Callable[[], Awaitable[tuple[Tx | None, _R]]]) -> _R:
+        """Run ``decide`` (which reads what it needs and returns the commit to
+        make, or None, and its result) until its commit is written."""
+        for _ in range(MAX_TRIES):
+            tx, result = await decide()
+            if tx is None or await self.store.commit(tx) is not None:
+                return result
+        raise unavailable("CONTENDED", "other calls kept changing the same table; retry")
+
+    async def check_rate(self, player: Player) -> None:
+        """One of the player's lobby changes (shared by every replica)."""
+        rate = self.settings.player_calls_per_second
+        key = f"calls:{player_key(player.id)}"
+        if not await self.store.take_token(key, rate, max(1, int(rate * 4))):
+            REJECTIONS.labels("RATE_LIMITED").inc()
+            raise exhausted(
+                "RATE_LIMITED", f"more than {rate:g} lobby changes per second from this player"
+            )
+
+    def seat_token(self, table_id: str, seat: int, nonce: str) -> str:
+        return self.seat_keys.token(table_id, seat, nonce)

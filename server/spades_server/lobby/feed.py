@@ -1,0 +1,175 @@
+"""The lobby store's change feed as this process follows it.
+
+Every change to a table or a ticket, by any replica, comes through the store's
+feed (``LobbyStore.follow``) with the document as committed. Here it is kept
+in a ring of recent changes (the lobby's streams and long polls read from it,
+not from the store) and handed to whoever waits on that table or ticket.
+A gap in the feed (``reset``) wakes everyone: they read the store again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import structlog
+
+from ..store import StoreError
+from ..store.lobby import LobbyStore
+from .docs import TableDoc, TicketDoc, table_key, ticket_key
+
+log = structlog.get_logger("spades.lobby.feed")
+
+RING = 8192
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    seq: int
+    version: int
+    table: TableDoc | None
+    ticket: TicketDoc | None
+
+
+# Called with every change, and with None after a reset.
+ChangeCallback = Callable[[Change | None], None]
+
+
+def parse(seq: int, data: bytes) -> Change | None:
+    try:
+        d = json.loads(data)
+        if d["t"] == "table":
+            return Change(seq, d["v"], TableDoc.from_json(d["doc"]), None)
+        if d["t"] == "ticket":
+            return Change(seq, d["v"], None, TicketDoc.from_json(d["doc"]))
+    except (ValueError, KeyError, TypeError):
+        log.warning("unreadable lobby change", seq=seq)
+    return None
+
+
+class Waiter:
+    """Woken by every change to the keys it watches (or a reset)."""
+
+    def __init__(self) -> None:
+        self.event = asyncio.Event()
+        self.changes: list[Change] = []
+        self.reset = False
+
+    def take(self) -> tuple[list[Change], bool]:
+        changes, reset = self.changes, self.reset
+        self.changes, self.reset = [], False
+        self.event.clear()
+        return changes, reset
+
+    async def wait(self, timeout: float | None) -> bool:
+        """True if woken, False when ``timeout`` ran out first."""
+        if self.event.is_set():
+            return True
+        try:
+            async with asyncio.timeout(timeout):
+                await self.event.wait()
+        except TimeoutError:
+            return False
+        return True
+
+
+class Feed:
+    def __init__(self, store: LobbyStore) -> None:
+        self.store = store
+        self.recent: deque[Change] = deque(maxlen=RING)
+        self.last = 0  # the latest change seen here
+        self.first = 1  # ``recent`` holds every change from here on (if any)
+        self._keyed: dict[str, set[Waiter]] = {}
+        self._all: set[Waiter] = set()  # lobby streams: every change
+        self._on_change: list[ChangeCallback] = []
+
+    async def start(self) -> None:
+        self.store.follow(self._deliver)
+        try:
+            page = await self.store.feed_after(1 << 62, 1)
+        except StoreError as e:  # serve anyway: a reset comes when the store is back
+            log.warning("the lobby feed could not be read at start", error=str(e))
+            return
+        self.last = max(self.last, page.last)
+        if not self.recent:
+            self.first = self.last + 1
+
+    def subscribe(self, callback: ChangeCallback) -> None:
+        """``callback(change)`` for every change, ``callback(None)`` on a reset
+        (the matchmaker learns queues this way)."""
+        self._on_change.append(callback)
+
+    def _deliver(self, entries: list[tuple[int, bytes]], reset: bool) -> None:
+        if reset:
+            self.recent.clear()
+            self.first = self.last + 1
+            for waiter in self._every_waiter():
+                waiter.reset = True
+                waiter.event.set()
+            for callback in self._on_change:
+                callback(None)
+        for seq, data in entries:
+            if seq <= self.last and self.recent:
+                continue  # seen (the start's read raced with the first delivery)
+            change = parse(seq, data)
+            self.last = max(self.last, seq)
+            if change is None:
+                continue
+            if not self.recent:
+                self.first = seq
+            self.recent.append(change)
+            self._dispatch(change)
+
+    def _dispatch(self, change: Change) -> None:
+        keys: list[str] = []
+        if change.table is not None:
+            keys.append(table_key(change.table.id))
+            keys += [ticket_key(t) for t in change.table.tickets]
+        if change.ticket is not None:
+            keys.append(ticket_key(change.ticket.id))
+        woken = set(self._all)
+        for key in keys:
+            woken.update(self._keyed.get(key, ()))
+        for waiter in woken:
+            waiter.changes.append(change)
+            waiter.event.set()
+        for callback in self._on_change:
+            callback(change)
+
+    def _every_waiter(self) -> set[Waiter]:
+        every = set(self._all)
+        for waiters in self._keyed.values():
+            every.update(waiters)
+        return every
+
+    @contextlib.contextmanager
+    def watching(self, *keys: str) -> Iterator[Waiter]:
+        """A waiter for the changes of ``keys`` (none: of everything)."""
+        waiter = Waiter()
+        if not keys:
+            self._all.add(waiter)
+        for key in keys:
+            self._keyed.setdefault(key, set()).add(waiter)
+        try:
+            yield waiter
+        finally:
+            self._all.discard(waiter)
+            for key in keys:
+                waiters = self._keyed.get(key)
+                if waiters is not None:
+                    waiters.discard(waiter)
+                    if not waiters:
+                        del self._keyed[key]
+
+    def since(self, seq: int) -> list[Change] | None:
+        """The changes after ``seq`` held here, or None when some of them are
+        not (older than the ring): read the store's feed then."""
+        if seq >= self.last:
+            return []
+        if seq + 1 < self.first:
+            return None
+        return [c for c in self.recent if c.seq > seq]

@@ -1,0 +1,153 @@
+"""The lobby: pages of the public tables waiting for players, and its changes.
+
+A page is read from the store's lobby sets (``lobby``, or ``lobby:<key>`` for
+one ruleset), oldest table first; a page token is the position after the
+page's last table (its creation time and id), so tables that start or close
+between two pages never make the next one skip a table. The version a listing
+returns is the feed's number from before the read: following the feed from
+it, no change is missed (one already in the page comes again; replacing a
+table with itself changes nothing).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Awaitable, Callable
+
+from ..errors import invalid
+from ..gen.spades.v1 import lobby_pb2 as lpb
+from .context import Context
+from .docs import LOBBY, OPENED, WAITING, TableDoc, lobby_set, table_key
+from .feed import Change, parse
+from .tables import table_pb
+
+DEFAULT_PAGE = 50
+MAX_PAGE = 500
+MAX_PAGE_TOKEN = 128
+_TOKEN = re.compile(r"c1\.(\d{1,16})\.([0-9a-f]{1,64})")
+
+
+def _page_token(score: float, member: str) -> str:
+    return base64.urlsafe_b64encode(f"c1.{int(score)}.{member}".encode()).decode().rstrip("=")
+
+
+def _position(token: str) -> tuple[int, str]:
+    bad = invalid("BAD_PAGE_TOKEN", "page_token is not one this server gave", "page_token")
+    if len(token) > MAX_PAGE_TOKEN or not token.isascii():
+        raise bad
+    try:
+        body = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode("ascii")
+    except (ValueError, UnicodeDecodeError):
+        raise bad from None
+    m = _TOKEN.fullmatch(body)
+    if m is None:
+        raise bad
+    return int(m[1]), m[2]
+
+
+def in_lobby(change: Change, rules_key: str | None) -> bool:
+    """Whether the change is one of a table the lobby (with this filter) shows
+    or showed: a public table opened by a player, of those rules."""
+    table = change.table
+    return (
+        table is not None
+        and table.public
+        and table.kind == OPENED
+        and (rules_key is None or table.rules_key == rules_key)
+    )
+
+
+class Listing:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    async def page(
+        self, rules_key: str | None, size: int, token: str
+    ) -> tuple[list[lpb.Table], str, int]:
+        """A page of tables, the next page's token, the lobby's version."""
+        if size < 0:
+            raise invalid(
+                "BAD_PAGE_SIZE", "page_size must be 0 (the default, 50) or more", "page_size"
+            )
+        size = DEFAULT_PAGE if size == 0 else min(size, MAX_PAGE)
+        version = self.ctx.feed.last
+        name = LOBBY if rules_key is None else lobby_set(rules_key)
+        after_score, after_id = _position(token) if token else (-1, "")
+        store = self.ctx.store
+        # Ties at after_score: skip those at or before the last one shown.
+        members: list[tuple[str, float]] = []
+        offset = 0
+        while len(members) <= size:
+            batch = await store.zrange(
+                name, float(max(after_score, 0)), float("inf"), offset, size + 1
+            )
+            offset += len(batch)
+            members += [(m, s) for m, s in batch if not (int(s) == after_score and m <= after_id)]
+            if len(batch) < size + 1:
+                break
+        shown = members[:size]
+        docs = await store.get([table_key(m) for m, _ in shown])
+        tables = [
+            table_pb(TableDoc.from_bytes(d.data), d.version)
+            for d in docs
+            if d is not None and TableDoc.from_bytes(d.data).state == WAITING
+        ]
+        more = len(members) > size
+        nxt = _page_token(shown[-1][1], shown[-1][0]) if more and shown else ""
+        return tables, nxt, version
+
+    async def changes(self, rules_key: str | None, after: int) -> lpb.WatchLobbyResponse:
+        """The lobby's changes after ``after`` (none: an empty batch with the
+        latest version), or a reset when they are no longer kept."""
+        feed = self.ctx.feed
+        changes = feed.since(after)
+        if changes is None:
+            page = await self.ctx.store.feed_after(after, 10_000)
+            if page.first > after + 1:
+                return lpb.WatchLobbyResponse(version=page.last, reset=True)
+            changes = [c for c in (parse(seq, data) for seq, data in page.entries) if c]
+            last = page.entries[-1][0] if page.entries else after
+        else:
+            last = feed.last
+        latest: dict[str, Change] = {}
+        for change in changes:
+            if in_lobby(change, rules_key):
+                assert change.table is not None
+                latest[change.table.id] = change
+        out = lpb.WatchLobbyResponse(version=max(last, after))
+        for table_id, change in latest.items():
+            assert change.table is not None
+            if change.table.state == WAITING:
+                out.tables.append(table_pb(change.table, change.version))
+            else:
+                out.removed_table_ids.append(table_id)
+        return out
+
+    async def follow(
+        self,
+        rules_key: str | None,
+        after: int,
+        send: Callable[[lpb.WatchLobbyResponse], Awaitable[None]],
+        wait_s: float | None = None,
+    ) -> None:
+        """Send every batch of changes after ``after`` as it comes; with
+        ``wait_s``, return after the first batch, or an empty one once the
+        wait runs out (a long poll)."""
+        feed = self.ctx.feed
+        position = feed.last if after == 0 else after
+        with feed.watching() as waiter:
+            while True:
+                batch = await self.changes(rules_key, position)
+                position = batch.version
+                if batch.tables or batch.removed_table_ids or batch.reset:
+                    await send(batch)
+                    if wait_s is not None:
+                        return
+                    if batch.reset:
+                        position = feed.last
+                woke = await waiter.wait(wait_s)
+                waiter.take()
+                if not woke:
+                    await send(lpb.WatchLobbyResponse(version=max(position, feed.last)))
+                    return

@@ -1,0 +1,427 @@
+"""Quick play: tickets, and the loop that places them at tables.
+
+A ticket is queued under its rules' key (``rules.key_of``). Every replica
+runs the matchmaker loop below; each decides from what the store holds
+(``matchmaker.decide``) and places a table with one commit that expects every
+ticket of it at the version it read: the tickets become PLACED, leave the
+queue, and the table is written STARTING, all or nothing. A replica that
+loses the race to another finds its commit refused and decides again; one
+that dies after its commit leaves a STARTING table that any replica starts
+(``tables``). So a ticket is placed once, and never lost.
+
+A party of two: the first player's ticket waits for the partner
+(WAITING_FOR_PARTNER); the partner's QuickPlay naming the first joins it, and
+the ticket, now of both, is queued. Each commit expects the other player's
+document unchanged, so two partners asking at the same moment cannot both
+open a ticket that waits for the other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+
+import structlog
+
+from ..errors import invalid, precondition
+from ..gen.spades.v1 import lobby_pb2 as lpb
+from ..players import Player
+from ..store import StoreError
+from ..store.lobby import Tx
+from . import matchmaker, presence
+from . import rules as rules_mod
+from .context import Context
+from .docs import (
+    ACTIVE_TICKET,
+    BOT,
+    CANCELLED,
+    DUE,
+    PARTNER,
+    PLACED,
+    PLAYER,
+    QUEUES,
+    QUICK_PLAY,
+    SEARCHING,
+    STARTED,
+    STARTING,
+    PlayerDoc,
+    SeatDoc,
+    TableDoc,
+    TicketDoc,
+    player_key,
+    queue_set,
+    table_key,
+    ticket_event,
+    ticket_key,
+)
+from .feed import Change
+from .tables import Tables, bot_name, table_pb
+
+log = structlog.get_logger("spades.lobby.quickplay")
+
+MAX_PLAYER_ID = 128
+MAX_TICKET_ID = 64
+# The most tickets of one queue the matchmaker reads at once.
+QUEUE_WINDOW = 400
+
+STATE_PB = {
+    PARTNER: lpb.TICKET_STATE_WAITING_FOR_PARTNER,
+    SEARCHING: lpb.TICKET_STATE_SEARCHING,
+    PLACED: lpb.TICKET_STATE_PLACED,
+    CANCELLED: lpb.TICKET_STATE_CANCELLED,
+}
+
+
+class QuickPlay:
+    def __init__(self, ctx: Context, tables: Tables) -> None:
+        self.ctx = ctx
+        self.tables = tables
+
+    # -- reading --------------------------------------------------------------------
+    async def read(
+        self, player: Player, ticket_id: str
+    ) -> tuple[TicketDoc, int, TableDoc | None, int]:
+        """The player's ticket (their latest when ``ticket_id`` is empty) and,
+        once placed, its table."""
+        if len(ticket_id) > MAX_TICKET_ID:
+            raise invalid("BAD_TICKET_ID", "ticket_id is not a ticket id", "ticket_id")
+        if not ticket_id:
+            (pdoc,) = await self.ctx.store.get([player_key(player.id)])
+            ticket_id = PlayerDoc.from_bytes(None if pdoc is None else pdoc.data).ticket
+            if not ticket_id:
+                raise presence.not_found_ticket("(yours)")
+        (doc,) = await self.ctx.store.get([ticket_key(ticket_id)])
+        ticket = None if doc is None else TicketDoc.from_bytes(doc.data)
+        if doc is None or ticket is None or player.id not in ticket.players:
+            raise presence.not_found_ticket(ticket_id)  # nobody learns of others' tickets
+        table, table_version = None, 0
+        if ticket.state == PLACED:
+            (tdoc,) = await self.ctx.store.get([table_key(ticket.table)])
+            if tdoc is not None:
+                table, table_version = TableDoc.from_bytes(tdoc.data), tdoc.version
+        return ticket, doc.version, table, table_version
+
+    def to_pb(
+        self, ticket: TicketDoc, version: int, table: TableDoc | None, table_version: int,
+        viewer: str,
+    ) -> lpb.Ticket:  # fmt: skip
+        """The ticket as ``viewer`` (one of its players) sees it: PLACED only
+        once its table's match exists, with the viewer's own seat and token.
+        Its version adds the table's, so that the start raises it."""
+        rules = rules_mod.stored(ticket.ruleset)
+        msg = lpb.Ticket(
+            ticket_id=ticket.id,
+            state=STATE_PB[ticket.state],
+            ruleset=rules.request,
+            player_ids=ticket.players,
+            partner_player_id=ticket.partner,
+            created_ms=ticket.created_ms,
+            cancel_reason=ticket.reason,
+            version=version + (table_version if ticket.state == PLACED else 0),
+        )
+        if ticket.state == SEARCHING:
+            msg.bots_at_ms = ticket.bots_at_ms
+        if ticket.state == PLACED:
+            seat = None if table is None else table.seat_of(viewer)
+            if table is None or table.state != STARTED or seat is None:
+                # The table is being dealt: shown as still searching, at the
+                # version it had then (a long poll waits on for the start).
+                msg.state = lpb.TICKET_STATE_SEARCHING
+                msg.bots_at_ms = ticket.bots_at_ms
+                msg.version = version - 1
+            else:
+                msg.placement.CopyFrom(
+                    lpb.Placement(
+                        match_id=table.id,
+                        seat=seat,
+                        seat_token=self.tables.seat_token(table, seat),
+                        table=table_pb(table, table_version, viewer),
+                    )
+                )
+        return msg
+
+    # -- asking and cancelling ----------------------------------------------------------
+    async def ask(self, player: Player, req: lpb.QuickPlayRequest) -> tuple[TicketDoc, int]:
+        ctx = self.ctx
+        rules = rules_mod.from_request(req.ruleset)
+        partner = req.partner_player_id
+        if partner:
+            if len(partner) > MAX_PLAYER_ID or partner == player.id:
+                raise invalid(
+                    "BAD_PARTNER",
+                    "partner_player_id must be another player's id (at most 128 characters)",
+                    "partner_player_id",
+                )
+            if not rules.engine.partnerships or rules.engine.players != 4:
+                raise invalid(
+                    "PARTY_NEEDS_PARTNERSHIPS",
+                    "a party of two plays partners: only at partnership tables of four",
+                    "partner_player_id",
+                )
+        await ctx.check_rate(player)
+
+        async def decide() -> tuple[Tx | None, tuple[TicketDoc, int]]:
+            here = await presence.read(ctx, player.id)
+            here.refuse_if_busy()
+            now = ctx.now_ms()
+            tx = Tx(expect={player_key(player.id): here.version})
+            if partner:
+                theirs = await presence.read(ctx, partner)
+                tx.expect[player_key(partner)] = theirs.version
+                waiting = theirs.ticket
+                if (
+                    waiting is not None
+                    and waiting.state == PARTNER
+                    and waiting.partner == player.id
+                ):
+                    if waiting.rules_key != rules.key:
+                        raise precondition(
+                            "PARTY_RULESET_MISMATCH",
+                            f"{partner} asked for other rules: ask for the same",
+                            ticket_id=waiting.id,
+                        )
+                    self._join_party(waiting, player, now)
+                    self._hold(tx, player, here.doc, waiting.id)
+                    self._write(tx, waiting, theirs.ticket_version)
+                    return tx, (waiting, theirs.ticket_version + 1)
+            ticket = TicketDoc(
+                id=secrets.token_hex(8),
+                state=PARTNER if partner else SEARCHING,
+                ruleset=rules.stored,
+                rules_key=rules.key,
+                players=[player.id],
+                names=[player.name],
+                created_ms=now,
+                partner=partner,
+            )
+            if not partner:
+                ticket.queued_ms = now
+                ticket.bots_at_ms = now + self._bot_wait_ms()
+            self._hold(tx, player, here.doc, ticket.id)
+            self._write(tx, ticket, 0)
+            return tx, (ticket, 1)
+
+        ticket, version = await ctx.transact(decide)
+        log.info("ticket", ticket_id=ticket.id, state=ticket.state, players=len(ticket.players))
+        return ticket, version
+
+    def _bot_wait_ms(self) -> int:
+        return int(self.ctx.settings.quickplay_bot_wait_s * 1000)
+
+    def _join_party(self, ticket: TicketDoc, player: Player, now: int) -> None:
+        ticket.state = SEARCHING
+        ticket.players.append(player.id)
+        ticket.names.append(player.name)
+        ticket.queued_ms = now
+        ticket.bots_at_ms = now + self._bot_wait_ms()
+
+    @staticmethod
+    def _hold(tx: Tx, player: Player, held: PlayerDoc, ticket_id: str) -> None:
+        tx.put[player_key(player.id)] = PlayerDoc(ticket_id, held.table).to_bytes()
+
+    def _write(self, tx: Tx, ticket: TicketDoc, version: int) -> None:
+        """Put ``ticket`` (read at ``version``) with its queue and due entries."""
+        key = ticket_key(ticket.id)
+        tx.expect.setdefault(key, version)
+        tx.put[key] = ticket.to_bytes()
+        queue = queue_set(ticket.rules_key)
+        if ticket.state == SEARCHING:
+            tx.zadd += [
+                (queue, ticket.id, float(ticket.queued_ms)),
+                (QUEUES, ticket.rules_key, 0.0),
+            ]
+        else:
+            tx.zrem.append((queue, ticket.id))
+        if ticket.state == PARTNER:
+            deadline = ticket.created_ms + 1000 * self.ctx.settings.party_wait_s
+            tx.zadd.append((DUE, key, float(deadline)))
+        else:
+            tx.zrem.append((DUE, key))
+        if ticket.state not in ACTIVE_TICKET:
+            tx.ttl_ms[key] = 1000 * self.ctx.settings.keep_s
+        tx.events.append(ticket_event(ticket, version + 1))
+
+    async def cancel(self, player: Player, ticket_id: str) -> tuple[TicketDoc, int]:
+        ctx = self.ctx
+
+        async def decide() -> tuple[Tx | None, tuple[TicketDoc, int]]:
+            ticket, version, _, _ = await self.read(player, ticket_id)
+            if ticket.state == CANCELLED:
+                return None, (ticket, version)
+            if ticket.state == PLACED:
+                raise precondition(
+                    "TICKET_PLACED", "the ticket is placed: play, or leave the match's seat",
+                    ticket_id=ticket.id,
+                )  # fmt: skip
+            ticket.state, ticket.reason = CANCELLED, "cancelled"
+            tx = Tx()
+            self._write(tx, ticket, version)
+            return tx, (ticket, version + 1)
+
+        await ctx.check_rate(player)
+        return await ctx.transact(decide)
+
+    async def fall_due(self, ticket_id: str) -> None:
+        """A party's ticket whose partner never came: cancelled."""
+        ctx = self.ctx
+        (doc,) = await ctx.store.get([ticket_key(ticket_id)])
+        ticket = None if doc is None else TicketDoc.from_bytes(doc.data)
+        if doc is None or ticket is None or ticket.state != PARTNER:
+            await ctx.store.commit(Tx(zrem=[(DUE, ticket_key(ticket_id))]))
+            return
+        if ticket.created_ms + 1000 * ctx.settings.party_wait_s > ctx.now_ms():
+            return
+        ticket.state, ticket.reason = CANCELLED, "partner_did_not_join"
+        tx = Tx()
+        self._write(tx, ticket, doc.version)
+        await ctx.store.commit(tx)
+
+    # -- placing ------------------------------------------------------------------------
+    async def place(self, rules_key: str) -> int | None:
+        """Place what can be placed of one queue now; returns when the queue
+        next needs a look (its oldest ticket's bots), None when it is empty."""
+        ctx, store = self.ctx, self.ctx.store
+        members = await store.zrange(
+            queue_set(rules_key), float("-inf"), float("inf"), 0, QUEUE_WINDOW
+        )
+        if not members:
+            return None
+        ids = [m for m, _ in members]
+        docs = await store.get([ticket_key(i) for i in ids])
+        tickets: dict[str, tuple[TicketDoc, int]] = {}
+        for doc in docs:
+            if doc is not None:
+                t = TicketDoc.from_bytes(doc.data)
+                if t.state == SEARCHING:
+                    tickets[t.id] = (t, doc.version)
+        if not tickets:
+            return None
+        first = next(iter(tickets.values()))[0]
+        rules = rules_mod.stored(first.ruleset)
+        entries = [
+            matchmaker.Entry(t.id, tuple(t.players), t.queued_ms)
+            for t, _ in sorted(tickets.values(), key=lambda tv: (tv[0].queued_ms, tv[0].id))
+        ]
+        bot_wait = self._bot_wait_ms()
+        plans = matchmaker.decide(
+            entries, rules.engine.players, rules.engine.partnerships, ctx.now_ms(), bot_wait
+        )
+        placed: set[str] = set()
+        for plan in plans:
+            table_id = await self._claim(plan, tickets)
+            if table_id is not None:
+                placed.update(plan.tickets)
+                await self.tables.start(table_id)
+        left = [e for e in entries if e.ticket_id not in placed]
+        return matchmaker.next_deadline(left, bot_wait)
+
+    async def _claim(
+        self, plan: matchmaker.Plan, tickets: dict[str, tuple[TicketDoc, int]]
+    ) -> str | None:
+        """One commit: the plan's tickets placed (at the versions read) and its
+        table written STARTING; the table's id, or None if a ticket moved."""
+        ctx = self.ctx
+        now = ctx.now_ms()
+        first = tickets[plan.tickets[0]][0]
+        names = {p: n for t, _ in tickets.values() for p, n in zip(t.players, t.names, strict=True)}
+        level = ctx.settings.quickplay_bot_level
+        doc = TableDoc(
+            id=secrets.token_hex(8),
+            kind=QUICK_PLAY,
+            state=STARTING,
+            ruleset=first.ruleset,
+            rules_key=first.rules_key,
+            seats=[
+                SeatDoc(BOT, name=bot_name(i), level=level)
+                if s is None
+                else SeatDoc(PLAYER, s[1], names[s[1]], nonce=ctx.seat_keys.new_nonce())
+                for i, s in enumerate(plan.seats)
+            ],
+            created_ms=now,
+            deadline_ms=now + ctx.settings.start_lease_ms,
+            public=False,
+            timer_ms=ctx.settings.quickplay_timer_ms,
+            bot_level=level,
+            seed=secrets.randbits(63),
+            tickets=plan.tickets,
+        )
+        tx = Tx(expect={table_key(doc.id): 0})
+        for ticket_id in plan.tickets:
+            ticket, version = tickets[ticket_id]
+            ticket.state, ticket.table = PLACED, doc.id
+            self._write(tx, ticket, version)
+        self.tables.write(tx, doc, 0)
+        if await ctx.store.commit(tx) is None:
+            return None
+        log.info("tickets placed", table_id=doc.id, tickets=len(plan.tickets))
+        return doc.id
+
+
+class Matchmaker:
+    """This replica's matchmaking loop: the queues with tickets (learned from
+    the feed, and at start from the store), each looked at when a ticket
+    arrives or its oldest ticket's bots are due."""
+
+    def __init__(self, ctx: Context, quickplay: QuickPlay, idle_s: float = 1.0) -> None:
+        self.ctx = ctx
+        self.quickplay = quickplay
+        self.idle_s = idle_s
+        self.queues: set[str] = set()
+        self.due: dict[str, int] = {}  # queue -> when its bots are due
+        self._wake = asyncio.Event()
+        self._rescan = True
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self.ctx.feed.subscribe(self._on_change)
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def _on_change(self, change: Change | None) -> None:
+        if change is None:
+            self._rescan = True  # the feed had a gap: look at every queue
+            self._wake.set()
+        elif change.ticket is not None and change.ticket.state == SEARCHING:
+            self.queues.add(change.ticket.rules_key)
+            self._wake.set()
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                if self._rescan:
+                    self._rescan = False
+                    known = await self.ctx.store.zrange(QUEUES, float("-inf"), float("inf"))
+                    self.queues.update(k for k, _ in known)
+                await self._pass()
+            except StoreError as e:
+                log.warning("matchmaking paused: the store did not answer", error=str(e))
+                self._rescan = True
+                await asyncio.sleep(self.idle_s)
+            except Exception:
+                log.exception("matchmaking failed")
+                await asyncio.sleep(self.idle_s)
+            await self._sleep()
+
+    async def _pass(self) -> None:
+        self._wake.clear()
+        for key in list(self.queues):
+            due = await self.quickplay.place(key)
+            if due is None:
+                self.queues.discard(key)
+                self.due.pop(key, None)
+            else:
+                self.due[key] = due
+
+    async def _sleep(self) -> None:
+        now = self.ctx.now_ms()
+        until = min(self.due.values(), default=now + int(self.idle_s * 1000))
+        timeout = min(self.idle_s, max(0.01, (until - now) / 1000))
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self._wake.wait()
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task

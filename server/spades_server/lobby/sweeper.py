@@ -1,0 +1,67 @@
+"""What falls due: waiting tables whose wait ran out, tables whose start was
+left half done (their lease ran out), party tickets whose partner never came.
+
+Every replica sweeps the same due set; each change is a commit that expects
+what it read, so one replica does it and the others find it done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import structlog
+
+from ..errors import ServiceError
+from ..store import StoreError
+from ..store.lobby import Tx
+from .context import Context
+from .docs import DUE
+from .quickplay import QuickPlay
+from .tables import Tables
+
+log = structlog.get_logger("spades.lobby.sweeper")
+
+
+class Sweeper:
+    def __init__(
+        self, ctx: Context, tables: Tables, quickplay: QuickPlay, every_s: float = 0.25
+    ) -> None:
+        self.ctx = ctx
+        self.tables = tables
+        self.quickplay = quickplay
+        self.every_s = every_s
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.every_s)
+            try:
+                await self.sweep()
+            except StoreError:
+                continue  # the store is away: the next tick tries again
+            except Exception:
+                log.exception("sweeping the lobby failed")
+
+    async def sweep(self) -> None:
+        now = self.ctx.now_ms()
+        for member, _ in await self.ctx.store.zrange(DUE, float("-inf"), float(now), 0, 100):
+            kind, _, ident = member.partition(":")
+            try:
+                if kind == "t":
+                    await self.tables.fall_due(ident)
+                elif kind == "k":
+                    await self.quickplay.fall_due(ident)
+            except ServiceError as e:  # gone (NOT_FOUND): nothing left to do
+                log.info("due entry skipped", member=member, reason=e.reason)
+                with contextlib.suppress(StoreError):
+                    await self.ctx.store.commit(Tx(zrem=[(DUE, member)]))
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
