@@ -1,4 +1,5 @@
-"""Stores behind one interface: in-memory (tests) and SQLite (the embedded default)."""
+"""Stores behind one interface: in-memory (tests) and SQLite (the embedded default);
+the lobby's beside them (``lobby.py``). The Redis ones are imported where used."""
 
 from .base import (
     LoadedMatch,
@@ -12,6 +13,8 @@ from .base import (
     StoreError,
     as_shared,
 )
+from .lobby_memory import MemoryLobby
+from .lobby_sqlite import SqliteLobby
 from .memory import MemoryStore
 from .sqlite import SqliteStore, StoreStats
 
@@ -19,9 +22,11 @@ __all__ = [
     "LoadedMatch",
     "MatchExists",
     "MatchNotFound",
+    "MemoryLobby",
     "MemoryStore",
     "SeqConflict",
     "SharedStore",
+    "SqliteLobby",
     "SqliteStore",
     "Store",
     "StoreError",

@@ -405,6 +405,19 @@ class SqliteStore:
         self._queue.put(_Close(loop, self._close_future))
         await asyncio.shield(self._close_future)
 
+    async def run(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run ``work(conn)`` on the writer thread as one request, for a store
+        that shares this file (the lobby's, ``lobby_sqlite.py``): it joins the
+        group commit like an append, its writes are durable when this returns,
+        and if it raises, its own writes alone are rolled back (see Failures
+        stay alone) and the error is raised here as a ``StoreError``.
+
+        ``work`` runs inside the batch's transaction: it must not begin,
+        commit or roll back (nor call ``executescript``, which commits). It
+        may run twice (the retry of a batch in which another request failed),
+        so whatever it changes outside the database must bear that."""
+        return await self._submit(work)
+
     def stats(self) -> StoreStats:
         with self._stats_lock:
             return StoreStats(
