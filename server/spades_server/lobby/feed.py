@@ -88,15 +88,16 @@ class Feed:
         self._on_change: list[ChangeCallback] = []
 
     async def start(self) -> None:
-        self.store.follow(self._deliver)
+        """Follow the feed from its end as read now (nothing after it is missed)."""
         try:
             page = await self.store.feed_after(1 << 62, 1)
         except StoreError as e:  # serve anyway: a reset comes when the store is back
             log.warning("the lobby feed could not be read at start", error=str(e))
+            self.store.follow(self._deliver)
             return
-        self.last = max(self.last, page.last)
-        if not self.recent:
-            self.first = self.last + 1
+        self.last = page.last
+        self.first = self.last + 1
+        self.store.follow(self._deliver, page.last)
 
     def subscribe(self, callback: ChangeCallback) -> None:
         """``callback(change)`` for every change, ``callback(None)`` on a reset

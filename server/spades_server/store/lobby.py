@@ -26,11 +26,13 @@ The same contract on the three stores (``MemoryLobby``, ``SqliteLobby`` and
   commit is written. ``commit`` returns the number of its last event (or the
   feed's last number when it has none). The store keeps at least the last
   ``feed_keep`` events (older ones may be dropped).
-- ``follow(callback)``: every event appended from then on, by any writer (any
-  replica, on Redis), is passed to ``callback`` in feed order, each once, on
-  the event loop that called ``follow``; a gap (events dropped before this
-  process read them, or a lost connection it could not fill) is reported as
-  ``callback([], reset=True)`` so that readers list again.
+- ``follow(callback, after)``: every event numbered above ``after`` (None:
+  appended from then on), by any writer (any replica, on Redis), is passed to
+  ``callback`` in feed order, each once, on the event loop that called
+  ``follow``; a gap (events dropped before this process read them, or a lost
+  connection it could not fill) is reported as ``callback([], reset=True)``
+  so that readers list again. A reader that read the feed's last number
+  first and then follows after it misses nothing in between.
 - ``take_token``: a token bucket per key (``rate`` tokens a second, at most
   ``burst``), shared by every replica; True if a token was taken.
 - A commit is durable when it returns (as ``Store.append``); every failure of
@@ -100,8 +102,9 @@ class LobbyStore(Protocol):
     async def feed_after(self, after: int, limit: int) -> FeedPage:
         """At most ``limit`` events numbered above ``after``, oldest first."""
 
-    def follow(self, callback: FeedCallback) -> None:
-        """Pass every event appended from now on to ``callback`` (see above)."""
+    def follow(self, callback: FeedCallback, after: int | None = None) -> None:
+        """Pass every event after ``after`` (None: from now on) to ``callback``
+        (see above)."""
 
     async def take_token(self, key: str, rate: float, burst: int) -> bool:
         """Take one token of ``key``'s bucket; False when it is empty."""

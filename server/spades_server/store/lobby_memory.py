@@ -240,7 +240,9 @@ class MemoryLobby:
         entries = list(itertools.islice(self._feed, start, start + max(0, limit)))
         return FeedPage(entries, first, self._last)
 
-    def follow(self, callback: FeedCallback) -> None:
+    def follow(self, callback: FeedCallback, after: int | None = None) -> None:
+        # One process writes this store: every commit after the caller's read
+        # of the feed's end reaches it, so ``after`` needs no catching up.
         self._check_open()
         self._followers.append((asyncio.get_running_loop(), callback))
 

@@ -238,11 +238,11 @@ class RedisLobby:
         entries = [_entry(e) for e in rest[0]] if rest else []
         return FeedPage(entries, _entry(oldest[0])[0] if oldest else last + 1, last)
 
-    def follow(self, callback: FeedCallback) -> None:
+    def follow(self, callback: FeedCallback, after: int | None = None) -> None:
         if self._closed:
             raise StoreError("lobby store is closed")
         if self._follower is None:
-            self._follower = _Follower(self)
+            self._follower = _Follower(self, after)
         self._follower.callbacks.append(callback)
 
     async def take_token(self, key: str, rate: float, burst: int) -> bool:
@@ -268,8 +268,9 @@ class _Follower:
     """XREAD BLOCK on the feed, on a connection of its own (a blocked read
     holds its connection for up to BLOCK_MS; the pool's are for calls)."""
 
-    def __init__(self, lobby: RedisLobby) -> None:
+    def __init__(self, lobby: RedisLobby, after: int | None) -> None:
         self.lobby = lobby
+        self.after = after
         self.callbacks: list[FeedCallback] = []
         kwargs = lobby._redis.connection_pool.connection_kwargs
         connect_s = kwargs.get("socket_connect_timeout") or 5.0
@@ -283,7 +284,7 @@ class _Follower:
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def _run(self) -> None:
-        last: int | None = None  # the last number passed on
+        last: int | None = self.after  # the last number passed on
         failing = False
         while True:
             try:

@@ -243,7 +243,9 @@ class SqliteLobby:
 
         return await self._run(work)
 
-    def follow(self, callback: FeedCallback) -> None:
+    def follow(self, callback: FeedCallback, after: int | None = None) -> None:
+        # One process writes this store: every commit after the caller's read
+        # of the feed's end reaches it, so ``after`` needs no catching up.
         if self._closed:
             raise StoreError("lobby store is closed")
         if self._follower is None:
