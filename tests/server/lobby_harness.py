@@ -12,13 +12,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-import grpc
 import jwt
 from server_harness import RPC_TIMEOUT, Deadline, Server
 from spades_server.gen.spades.v1 import lobby_pb2 as lpb
-from spades_server.gen.spades.v1 import lobby_pb2_grpc
+from spades_server.gen.spades.v1 import lobby_pb2_grpc, spades_pb2_grpc
 from spades_server.gen.spades.v1 import spades_pb2 as pb
-from spades_server.gen.spades.v1 import spades_pb2_grpc
 
 SECRET = "lobby-tests-" + "s" * 32
 ISSUER = "https://id.example.test"
