@@ -281,6 +281,60 @@ OPTIONS = (
         float,
     ),
     _Opt("--log-level", "SPADES_LOG_LEVEL", "info", "debug, info, warning or error"),
+    # Player credentials (JWTs of the game's identity provider): docs/security.md.
+    _Opt(
+        "--player-issuer",
+        "SPADES_PLAYER_ISSUER",
+        "",
+        "the iss every player credential must carry (needed with a player key source)",
+    ),
+    _Opt(
+        "--player-audience",
+        "SPADES_PLAYER_AUDIENCE",
+        "",
+        "the aud every player credential must carry (needed with a player key source)",
+    ),
+    _Opt(
+        "--player-public-key",
+        "SPADES_PLAYER_PUBLIC_KEY",
+        "",
+        "PEM public key (or certificate) that signs player credentials: RSA (RS*/PS*), EC "
+        "(ES256/384/512 by curve) or Ed25519/Ed448 (EdDSA). One key source at most; none: "
+        "player credentials are off",
+    ),
+    _Opt(
+        "--player-jwks",
+        "SPADES_PLAYER_JWKS",
+        "",
+        "JWKS file of the keys that sign player credentials, chosen by kid; read again when "
+        "it changes (rotate keys by rewriting it)",
+    ),
+    _Opt(
+        "--player-hs256-secret",
+        "SPADES_PLAYER_HS256_SECRET",
+        "",
+        "HMAC secret (at least 32 bytes) of player credentials signed HS256/384/512; for "
+        "development, prefer a key pair",
+    ),
+    _Opt(
+        "--player-id-claim",
+        "SPADES_PLAYER_ID_CLAIM",
+        "sub",
+        "the claim that holds the player id (1 to 128 characters)",
+    ),
+    _Opt(
+        "--player-name-claim",
+        "SPADES_PLAYER_NAME_CLAIM",
+        "name",
+        "the claim that holds the name other players see (when absent: the player id)",
+    ),
+    _Opt(
+        "--player-leeway-seconds",
+        "SPADES_PLAYER_LEEWAY_SECONDS",
+        "30",
+        "clock skew allowed when checking a player credential's exp, nbf and iat",
+        float,
+    ),
 )
 
 
@@ -334,6 +388,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ):
         if getattr(args, flag) < 0:
             p.error(f"--{flag.replace('_', '-')} must be 0 or more")
+    from .players import PlayerAuthConfigError, player_auth
+
+    try:
+        player_auth(args)  # reads the key files now, so that a bad one stops the start
+    except PlayerAuthConfigError as e:
+        p.error(str(e))
     return args
 
 

@@ -11,6 +11,15 @@ each to be ready:
    environment) on ``deploy/envoy/envoy.yaml``, rendered with those ports
    into a temporary directory.
 
+Player credentials work without an identity provider (development only):
+unless the server is given a player key source of its own
+(``--player-public-key``, ``--player-jwks``, ``--player-hs256-secret`` or
+their variables), the launcher makes an Ed25519 key pair in its temporary
+directory, gives the server the public key (``SPADES_PLAYER_PUBLIC_KEY``,
+issuer ``spades-guest``, audience ``spades``) and the web table's server the
+private key (``SPADES_GUEST_KEY``), which signs guest credentials for pages
+(``POST /api/guest``, spades_server.webapp).
+
 Then it prints the URL to open and the operator token. Ctrl-C or SIGTERM
 stops all three (the server first, so that open streams end with its status,
 then Envoy and the file server; each SIGTERM, then SIGKILL after
@@ -56,6 +65,11 @@ from pathlib import Path
 from types import FrameType
 from typing import BinaryIO, Final
 from urllib.parse import urlsplit
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519
+
+from .players import GUEST_AUDIENCE, GUEST_ISSUER
 
 _PACKAGE = Path(__file__).resolve().parent
 # The repository's root, where deploy/ and clients/ are (an editable install).
@@ -417,6 +431,15 @@ class Stack:
         if not token:
             token = secrets.token_urlsafe(24)
         env["SPADES_OPERATOR_TOKEN"] = token  # the environment, not argv: ps shows argv
+        server_env, web_env = dict(env), dict(env)
+        if not player_keys_configured(args.server_args, env):
+            private, public = write_guest_keys(self.tmp)
+            server_env.update(
+                SPADES_PLAYER_PUBLIC_KEY=str(public),
+                SPADES_PLAYER_ISSUER=GUEST_ISSUER,
+                SPADES_PLAYER_AUDIENCE=GUEST_AUDIENCE,
+            )
+            web_env["SPADES_GUEST_KEY"] = str(private)
 
         web_dir = Path(args.web_dir).resolve()
         # The web table's files and its POST /api/new-match (spades_server.webapp),
@@ -424,12 +447,12 @@ class Stack:
         listen = _LOOPBACK.get(args.host, args.host)
         target = f"[{listen}]:{self.port}" if ":" in listen else f"{listen}:{self.port}"
         web = [sys.executable, "-m", "spades_server.stack", "static", "--dir", str(web_dir)]
-        static = self.spawn("static", [*web, "--api-target", target], env)
+        static = self.spawn("static", [*web, "--api-target", target], web_env)
         m = self.wait_line(static, STATIC_READY)
         web_host, web_port = m["host"], int(m["port"])
 
         server = self.spawn(
-            "server", [sys.executable, "-m", "spades_server.main", *args.server_args], env
+            "server", [sys.executable, "-m", "spades_server.main", *args.server_args], server_env
         )
         m = self.wait_line(server, SERVER_READY)
         server_host, server_port = _LOOPBACK.get(m["host"], m["host"]), int(m["port"])
@@ -529,6 +552,43 @@ def refuse_tls(server_args: Sequence[str], env: Mapping[str, str]) -> None:
             "(Envoy and the web table); run spades-server itself for TLS, or put TLS on "
             "Envoy's listener (docs/security.md)"
         )
+
+
+_PLAYER_KEY_FLAGS = ("--player-public-key", "--player-jwks", "--player-hs256-secret")
+_PLAYER_KEY_VARIABLES = (
+    "SPADES_PLAYER_PUBLIC_KEY",
+    "SPADES_PLAYER_JWKS",
+    "SPADES_PLAYER_HS256_SECRET",
+)
+
+
+def player_keys_configured(server_args: Sequence[str], env: Mapping[str, str]) -> bool:
+    """Whether the user gave the server a player key source of their own."""
+    flags = any(a == f or a.startswith(f"{f}=") for f in _PLAYER_KEY_FLAGS for a in server_args)
+    return flags or any(env.get(v) for v in _PLAYER_KEY_VARIABLES)
+
+
+def write_guest_keys(directory: Path) -> tuple[Path, Path]:
+    """A new Ed25519 key pair in ``directory``: the private key's PEM file
+    (PKCS#8, readable by its owner only) and the public key's."""
+    key = ed25519.Ed25519PrivateKey.generate()
+    private = directory / "guest-key.pem"
+    public = directory / "guest-key.pub.pem"
+    fd = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
+    public.write_bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    return private, public
 
 
 def operator_token(server_args: Sequence[str]) -> str:

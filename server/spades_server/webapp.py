@@ -9,6 +9,17 @@ on the page's own origin, exactly one operator action in a narrow form:
   and bots in every other seat, and answers ``{"matchId", "seat", "token"}``:
   the human seat's token only. Nothing else about the operator leaks; a
   caller can make nothing but bot matches, at a bounded rate.
+* ``POST /api/guest`` (**development only**: ``make run``'s stand-in for a
+  game's identity provider) with a JSON body ``{"name": optional, at most 32
+  characters}`` answers ``{"credential", "playerId", "name", "expiresAtMs"}``:
+  a player credential for a new guest, ``guest-<random hex>``, an EdDSA JWT
+  (``iss`` spades-guest, ``aud`` spades, ``sub``, ``name``, ``iat``, ``nbf``,
+  ``exp``) valid 30 minutes, signed with the private key whose file
+  ``SPADES_GUEST_KEY`` names; the server checks it with the public key
+  (``--player-public-key``, docs/security.md, "Player credentials"). Anyone
+  who reaches the page gets one, so such credentials prove nothing about who
+  plays: never give a production server the guest key. Rate limited like a
+  new match; without the variable it answers 501.
 * ``GET /api/match/<id>`` answers the match's public summary (``GetMatch``:
   seats, names, rules, scores; no card), so that a spectator's page can name
   the seats. ``Spectate`` itself needs no credential and goes through Envoy.
@@ -30,8 +41,8 @@ gRPC server and the rest here; it calls the service through Envoy's listener
 (native gRPC). By hand: ``SPADES_OPERATOR_TOKEN=... python -m
 spades_server.webapp --dir clients/web/dist --target 127.0.0.1:50051``. The
 token comes only from the environment, so it never shows in ``ps``; without
-it the API answers 501 and the files are still served. SIGTERM or SIGINT
-stops it with status 0.
+it the API answers 501 and the files are still served (``/api/guest`` needs
+only ``SPADES_GUEST_KEY``). SIGTERM or SIGINT stops it with status 0.
 """
 
 from __future__ import annotations
@@ -40,6 +51,7 @@ import argparse
 import json
 import os
 import re
+import secrets
 import signal
 import sys
 import threading
@@ -52,12 +64,16 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import grpc
+import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ed448, ed25519
 from google.protobuf import json_format
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from .gen.spades.v1 import spades_pb2 as pb
 from .gen.spades.v1 import spades_pb2_grpc as pb_grpc
+from .players import GUEST_AUDIENCE, GUEST_ISSUER, clean_name
 from .stack import WEB_DIST, WebTableHandler
 
 PRESETS = ("classic", "polish", "german", "bulgarian")
@@ -93,6 +109,9 @@ FIELDS = frozenset(
     )
 )
 MAX_BODY = 4096
+GUEST_LIFETIME_S = 30 * 60
+MAX_GUEST_NAME = 32
+GUEST_KEY_ENV = "SPADES_GUEST_KEY"
 MATCH_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 UINT64_MAX = 2**64 - 1
 
@@ -322,10 +341,90 @@ class WebApi:
         self.channel.close()
 
 
-def make_handler(dist: Path, api: WebApi | None) -> type[SimpleHTTPRequestHandler]:
-    """A request handler: ``api``'s two calls under /api/, and the launcher's
-    file serving (stack.WebTableHandler: the files of ``dist``, its routes to
-    index.html, the page that says how to build the table) for the rest."""
+class GuestIssuer:
+    """Development only: player credentials for guests, signed with an Ed25519
+    (or Ed448) private key, as a game's identity provider would sign them."""
+
+    def __init__(
+        self,
+        private_key: ed25519.Ed25519PrivateKey | ed448.Ed448PrivateKey,
+        *,
+        per_minute: float = 30,
+        burst: int = 10,
+        lifetime_s: int = GUEST_LIFETIME_S,
+    ) -> None:
+        self.key = private_key
+        self.limit = RateLimit(per_minute, burst)
+        self.lifetime_s = lifetime_s
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str], **kwargs: Any) -> GuestIssuer:
+        """The issuer of a PEM private key file (PKCS#8, unencrypted); ValueError
+        (its message says why) for anything else."""
+        try:
+            data = Path(path).read_bytes()
+        except OSError as e:
+            raise ValueError(f"cannot read {os.fspath(path)}: {e.strerror or e}") from None
+        try:
+            key = serialization.load_pem_private_key(data, password=None)
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"{os.fspath(path)}: not a PEM private key ({e})") from None
+        if not isinstance(key, (ed25519.Ed25519PrivateKey, ed448.Ed448PrivateKey)):
+            raise ValueError(f"{os.fspath(path)}: not an Ed25519 or Ed448 key")
+        return cls(key, **kwargs)
+
+    def issue(self, body: object) -> dict[str, Any]:
+        if not isinstance(body, dict):
+            raise _bad("body", "must be a JSON object")
+        unknown = sorted(set(body) - {"name"})
+        if unknown:
+            raise _bad(unknown[0], "is not a field of a guest")
+        suffix = secrets.token_hex(8)
+        name = body.get("name")
+        if name is None:
+            name = f"Guest {suffix[:4]}"
+        elif not isinstance(name, str) or not 1 <= len(name) <= MAX_GUEST_NAME:
+            raise _bad("name", f"must be 1 to {MAX_GUEST_NAME} characters")
+        else:
+            name = clean_name(name)
+            if not name:
+                raise _bad("name", "must have a letter that shows")
+        if not self.limit.take():
+            raise ApiError(
+                HTTPStatus.TOO_MANY_REQUESTS,
+                "too many guests at once; try again in a minute",
+                title="Slow down",
+                reason="RATE_LIMITED",
+                code="RESOURCE_EXHAUSTED",
+            )
+        now = int(time.time())
+        exp = now + self.lifetime_s
+        player_id = f"guest-{suffix}"
+        claims = {
+            "iss": GUEST_ISSUER,
+            "aud": GUEST_AUDIENCE,
+            "sub": player_id,
+            "name": name,
+            "iat": now,
+            "nbf": now,
+            "exp": exp,
+        }
+        credential = jwt.encode(claims, self.key, algorithm="EdDSA")
+        return {
+            "credential": credential,
+            "playerId": player_id,
+            "name": name,
+            "expiresAtMs": exp * 1000,
+        }
+
+
+def make_handler(
+    dist: Path, api: WebApi | None, guests: GuestIssuer | None = None
+) -> type[SimpleHTTPRequestHandler]:
+    """A request handler: ``api``'s two calls and ``guests``' one under /api/,
+    and the launcher's file serving (stack.WebTableHandler: the files of
+    ``dist``, its routes to index.html, the page that says how to build the
+    table) for the rest."""
     root = str(dist.resolve())
 
     class Handler(WebTableHandler):
@@ -393,10 +492,12 @@ def make_handler(dist: Path, api: WebApi | None) -> type[SimpleHTTPRequestHandle
                 super().do_HEAD()
 
         def do_POST(self) -> None:
-            if urlsplit(self.path).path != "/api/new-match":
+            path = urlsplit(self.path).path
+            if path not in ("/api/new-match", "/api/guest"):
                 self._no_such_call()
                 return
-            problem = self._check_post()
+            what = "a new match is" if path == "/api/new-match" else "guest credentials are"
+            problem = self._check_post(what)
             if problem is not None:
                 self._json(problem.status, problem.body)
                 return
@@ -406,18 +507,33 @@ def make_handler(dist: Path, api: WebApi | None) -> type[SimpleHTTPRequestHandle
             except (ValueError, UnicodeDecodeError):
                 self._json(HTTPStatus.BAD_REQUEST, _bad("body", "is not JSON").body)
                 return
-            self._api(lambda a: a.new_match(body))
+            if path == "/api/guest":
+                self._guest(body)
+            else:
+                self._api(lambda a: a.new_match(body))
 
-        def _check_post(self) -> ApiError | None:
+        def _guest(self, body: object) -> None:
+            if guests is None:
+                off = ApiError(
+                    HTTPStatus.NOT_IMPLEMENTED,
+                    f"this web server was started without a guest signing key ({GUEST_KEY_ENV})",
+                    title="Not available",
+                )
+                self._json(off.status, off.body)
+                return
+            try:
+                self._json(HTTPStatus.OK, guests.issue(body))
+            except ApiError as e:
+                self._json(e.status, e.body)
+
+        def _check_post(self, what: str) -> ApiError | None:
             ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
             if ctype != "application/json":
                 return ApiError(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "send application/json")
             origin = self.headers.get("Origin")
             host = self.headers.get("Host") or ""
             if origin is not None and urlsplit(origin).netloc != host:
-                return ApiError(
-                    HTTPStatus.FORBIDDEN, "a new match is made only for this site's own pages"
-                )
+                return ApiError(HTTPStatus.FORBIDDEN, f"{what} made only for this site's own pages")
             try:
                 length = int(self.headers.get("Content-Length") or "")
             except ValueError:
@@ -429,9 +545,11 @@ def make_handler(dist: Path, api: WebApi | None) -> type[SimpleHTTPRequestHandle
     return Handler
 
 
-def serve(host: str, port: int, dist: Path, api: WebApi | None) -> ThreadingHTTPServer:
+def serve(
+    host: str, port: int, dist: Path, api: WebApi | None, guests: GuestIssuer | None = None
+) -> ThreadingHTTPServer:
     """A server to run with serve_forever (port 0: a free one)."""
-    httpd = ThreadingHTTPServer((host, port), make_handler(dist, api))
+    httpd = ThreadingHTTPServer((host, port), make_handler(dist, api, guests))
     httpd.daemon_threads = True
     return httpd
 
@@ -451,12 +569,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--matches-per-minute", type=float, default=30, help="new matches a minute (default 30)"
     )
+    p.add_argument(
+        "--guests-per-minute",
+        type=float,
+        default=30,
+        help=f"guest credentials a minute, with {GUEST_KEY_ENV} (default 30)",
+    )
     args = p.parse_args(argv)
+    guests = None
+    if key_file := os.environ.get(GUEST_KEY_ENV, ""):
+        try:
+            guests = GuestIssuer.from_file(key_file, per_minute=args.guests_per_minute)
+        except ValueError as e:
+            p.error(f"{GUEST_KEY_ENV}: {e}")
     token = os.environ.get("SPADES_OPERATOR_TOKEN", "")
     api = WebApi(args.target, token, matches_per_minute=args.matches_per_minute) if token else None
     stops = {signal.SIGTERM, signal.SIGINT}
     signal.pthread_sigmask(signal.SIG_BLOCK, stops)  # the serving thread inherits the mask
-    httpd = serve(args.host, args.port, args.dir, api)
+    httpd = serve(args.host, args.port, args.dir, api, guests)
     thread = threading.Thread(target=httpd.serve_forever, name="web", daemon=True)
     thread.start()
     host, port = httpd.server_address[:2]
@@ -466,6 +596,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("no SPADES_OPERATOR_TOKEN: /api/new-match is off", flush=True)
     else:
         print(f"/api/new-match and /api/match/<id> call {args.target}", flush=True)
+    if guests is not None:
+        print("/api/guest hands out guest credentials (development only)", flush=True)
     signal.sigwait(stops)
     httpd.shutdown()
     thread.join(5)

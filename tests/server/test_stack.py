@@ -6,6 +6,7 @@ validation of deploy/envoy/envoy.yaml."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -31,6 +32,7 @@ from server_harness import (
 from spades_server import stack
 from spades_server.gen.spades.v1 import spades_pb2 as pb
 from spades_server.gen.spades.v1 import spades_pb2_grpc
+from spades_server.players import PlayerAuth
 
 ENVOY = Path(sys.executable).parent / "envoy"
 START_TIMEOUT = 90.0
@@ -199,6 +201,22 @@ def test_native_grpc_through_envoy_and_a_clean_stop(launch: type[Launcher], tmp_
 
     children = launcher.children()
     assert set(children) == {"static", "server", "envoy"}
+    # Guest credentials (development only): the web table's server signs them
+    # with the key pair the launcher made, whose public key the server has.
+    request = urllib.request.Request(
+        url + "/api/guest", data=b'{"name": "Ada"}', headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=RPC_TIMEOUT) as resp:
+        guest = json.loads(resp.read())
+    environ = Path(f"/proc/{children['server']}/environ").read_bytes().split(b"\0")
+    server_env = dict(e.decode().partition("=")[::2] for e in environ if b"=" in e)
+    auth = PlayerAuth(
+        issuer=server_env["SPADES_PLAYER_ISSUER"],
+        audience=server_env["SPADES_PLAYER_AUDIENCE"],
+        public_key_file=server_env["SPADES_PLAYER_PUBLIC_KEY"],
+    )
+    assert auth.verify(guest["credential"]).id == guest["playerId"]
+    assert "SPADES_GUEST_KEY" not in server_env
     launcher.proc.send_signal(signal.SIGINT)
     assert launcher.wait() == 0, launcher.output()
     assert all(gone(pid) for pid in children.values())
