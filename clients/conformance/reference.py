@@ -37,7 +37,10 @@ from spades_server import convert
 from spades_server.allowance import SessionLimits
 from spades_server.errors import ServiceError
 from spades_server.event_log import Payload, engine_payloads
+from spades_server.gen.spades.v1 import lobby_pb2 as lpb
 from spades_server.gen.spades.v1 import spades_pb2 as pb
+from spades_server.lobby import matchmaker
+from spades_server.lobby.tables import bot_name
 from spades_server.matches import Registry, SeatSpec
 from spades_server.seat_bots import fallback_action
 from spades_server.service import service_error
@@ -78,6 +81,8 @@ class _Seat:
     bot: bool
     level: pb.BotLevel.ValueType  # for a bot seat
     control: pb.SeatControl.ValueType
+    # Another player the harness plays by the policy (a lobby scenario's friend).
+    friend: bool = False
 
 
 @dataclass
@@ -142,9 +147,9 @@ class Replay:
         return [m.to_act]
 
     def bot_to_act(self) -> int | None:
-        """``SeatBots._seat``: the first pending seat a bot plays."""
+        """``SeatBots._seat``: the first pending seat a bot (or the friend) plays."""
         for s in self.pending():
-            if self.seats[s].bot:
+            if self.seats[s].bot or self.seats[s].friend:
                 return s
         return None
 
@@ -159,8 +164,14 @@ class Replay:
             self._bot_turn(seat)
 
     def _bot_turn(self, seat: int) -> None:
-        """``SeatBots._turn`` and ``_decide``: the bot's action, or the fallback."""
+        """``SeatBots._turn`` and ``_decide``: the bot's action, or the fallback;
+        the friend's: the policy's."""
         match, level = self.match, self.seats[seat].level
+        if self.seats[seat].friend:
+            view = convert.view_to_pb(match.view(seat), as_of_seq=0, seats=())
+            action = convert.action_from_pb(_wire(view).legal_actions[0])
+            self.append(engine_payloads(match.apply(seat, action)))
+            return
         name = pb.BotLevel.Name(level).removeprefix("BOT_LEVEL_").lower()
         bot = BOTS.get(name, BOTS["random"])
         seed = (match.seed * 1_000_003 + len(match.actions)) & _SEED_MASK
@@ -306,21 +317,110 @@ def _illegal_card(r: Replay) -> None:
     )
 
 
+def _lobby_replay(lobby: dict[str, Any]) -> Replay:
+    """The party's match as quick play seats it (``matchmaker.decide``: the
+    friend asked first, the client joined the friend's ticket) and the
+    server deals it (``--table-seed``)."""
+    ruleset = json_format.ParseDict(lobby["ruleset"], pb.Ruleset())
+    rules = convert.ruleset_from_pb(ruleset)
+    level = pb.BotLevel.Value(lobby["botLevel"])
+    entry = matchmaker.Entry("ticket", (lobby["friend"], lobby["me"]), 0)
+    (plan,) = matchmaker.decide([entry], rules.players, rules.partnerships, 10**9, 0)
+    seats, me = [], -1
+    for i, s in enumerate(plan.seats):
+        if s is None:
+            seats.append(_Seat(bot_name(i), True, level, pb.SEAT_CONTROL_BOT))
+        else:
+            seats.append(
+                _Seat(
+                    s[1], False, pb.BOT_LEVEL_UNSPECIFIED, pb.SEAT_CONTROL_OPEN, s[1] != lobby["me"]
+                )
+            )
+            me = i if s[1] == lobby["me"] else me
+    r = Replay(Match(rules, seed=int(lobby["seed"])), seats, me)
+    r.append(engine_payloads(r.match.opening_events))
+    r.run_bots()  # the friend may be first to bid: it acts at once
+    return r
+
+
+def _lobby_step(r: Replay, do: str, lobby: dict[str, Any]) -> None:
+    """The outcome of a lobby step (README.md: "The lobby scenario")."""
+    friend = next(i for i, s in enumerate(r.seats) if s.friend)
+    kinds = [
+        lpb.TableSeatState.Name(lpb.TABLE_SEAT_STATE_BOT if s.bot else lpb.TABLE_SEAT_STATE_PLAYER)
+        for s in r.seats
+    ]
+    if do == "friend_quickplay":
+        r.outcomes.append({"step": do, "state": "TICKET_STATE_WAITING_FOR_PARTNER"})
+    elif do == "quickplay":
+        ids = [lobby["friend"], lobby["me"]]
+        r.outcomes.append({"step": do, "state": "TICKET_STATE_SEARCHING", "playerIds": ids})
+    elif do == "await_placement":
+        r.outcomes.append(
+            {
+                "step": do,
+                "state": "TICKET_STATE_PLACED",
+                "seat": r.me,
+                "partnerSeat": friend,
+                "kind": "TABLE_KIND_QUICK_PLAY",
+                "seats": kinds,
+            }
+        )
+    elif do == "open_invite_table":
+        r.outcomes.append(
+            {
+                "step": do,
+                "seat": 0,
+                "state": "TABLE_STATE_WAITING",
+                "visibility": "TABLE_VISIBILITY_INVITE_ONLY",
+                "inviteCodeLength": 11,
+            }
+        )
+    elif do == "friend_join_by_code":
+        r.outcomes.append({"step": do, "seat": 2, "state": "TABLE_STATE_STARTED"})
+    elif do == "await_start":
+        r.outcomes.append(
+            {"step": do, "state": "TABLE_STATE_STARTED", "seats": kinds, "viewSeat": 0}
+        )
+    else:
+        raise ScenarioError(f"unknown step {do!r}")
+
+
+LOBBY_STEPS = frozenset(
+    {
+        "friend_quickplay",
+        "quickplay",
+        "await_placement",
+        "open_invite_table",
+        "friend_join_by_code",
+        "await_start",
+    }
+)
+
+
 def transcript(scenario: dict[str, Any]) -> str:
     """The expected transcript of one scenario, as the file's text."""
-    req = _create_request(scenario)
-    rules = convert.ruleset_from_pb(req.ruleset)
-    specs = _seat_specs(req, rules.players)
-    me = int(scenario["seat"])
-    r = Replay(Match(rules, seed=req.seed), _seats(specs, me), me)
-    r.append(engine_payloads(r.match.opening_events))
-    if r.bot_to_act() is not None:
-        raise ScenarioError("a bot acts first: its moves would race with the claim")
+    lobby = scenario.get("lobby")
+    if lobby is not None:
+        r = _lobby_replay(lobby)
+        req, specs, me = None, [], r.me
+    else:
+        req = _create_request(scenario)
+        rules = convert.ruleset_from_pb(req.ruleset)
+        specs = _seat_specs(req, rules.players)
+        me = int(scenario["seat"])
+        r = Replay(Match(rules, seed=req.seed), _seats(specs, me), me)
+        r.append(engine_payloads(r.match.opening_events))
+        if r.bot_to_act() is not None:
+            raise ScenarioError("a bot acts first: its moves would race with the claim")
 
     cutoff: int | None = None  # the event that ended the last play step
     for step in scenario["steps"]:
         do = step["do"]
-        if do == "claim_wrong_token":
+        if do in LOBBY_STEPS and lobby is not None:
+            _lobby_step(r, do, lobby)
+        elif do == "claim_wrong_token":
+            assert req is not None, "claim_wrong_token needs a created match"
             err = asyncio.run(_wrong_token_refusal(req, specs))
             r.outcomes.append({"step": do, "code": err.code.name, "reason": err.reason})
         elif do == "claim":

@@ -21,6 +21,23 @@ directory, no bot delay, and an action allowance high enough for tests.  The
 script runs until its standard input closes or it gets SIGTERM/SIGINT, then
 stops the server (SIGTERM, then SIGKILL after 10 s) and exits.
 
+Players (the lobby's calls: ``docs/lobby.md``): the server trusts player
+credentials signed HS256 with a secret made for the run, and deals every
+table of the lobby from seed 11 (``--table-seed``; quick play's bots come
+after 1 s, with no turn timer), so that a scenario through the lobby deals
+the same cards every time. Two more control calls, each a JSON body:
+
+* ``POST {control}/credential`` ``{"playerId": "...", "name": "..."}``
+  answers ``{"credential": "<jwt>"}``, valid 10 minutes;
+* ``POST {control}/friend`` drives a second player, ``playerId``, for the
+  lobby scenarios: ``{"do": "quickplay", "playerId": F, "partner": P,
+  "ruleset": {...}}`` asks for quick play as P's partner (the ruleset in
+  proto3 JSON) and answers ``{"state": "<TicketState>"}``; ``{"do": "join",
+  "playerId": F, "code": C, "seat": N}`` joins the invite-only table of code
+  C at seat N and answers ``{"seat": N, "state": "<TableState>"}``. Once
+  placed or seated at a table that starts, the friend plays its seat by the
+  scenarios' policy (the first legal action) until the match ends.
+
 With ``--replicas N`` (or ``SPADES_CONFORMANCE_REPLICAS=N`` in the
 environment, so that any client's harness can ask for it) and N > 1, it
 starts a redis-server of its own (Debian's, on a free loopback port) and N
@@ -58,10 +75,13 @@ import signal
 import socket
 import sys
 import tempfile
+import time
 from pathlib import Path
+from typing import Any
 
 READY = re.compile(r"spades-server listening on (?P<host>[\d.]+):(?P<port>\d+) \(gRPC\)")
 OPERATOR = re.compile(r"operator port (?P<host>[\d.]+):(?P<port>\d+) \(mutual TLS\)")
+TABLE_SEED = 11  # every table of the lobby is dealt from it (the lobby scenarios)
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
 HOST = "127.0.0.1"
@@ -114,28 +134,168 @@ async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
 
 
 async def _control(
-    proxy: Proxy, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    proxy: Proxy, friends: Friends, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
 ) -> None:
-    """A minimal HTTP endpoint: ``POST /cut`` only."""
+    """A minimal HTTP endpoint: ``POST /cut``, ``/credential`` and ``/friend``."""
     try:
-        request = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
-    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError):
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+        sized = re.search(rb"(?im)^content-length:\s*(\d+)\s*$", head)
+        length = int(sized[1]) if sized else 0
+        body = await asyncio.wait_for(reader.readexactly(length), 5) if length else b""
+    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ValueError):
         writer.close()
         return
-    line = request.split(b"\r\n", 1)[0].decode("latin-1")
+    line = head.split(b"\r\n", 1)[0].decode("latin-1")
+    kind = "text/plain"
     if line.startswith("POST /cut "):
-        status, body = "200 OK", f"cut {proxy.cut()}\n"
+        status, text = "200 OK", f"cut {proxy.cut()}\n"
+    elif line.startswith(("POST /credential ", "POST /friend ")):
+        kind = "application/json"
+        try:
+            request = json.loads(body or b"{}")
+            if line.startswith("POST /credential "):
+                answer = {
+                    "credential": friends.credential(request["playerId"], request.get("name", ""))
+                }
+            else:
+                answer = await friends.act(request)
+            status, text = "200 OK", json.dumps(answer)
+        except Exception as e:  # the client's test reads why
+            status, text = "400 Bad Request", json.dumps({"error": f"{type(e).__name__}: {e}"})
     else:
-        status, body = "404 Not Found", "POST /cut is the only call\n"
-    payload = body.encode()
+        status, text = "404 Not Found", "POST /cut, /credential or /friend\n"
+    payload = text.encode()
     writer.write(
-        f"HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {len(payload)}\r\n"
+        f"HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {len(payload)}\r\n"
         f"Connection: close\r\n\r\n".encode()
         + payload
     )
     with contextlib.suppress(ConnectionError):
         await writer.drain()
     writer.close()
+
+
+class Friends:
+    """The lobby scenarios' second players: their credentials, their lobby
+    calls, and their seats played by the first legal action."""
+
+    ISSUER = "spades-conformance"
+    AUDIENCE = "spades"
+
+    def __init__(self, server: str) -> None:
+        self.secret = secrets.token_hex(32)
+        self.server = server
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    def flags(self) -> list[str]:
+        return [
+            "--player-issuer", self.ISSUER, "--player-audience", self.AUDIENCE,
+            "--player-hs256-secret", self.secret,
+            "--table-seed", str(TABLE_SEED), "--bot-level", "normal",
+            "--quickplay-bot-wait-seconds", "1", "--quickplay-turn-timer-ms", "0",
+        ]  # fmt: skip
+
+    def credential(self, player_id: str, name: str = "") -> str:
+        import jwt  # PyJWT, a dependency of the server's
+
+        now = int(time.time())
+        claims = {
+            "sub": player_id, "name": name or player_id, "iss": self.ISSUER,
+            "aud": self.AUDIENCE, "iat": now, "exp": now + 600,
+        }  # fmt: skip
+        return jwt.encode(claims, self.secret, algorithm="HS256")
+
+    async def act(self, request: dict[str, object]) -> dict[str, object]:
+        import grpc
+        from google.protobuf import json_format
+        from spades_server.gen.spades.v1 import lobby_pb2 as lpb
+        from spades_server.gen.spades.v1 import lobby_pb2_grpc
+        from spades_server.gen.spades.v1 import spades_pb2 as pb
+
+        player = str(request["playerId"])
+        md = (("authorization", f"Bearer {self.credential(player)}"),)
+        channel = grpc.aio.insecure_channel(self.server)
+        lobby = lobby_pb2_grpc.LobbyServiceStub(channel)
+        if request["do"] == "quickplay":
+            ruleset = json_format.ParseDict(request.get("ruleset", {}), pb.Ruleset())
+            ticket = (
+                await lobby.QuickPlay(
+                    lpb.QuickPlayRequest(
+                        ruleset=ruleset, partner_player_id=str(request["partner"])
+                    ),
+                    metadata=md,
+                    timeout=10,
+                )
+            ).ticket
+            self._spawn(self._play_ticket(channel, lobby, md, ticket))
+            return {"state": lpb.TicketState.Name(ticket.state)}
+        if request["do"] == "join":
+            joined = await lobby.JoinTable(
+                lpb.JoinTableRequest(
+                    invite_code=str(request["code"]), seat=int(str(request["seat"]))
+                ),
+                metadata=md,
+                timeout=10,
+            )
+            if joined.table.match_id:
+                self._spawn(self._play_seat(channel, joined.table.match_id, joined.seat_token))
+            return {"seat": joined.seat, "state": lpb.TableState.Name(joined.table.state)}
+        raise ValueError(f"unknown do {request['do']!r}: quickplay or join")
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _play_ticket(self, channel: Any, lobby: Any, md: Any, ticket: Any) -> None:
+        from spades_server.gen.spades.v1 import lobby_pb2 as lpb
+
+        while ticket.state != lpb.TICKET_STATE_PLACED:
+            if ticket.state == lpb.TICKET_STATE_CANCELLED:
+                return
+            ticket = (
+                await lobby.GetTicket(
+                    lpb.GetTicketRequest(
+                        ticket_id=ticket.ticket_id, after_version=ticket.version, wait_ms=5000
+                    ),
+                    metadata=md,
+                    timeout=30,
+                )
+            ).ticket
+        await self._play_seat(channel, ticket.placement.match_id, ticket.placement.seat_token)
+
+    async def _play_seat(self, channel: Any, match_id: str, token: str) -> None:
+        """The first legal action at each turn, until the match is over."""
+        from spades_server.gen.spades.v1 import spades_pb2 as pb
+        from spades_server.gen.spades.v1 import spades_pb2_grpc
+
+        stub = spades_pb2_grpc.SpadesServiceStub(channel)
+        md = (("authorization", f"Bearer {token}"),)
+        n = 0
+        with contextlib.suppress(Exception):  # the run ends: so does the friend
+            while True:
+                view = (
+                    await stub.GetView(
+                        pb.GetViewRequest(match_id=match_id), metadata=md, timeout=10
+                    )
+                ).view
+                if view.phase == pb.PHASE_MATCH_OVER:
+                    return
+                if view.legal_actions:
+                    n += 1
+                    await stub.SubmitAction(
+                        pb.SubmitActionRequest(
+                            match_id=match_id, action_id=f"friend-{n}", action=view.legal_actions[0]
+                        ),
+                        metadata=md,
+                        timeout=10,
+                    )
+                    continue
+                await stub.PollEvents(
+                    pb.PollEventsRequest(match_id=match_id, after_seq=view.as_of_seq, wait_ms=5000),
+                    metadata=md,
+                    timeout=10,
+                )
 
 
 def _free_port() -> int:
@@ -256,6 +416,8 @@ async def main(python: str, extra: list[str], replicas: int, tls: bool) -> None:
         pki = _make_pki(Path(tmp) / "pki") if tls else None
         if pki is not None:
             extra = [*_tls_flags(pki), *extra]
+        friends = Friends("")
+        extra = [*friends.flags(), *extra]
         try:
             if replicas > 1:
                 redis, url = await _start_redis(Path(tmp))
@@ -273,9 +435,10 @@ async def main(python: str, extra: list[str], replicas: int, tls: bool) -> None:
                 ports.append(port)
                 operator_ports.append(operator_port)
             port = ports[0]
+            friends.server = f"{HOST}:{port}"
             proxy = Proxy(ports)
             front = await asyncio.start_server(proxy.handle, HOST, 0)
-            ctl = await asyncio.start_server(lambda r, w: _control(proxy, r, w), HOST, 0)
+            ctl = await asyncio.start_server(lambda r, w: _control(proxy, friends, r, w), HOST, 0)
             front_port = front.sockets[0].getsockname()[1]
             ctl_port = ctl.sockets[0].getsockname()[1]
             ready: dict[str, object] = {
