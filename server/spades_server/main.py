@@ -23,10 +23,16 @@ from prometheus_client import start_http_server
 
 from . import calls
 from .allowance import SessionLimits
+from .gen.spades.v1 import lobby_pb2 as lpb
 from .gen.spades.v1 import spades_pb2 as pb
+from .lobby.assemble import start_lobby
+from .lobby.context import Settings
+from .lobby.seat_keys import SeatKeys
 from .matches import Registry
 from .metrics import observe_gc_pauses
-from .service import SpadesService, add_to_server
+from .players import player_auth
+from .rpc import add_to_server
+from .service import SpadesService
 from .store import Store
 from .store.memory import MemoryStore
 from .store.sqlite import SqliteStore
@@ -34,6 +40,12 @@ from .symbols import MethodAwarePool
 
 GC_GEN0_THRESHOLD = 20_000
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["SpadesService"].full_name
+LOBBY_SERVICE_NAME = lpb.DESCRIPTOR.services_by_name["LobbyService"].full_name
+BOT_LEVEL_NAMES = {
+    pb.BotLevel.Name(v).removeprefix("BOT_LEVEL_").lower(): v
+    for v in pb.BotLevel.values()
+    if v != pb.BOT_LEVEL_UNSPECIFIED
+}
 log = structlog.get_logger("spades.server")
 
 
@@ -280,6 +292,79 @@ OPTIONS = (
         "on SIGTERM, how long in-flight calls may take to finish",
         float,
     ),
+    # The lobby: tables, quick play, rematch (docs/lobby.md).
+    _Opt(
+        "--seat-token-key",
+        "SPADES_SEAT_TOKEN_KEY",
+        "",
+        "the key the seat tokens of tables are derived with (every replica the same); "
+        "empty: derived from the operator token",
+    ),
+    _Opt(
+        "--table-wait-seconds",
+        "SPADES_TABLE_WAIT_SECONDS",
+        "600",
+        "how long an opened table waits for players before bots fill it or it closes "
+        "(a table may ask for less)",
+        int,
+    ),
+    _Opt(
+        "--bot-level",
+        "SPADES_BOT_LEVEL",
+        "normal",
+        "the level of the bots that fill tables: random, easy, normal, hard or expert",
+    ),
+    _Opt(
+        "--quickplay-bot-wait-seconds",
+        "SPADES_QUICKPLAY_BOT_WAIT_SECONDS",
+        "20",
+        "how long a quick play ticket waits for other players before bots fill its table",
+        float,
+    ),
+    _Opt(
+        "--quickplay-turn-timer-ms",
+        "SPADES_QUICKPLAY_TURN_TIMER_MS",
+        "30000",
+        "the turn timer of quick play tables (0: none)",
+        int,
+    ),
+    _Opt(
+        "--party-wait-seconds",
+        "SPADES_PARTY_WAIT_SECONDS",
+        "120",
+        "how long a party's first player waits for the partner to ask too",
+        int,
+    ),
+    _Opt(
+        "--rematch-seconds",
+        "SPADES_REMATCH_SECONDS",
+        "60",
+        "how long a rematch waits for every human of the finished match to accept",
+        int,
+    ),
+    _Opt(
+        "--lobby-calls-per-second",
+        "SPADES_LOBBY_CALLS_PER_SECOND",
+        "5",
+        "lobby changes (open, join, leave, quick play, cancel) per player per second, "
+        "bursts of four times that",
+        float,
+    ),
+    _Opt(
+        "--table-seed",
+        "SPADES_TABLE_SEED",
+        "0",
+        "testing only: deal every table of the lobby from this seed (conformance scenarios "
+        "through the lobby); 0: a random seed per table, as players need",
+        int,
+    ),
+    _Opt(
+        "--max-waiting-tables",
+        "SPADES_MAX_WAITING_TABLES",
+        "100000",
+        "tables waiting for players (or being dealt) before OpenTable is refused",
+        int,
+    ),
     _Opt("--log-level", "SPADES_LOG_LEVEL", "info", "debug, info, warning or error"),
     # Player credentials (JWTs of the game's identity provider): docs/security.md.
     _Opt(
@@ -388,6 +473,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ):
         if getattr(args, flag) < 0:
             p.error(f"--{flag.replace('_', '-')} must be 0 or more")
+    _check_lobby(p, args)
     from .players import PlayerAuthConfigError, player_auth
 
     try:
@@ -395,6 +481,41 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     except PlayerAuthConfigError as e:
         p.error(str(e))
     return args
+
+
+def _check_lobby(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.bot_level not in BOT_LEVEL_NAMES:
+        p.error(f"--bot-level must be one of {', '.join(BOT_LEVEL_NAMES)}")
+    for flag in ("table_wait_seconds", "rematch_seconds", "party_wait_seconds"):
+        if not 1 <= getattr(args, flag) <= 86_400:
+            p.error(f"--{flag.replace('_', '-')} must be 1 to 86400")
+    if not 0 <= args.quickplay_bot_wait_seconds <= 3600:
+        p.error("--quickplay-bot-wait-seconds must be 0 to 3600")
+    if not 0 <= args.quickplay_turn_timer_ms <= 3_600_000:
+        p.error("--quickplay-turn-timer-ms must be 0 to 3600000")
+    if not args.lobby_calls_per_second > 0:
+        p.error("--lobby-calls-per-second must be more than 0")
+    if args.max_waiting_tables < 1:
+        p.error("--max-waiting-tables must be at least 1")
+    if not 0 <= args.table_seed < 2**63:
+        p.error("--table-seed must be 0 to 2**63-1")
+
+
+def lobby_settings(args: argparse.Namespace) -> Settings:
+    level = BOT_LEVEL_NAMES[args.bot_level]
+    return Settings(
+        table_wait_s=args.table_wait_seconds,
+        bot_level=level,
+        rematch_s=args.rematch_seconds,
+        quickplay_bot_wait_s=args.quickplay_bot_wait_seconds,
+        quickplay_bot_level=level,
+        quickplay_timer_ms=args.quickplay_turn_timer_ms,
+        party_wait_s=args.party_wait_seconds,
+        player_calls_per_second=args.lobby_calls_per_second,
+        poll_max_wait_ms=args.poll_max_wait_ms,
+        max_waiting_tables=args.max_waiting_tables,
+        table_seed=args.table_seed,
+    )
 
 
 def _check_tls(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -545,19 +666,27 @@ async def serve(args: argparse.Namespace) -> None:
         ),
         server,
     )
+    lobby = await start_lobby(
+        store,
+        registry,
+        player_auth(args),
+        SeatKeys.from_settings(args.seat_token_key, operator_token),
+        lobby_settings(args),
+    )
+    add_to_server(lobby.service, server, "LobbyService")
     health_servicer = health.aio.HealthServicer()
     calls.add_service(server, health_pb2.DESCRIPTOR.services_by_name["Health"], health_servicer)
     calls.add_service(
         server,
         reflection_pb2.DESCRIPTOR.services_by_name["ServerReflection"],
         reflection.aio.ReflectionServicer(
-            (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME),
+            (SERVICE_NAME, LOBBY_SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME),
             pool=MethodAwarePool(),  # duck-typed: the lookups reflection makes
         ),
     )
     port, operator_port = add_ports(server, args)
     await server.start()
-    for name in ("", SERVICE_NAME):
+    for name in ("", SERVICE_NAME, LOBBY_SERVICE_NAME):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
 
     metrics_url = "off"
@@ -592,8 +721,9 @@ async def serve(args: argparse.Namespace) -> None:
     await stop.wait()
 
     log.info("draining", grace_seconds=args.grace_seconds)
-    for name in ("", SERVICE_NAME):
+    for name in ("", SERVICE_NAME, LOBBY_SERVICE_NAME):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+    await lobby.close()  # no more matchmaking or sweeping here
     await registry.close()  # refuse new actions, end streams with UNAVAILABLE
     log.info("matches closed")
     await server.stop(args.grace_seconds)

@@ -3,6 +3,7 @@ the seat-token key, the settings; and the loop every change runs in."""
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -38,6 +39,9 @@ class Settings:
     player_calls_per_second: float = 5.0  # lobby changes per player (a burst of 4×)
     poll_max_wait_ms: int = 25_000
     max_waiting_tables: int = 100_000
+    # Testing only: every table is dealt from this seed (0: a random one each),
+    # so that a scenario through the lobby deals the same cards every run.
+    table_seed: int = 0
 
 
 @dataclass(slots=True)
@@ -47,6 +51,9 @@ class Context:
     registry: Registry
     seat_keys: SeatKeys
     settings: Settings
+
+    def new_seed(self) -> int:
+        return self.settings.table_seed or secrets.randbits(63)
 
     @staticmethod
     def now_ms() -> int:

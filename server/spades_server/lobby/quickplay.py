@@ -343,7 +343,7 @@ class QuickPlay:
             public=False,
             timer_ms=ctx.settings.quickplay_timer_ms,
             bot_level=level,
-            seed=secrets.randbits(63),
+            seed=self.ctx.new_seed(),
             tickets=plan.tickets,
         )
         tx = Tx(expect={table_key(doc.id): 0})

@@ -53,7 +53,7 @@ class Rematches:
                 if all(s.accepted for s in doc.seats if s.state == PLAYER):
                     doc.state = STARTING
                     doc.deadline_ms = ctx.now_ms() + ctx.settings.start_lease_ms
-                    doc.seed = secrets.randbits(63)
+                    doc.seed = self.ctx.new_seed()
             self.tables.write(tx, doc, version)
             return tx, (doc, version + 1)
 

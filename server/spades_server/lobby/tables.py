@@ -409,7 +409,7 @@ class Tables:
     def _begin_start(self, doc: TableDoc, now: int) -> None:
         doc.state = STARTING
         doc.deadline_ms = now + self.ctx.settings.start_lease_ms
-        doc.seed = secrets.randbits(63)
+        doc.seed = self.ctx.new_seed()
 
     def _close(self, doc: TableDoc, reason: str, tx: Tx) -> None:
         doc.state = CLOSED
