@@ -4,7 +4,7 @@
 # server started by clients/conformance/serve.py.
 TS_DIR := clients/typescript
 TS_INSTALLED := $(TS_DIR)/node_modules/.installed
-TS_GEN := $(TS_DIR)/src/gen/spades/v1/spades_pb.ts
+TS_GEN := $(TS_DIR)/src/gen/spades/v1/spades_pb.ts $(TS_DIR)/src/gen/spades/v1/lobby_pb.ts
 TS_BUILT := $(TS_DIR)/dist/.built
 TS_SOURCES := $(wildcard $(TS_DIR)/src/*.ts $(TS_DIR)/test/*.ts $(TS_DIR)/examples/*.ts) $(TS_DIR)/tsconfig.json
 TS_ENV := SPADES_PYTHON=$(abspath $(PYTHON))
@@ -20,7 +20,9 @@ $(TS_INSTALLED): $(TS_DIR)/package-lock.json $(TS_DIR)/package.json
 	cd $(TS_DIR) && npm ci --no-audit --no-fund
 	touch $@
 
-$(TS_GEN): $(PROTO) $(TS_DIR)/scripts/generate.mjs $(TS_INSTALLED) $(INSTALLED)
+# One run of generate.mjs makes both files (a grouped target: made once, and
+# again when any file of $(PROTO), spades.proto or lobby.proto, changes).
+$(TS_GEN) &: $(PROTO) $(TS_DIR)/scripts/generate.mjs $(TS_INSTALLED) $(INSTALLED)
 	cd $(TS_DIR) && $(TS_ENV) node scripts/generate.mjs
 
 $(TS_BUILT): $(TS_GEN) $(TS_SOURCES)

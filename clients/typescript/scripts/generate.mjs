@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Generates src/gen/ from the project's proto/ (and google/rpc/error_details.proto,
+// Generates src/gen/ from the project's proto/ (spades/v1/spades.proto and
+// spades/v1/lobby.proto; and google/rpc/error_details.proto,
 // for the ErrorInfo and BadRequest details of refusals) with protoc-gen-es from
 // node_modules, run by the protoc of grpcio-tools in the project's Python venv.
 // Nothing here is committed: src/gen/ is made again on every build.
@@ -52,6 +53,7 @@ execFileSync(
     `--es_out=${out}`,
     "--es_opt=target=ts,import_extension=js",
     "spades/v1/spades.proto",
+    "spades/v1/lobby.proto",
     "google/rpc/error_details.proto",
   ],
   { stdio: "inherit" },
