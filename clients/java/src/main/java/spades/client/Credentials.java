@@ -2,7 +2,10 @@ package spades.client;
 
 import io.grpc.Metadata;
 
-/** The {@code authorization: Bearer <secret>} header every credential travels in. */
+/**
+ * The {@code authorization: Bearer <secret>} header every credential travels in: the operator
+ * token, a seat or spectator token, or a player credential (a JWT).
+ */
 final class Credentials {
   static final Metadata.Key<String> AUTHORIZATION =
       Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER);
@@ -13,5 +16,10 @@ final class Credentials {
     Metadata headers = new Metadata();
     headers.put(AUTHORIZATION, "Bearer " + secret);
     return headers;
+  }
+
+  /** {@link #bearer}, or no header at all for a null or empty secret (the server says which). */
+  static Metadata bearerOrNone(String secret) {
+    return secret == null || secret.isEmpty() ? new Metadata() : bearer(secret);
   }
 }

@@ -1,6 +1,11 @@
 package spades.client;
 
+import io.grpc.Status;
+import java.time.Duration;
 import java.util.UUID;
+import spades.v1.Lobby.RematchRequest;
+import spades.v1.Lobby.RematchResponse;
+import spades.v1.Lobby.TableState;
 import spades.v1.Spades.Action;
 import spades.v1.Spades.ClaimSeatRequest;
 import spades.v1.Spades.ClaimSeatResponse;
@@ -13,7 +18,9 @@ import spades.v1.SpadesServiceGrpc.SpadesServiceBlockingStub;
 
 /**
  * One seat of one match, acting with its seat token: claim or leave the seat, read its view, act,
- * and open a {@link SeatSession} (the {@code Play} call) for its events and actions.
+ * open a {@link SeatSession} (the {@code Play} call) for its events and actions, and, once the
+ * match is over, ask for a {@link #rematch() rematch}. The token may come from {@code
+ * CreateMatch} or from the lobby (a table, quick play, a rematch): they play alike.
  *
  * <p>Calls block for at most the client's default deadline and throw {@link SpadesException}.
  */
@@ -144,5 +151,112 @@ public final class SeatClient {
     SeatSession s = new SeatSession(client, matchId, token, afterSeq, listener);
     s.start();
     return s;
+  }
+
+  // -- rematch ---------------------------------------------------------------------------------
+
+  /**
+   * Asks for a rematch of this seat's finished match, with the same seats (its seat token is the
+   * credential: no player credential is needed). The first seat to ask opens the rematch; each
+   * human seat's call accepts it and gets that seat's token for the new match, which is dealt
+   * once every human seat has accepted; unless all accept in time it closes ({@code close_reason}
+   * "expired", or "declined"). Answers at once. Retried after a dropped connection (accepting
+   * twice is accepting).
+   *
+   * @return the rematch table ({@code WAITING}, or {@code STARTED} once all accepted), this
+   *     seat's number and its token for the new match
+   * @throws SpadesException if refused ({@code MATCH_NOT_OVER}, {@code UNAUTHENTICATED}, ...)
+   */
+  public RematchResponse rematch() {
+    return rematch(0, Duration.ZERO);
+  }
+
+  /**
+   * Accepts the rematch as a long poll: at once if the rematch table's version is past {@code
+   * afterVersion}, else as soon as it changes, or as it is once {@code wait} has passed.
+   *
+   * @param afterVersion the rematch table's version last seen (0: answer at once)
+   * @param wait how long to wait for a change
+   * @return the rematch table, this seat's number and its token for the new match
+   * @throws SpadesException if refused
+   */
+  public RematchResponse rematch(long afterVersion, Duration wait) {
+    return rematch(
+        RematchRequest.newBuilder()
+            .setMatchId(rematchOf())
+            .setAfterVersion(afterVersion)
+            .setWaitMs(LobbyClient.waitMs(wait))
+            .build());
+  }
+
+  /**
+   * Declines the rematch: it closes for every seat ({@code close_reason} "declined").
+   *
+   * @return the rematch table, {@code CLOSED} (or as it was, if it had started or closed already)
+   * @throws SpadesException if refused
+   */
+  public RematchResponse declineRematch() {
+    return rematch(RematchRequest.newBuilder().setMatchId(rematchOf()).setDecline(true).build());
+  }
+
+  /**
+   * Accepts the rematch and waits (long polls) until every human seat has accepted and the new
+   * match is dealt; {@link #rematchSeat} then plays it.
+   *
+   * @param timeout how long to wait at most
+   * @return the rematch, {@code STARTED}
+   * @throws SpadesException if refused; {@code FAILED_PRECONDITION TABLE_CLOSED} (made by this
+   *     client, domain {@code spades.client}, metadata {@code close_reason}) if the rematch
+   *     closed instead; {@code DEADLINE_EXCEEDED} if it did not start in time
+   */
+  public RematchResponse awaitRematch(Duration timeout) {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    RematchResponse r = rematch();
+    while (r.getTable().getState() != TableState.TABLE_STATE_STARTED) {
+      if (r.getTable().getState() == TableState.TABLE_STATE_CLOSED) {
+        throw LobbyStream.clientError(
+            Status.Code.FAILED_PRECONDITION,
+            "TABLE_CLOSED",
+            "the rematch of " + rematchOf() + " closed: " + r.getTable().getCloseReason(),
+            "table_id",
+            r.getTable().getTableId(),
+            "close_reason",
+            r.getTable().getCloseReason());
+      }
+      Duration left = Duration.ofNanos(deadline - System.nanoTime());
+      if (left.isNegative() || left.isZero()) {
+        throw LobbyStream.clientError(
+            Status.Code.DEADLINE_EXCEEDED,
+            "",
+            "the rematch of " + rematchOf() + " did not start within " + timeout);
+      }
+      Duration slice = left.compareTo(Duration.ofSeconds(20)) < 0 ? left : Duration.ofSeconds(20);
+      r = rematch(r.getTable().getVersion(), slice);
+    }
+    return r;
+  }
+
+  /**
+   * This seat in the rematch's new match (the rematch table's id is the new match's id).
+   *
+   * @param rematch what {@link #rematch()} or {@link #awaitRematch} answered
+   * @return the seat
+   */
+  public SeatClient rematchSeat(RematchResponse rematch) {
+    return client.seat(rematch.getTable().getTableId(), rematch.getSeatToken());
+  }
+
+  private RematchResponse rematch(RematchRequest request) {
+    Duration wait = Duration.ofMillis(request.getWaitMs());
+    return client.retrying(() -> client.lobbyStub(token, wait).rematch(request));
+  }
+
+  /** The finished match's id: this seat's, or the token's own. */
+  private String rematchOf() {
+    if (!matchId.isEmpty()) {
+      return matchId;
+    }
+    int dot = token.indexOf('.');
+    return dot > 0 ? token.substring(0, dot) : "";
   }
 }

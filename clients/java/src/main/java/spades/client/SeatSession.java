@@ -13,14 +13,11 @@ import java.util.Objects;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.Executor;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 import spades.v1.Spades.Action;
 import spades.v1.Spades.ActionResult;
 import spades.v1.Spades.MatchEvent;
@@ -47,7 +44,6 @@ import spades.v1.SpadesServiceGrpc;
  * thread-safe.
  */
 public final class SeatSession implements AutoCloseable {
-  private static final Logger log = Logger.getLogger(SeatSession.class.getName());
   private static final Object END = new Object();
   /** A call that stayed open this long counts as a success even if it never answered. */
   private static final long HEALTHY_CALL_NANOS = TimeUnit.SECONDS.toNanos(10);
@@ -566,51 +562,6 @@ public final class SeatSession implements AutoCloseable {
         call.cancel("cancelled by the client", null);
       } else {
         finishLocked(null);
-      }
-    }
-  }
-
-  /** Runs tasks one at a time, in order, on another executor. */
-  private static final class SerialExecutor implements Executor {
-    private final Executor delegate;
-    private final ArrayDeque<Runnable> tasks = new ArrayDeque<>();
-    private boolean running;
-
-    SerialExecutor(Executor delegate) {
-      this.delegate = delegate;
-    }
-
-    @Override
-    public void execute(Runnable task) {
-      synchronized (tasks) {
-        tasks.add(task);
-        if (running) {
-          return;
-        }
-        running = true;
-      }
-      try {
-        delegate.execute(this::drain);
-      } catch (RejectedExecutionException e) {
-        drain(); // the client is closing: run here
-      }
-    }
-
-    private void drain() {
-      while (true) {
-        Runnable next;
-        synchronized (tasks) {
-          next = tasks.poll();
-          if (next == null) {
-            running = false;
-            return;
-          }
-        }
-        try {
-          next.run();
-        } catch (RuntimeException e) {
-          log.log(Level.WARNING, "a session callback threw", e);
-        }
       }
     }
   }

@@ -35,11 +35,14 @@ import spades.v1.Spades.ReissueSeatTokenResponse;
 import spades.v1.Spades.SetSpectatorsRequest;
 import spades.v1.Spades.SetSpectatorsResponse;
 import spades.v1.Spades.Spectators;
+import spades.v1.LobbyServiceGrpc;
+import spades.v1.LobbyServiceGrpc.LobbyServiceBlockingStub;
 import spades.v1.SpadesServiceGrpc;
 import spades.v1.SpadesServiceGrpc.SpadesServiceBlockingStub;
 
 /**
- * A client of one Spades server: the operator's calls, and {@link #seat seats} to play.
+ * A client of one Spades server: the operator's calls, {@link #seat seats} to play, and {@link
+ * #lobby the lobby} of a player (tables, invitations, quick play).
  *
  * <pre>{@code
  * try (SpadesClient client = SpadesClient.builder("127.0.0.1:50051")
@@ -66,6 +69,7 @@ public final class SpadesClient implements AutoCloseable {
   private final ScheduledExecutorService scheduler;
   private final ExecutorService callbackExecutor;
   private final Set<SeatSession> sessions = ConcurrentHashMap.newKeySet();
+  private final Set<LobbyStream<?>> streams = ConcurrentHashMap.newKeySet();
 
   private SpadesClient(Builder b, ManagedChannel channel, boolean ownsChannel) {
     this.channel = channel;
@@ -337,6 +341,34 @@ public final class SpadesClient implements AutoCloseable {
   }
 
   /**
+   * The lobby as one player sees it ({@code spades.v1.LobbyService}): tables, invitations, quick
+   * play. Every call sends {@code playerCredential}, the JWT the game's identity provider signed
+   * for the player ({@code authorization: Bearer <jwt>}); the client never makes one. A refused
+   * credential is {@code UNAUTHENTICATED} with a reason ({@code CREDENTIAL_EXPIRED}, {@code
+   * BAD_SIGNATURE}, ..., {@code CREDENTIAL_REQUIRED} for an empty one, which sends no header).
+   *
+   * @param playerCredential the player's credential
+   * @return the player's lobby
+   */
+  public LobbyClient lobby(String playerCredential) {
+    Objects.requireNonNull(playerCredential, "playerCredential");
+    return new LobbyClient(this, () -> playerCredential);
+  }
+
+  /**
+   * The lobby of a player whose credential changes: {@code playerCredential} is asked before
+   * every call, every retry and every reconnection of a stream, so it can hand out a fresh JWT
+   * once the old one is about to expire. It is called on the calling thread or on one of the
+   * client's, and should answer quickly (a cached token).
+   *
+   * @param playerCredential gives the player's current credential
+   * @return the player's lobby
+   */
+  public LobbyClient lobby(Supplier<String> playerCredential) {
+    return new LobbyClient(this, Objects.requireNonNull(playerCredential, "playerCredential"));
+  }
+
+  /**
    * Creates a match (operator).
    *
    * @param request the match to create
@@ -430,6 +462,17 @@ public final class SpadesClient implements AutoCloseable {
         .withDeadlineAfter(deadline.toNanos(), TimeUnit.NANOSECONDS);
   }
 
+  /**
+   * The lobby's blocking stub sending {@code secret} (none if empty), with the default deadline
+   * plus {@code wait} (a long poll's).
+   */
+  LobbyServiceBlockingStub lobbyStub(String secret, Duration wait) {
+    return LobbyServiceGrpc.newBlockingStub(channel)
+        .withInterceptors(
+            MetadataUtils.newAttachHeadersInterceptor(Credentials.bearerOrNone(secret)))
+        .withDeadlineAfter(deadline.plus(wait).toNanos(), TimeUnit.NANOSECONDS);
+  }
+
   CallOptions playCallOptions() {
     return CallOptions.DEFAULT;
   }
@@ -452,6 +495,14 @@ public final class SpadesClient implements AutoCloseable {
 
   void ended(SeatSession session) {
     sessions.remove(session);
+  }
+
+  void opened(LobbyStream<?> stream) {
+    streams.add(stream);
+  }
+
+  void ended(LobbyStream<?> stream) {
+    streams.remove(stream);
   }
 
   /** Runs one call, turning its failure into a SpadesException. */
@@ -487,13 +538,16 @@ public final class SpadesClient implements AutoCloseable {
   }
 
   /**
-   * Cancels the sessions still open, stops the client's timers and, if the client made its
+   * Cancels the sessions and lobby streams still open, stops the client's timers and, if the client made its
    * channel, shuts the channel down. Waits up to 5 s for calls to finish.
    */
   @Override
   public void close() {
     for (SeatSession s : sessions) {
       s.cancel();
+    }
+    for (LobbyStream<?> s : streams) {
+      s.close();
     }
     scheduler.shutdownNow();
     callbackExecutor.shutdown();
