@@ -7,7 +7,8 @@ PY_CLIENT := clients/python
 # spades_server): every client's tests read it.
 export SPADES_PYTHON ?= $(CURDIR)/$(PYTHON)
 PY_CLIENT_STAMP := $(VENV)/.spades-client-installed
-PY_CLIENT_STUBS := $(PY_CLIENT)/src/spades_client/_gen/spades/v1/spades_pb2.py
+PY_CLIENT_GEN := $(PY_CLIENT)/src/spades_client/_gen/spades/v1
+PY_CLIENT_STUBS := $(PY_CLIENT_GEN)/spades_pb2.py $(PY_CLIENT_GEN)/lobby_pb2.py
 
 .PHONY: install-client-python test-client-python lint-client-python
 
@@ -24,7 +25,9 @@ $(PY_CLIENT_STAMP): $(PY_CLIENT)/pyproject.toml $(INSTALLED)
 	$(PYTHON) -m pip install -q --disable-pip-version-check -e '$(PY_CLIENT)[dev,terminal,terminal-dev]'
 	touch $@
 
-$(PY_CLIENT_STUBS): $(PROTO) $(PY_CLIENT)/generate.py $(PY_CLIENT_STAMP)
+# One run of generate.py makes every stub ($(PROTO): spades.proto and
+# lobby.proto); a grouped target, so that make runs it once for both.
+$(PY_CLIENT_STUBS) &: $(PROTO) $(PY_CLIENT)/generate.py $(PY_CLIENT_STAMP)
 	$(PYTHON) $(PY_CLIENT)/generate.py
 
 # The conformance runner and the client's tests, against servers started by

@@ -3,10 +3,13 @@
 
     python clients/python/generate.py [--proto-root DIR]
 
-Needs grpcio-tools and mypy-protobuf (the package's ``dev`` extra). The stubs
-are never committed: they are made from the proto, so they cannot drift. Their
-imports are rewritten from ``spades.v1`` to ``spades_client._gen.spades.v1``,
-so that they do not collide with any other copy of the same proto's modules.
+Both protos of spades.v1: spades.proto (SpadesService) and lobby.proto
+(LobbyService, which imports spades.proto). Needs grpcio-tools and
+mypy-protobuf (the package's ``dev`` extra). The stubs are never committed:
+they are made from the protos, so they cannot drift. Their imports are
+rewritten from ``spades.v1`` to ``spades_client._gen.spades.v1``
+(lobby_pb2's import of spades_pb2 too), so that they do not collide with any
+other copy of the same proto's modules.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 GEN = HERE / "src" / "spades_client" / "_gen"
-PROTO = "spades/v1/spades.proto"
+PROTOS = ("spades/v1/spades.proto", "spades/v1/lobby.proto")
 _IMPORTS = (
     (re.compile(r"^from spades\.v1 import", re.M), "from spades_client._gen.spades.v1 import"),
     (re.compile(r"^import spades\.v1\.", re.M), "import spades_client._gen.spades.v1."),
@@ -32,8 +35,9 @@ def generate(proto_root: Path, out: Path = GEN) -> None:
 
     well_known = Path(grpc_tools.__file__).parent / "_proto"  # google/protobuf/*.proto
 
-    if not (proto_root / PROTO).is_file():
-        raise SystemExit(f"{proto_root / PROTO} not found")
+    for proto in PROTOS:
+        if not (proto_root / proto).is_file():
+            raise SystemExit(f"{proto_root / proto} not found")
     bindir = Path(sys.executable).parent
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -48,7 +52,7 @@ def generate(proto_root: Path, out: Path = GEN) -> None:
         f"--grpc_python_out={tmp}",
         f"--mypy_out=quiet:{tmp}",
         f"--mypy_grpc_out=quiet:{tmp}",
-        PROTO,
+        *PROTOS,
     ]
     if protoc.main(args) != 0:
         raise SystemExit("protoc failed")
