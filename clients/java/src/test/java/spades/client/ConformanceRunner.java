@@ -13,6 +13,14 @@ import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import spades.v1.Lobby.OpenTableRequest;
+import spades.v1.Lobby.OpenTableResponse;
+import spades.v1.Lobby.Placement;
+import spades.v1.Lobby.Table;
+import spades.v1.Lobby.TableSeat;
+import spades.v1.Lobby.TableVisibility;
+import spades.v1.Lobby.Ticket;
+import spades.v1.Lobby.TicketState;
 import spades.v1.Spades.Action;
 import spades.v1.Spades.ActionResult;
 import spades.v1.Spades.Card;
@@ -20,12 +28,15 @@ import spades.v1.Spades.CreateMatchResponse;
 import spades.v1.Spades.MatchEvent;
 import spades.v1.Spades.Phase;
 import spades.v1.Spades.PlayCardAction;
+import spades.v1.Spades.Ruleset;
 import spades.v1.Spades.SeatView;
 
 /**
  * Runs one scenario of clients/conformance/ (README.md there) with the wrapper, and returns its
  * transcript: the events received on the session (up to the one that ended the last play step),
- * then the outcomes of the steps.
+ * then the outcomes of the steps. A scenario with {@code lobby} instead of {@code create} (the
+ * lobby scenario) gets its credential from serve.py, reaches its seat through quick play with a
+ * friend serve.py drives, then opens an invite-only table the friend joins by its code.
  */
 final class ConformanceRunner {
   /** The longest any one wait may take (an event, a result, a turn). */
@@ -35,8 +46,18 @@ final class ConformanceRunner {
   private final Harness harness;
   private final JsonObject scenario;
 
+  private String matchId;
   private SeatClient seat;
   private SeatSession session;
+  // The lobby scenario's: its spec, the two players, the rules, the client's lobby, its ticket
+  // and the invite-only table it opened.
+  private JsonObject lobbySpec;
+  private String me;
+  private String friend;
+  private Ruleset ruleset;
+  private LobbyClient lobby;
+  private Ticket ticket;
+  private OpenTableResponse opened;
   private final List<String> eventLines = new ArrayList<>();
   private final List<String> outcomeLines = new ArrayList<>();
   /** Where each kind's events are in eventLines. */
@@ -53,23 +74,32 @@ final class ConformanceRunner {
 
   /** The transcript, one line each, without the newlines. */
   List<String> run() throws Exception {
-    CreateMatchResponse created =
-        client.createMatch(ProtoJson.createMatchRequest(scenario.getAsJsonObject("create")));
-    int seatNumber = scenario.get("seat").getAsInt();
-    String token = null;
-    for (var t : created.getSeatTokensList()) {
-      if (t.getSeat() == seatNumber) {
-        token = t.getToken();
+    if (scenario.has("lobby")) {
+      // Through the lobby: the seat comes from quick play (await_placement).
+      lobbySpec = scenario.getAsJsonObject("lobby");
+      me = lobbySpec.get("me").getAsString();
+      friend = lobbySpec.get("friend").getAsString();
+      ruleset = ProtoJson.ruleset(lobbySpec.getAsJsonObject("ruleset"));
+      lobby = client.lobby(harness.credential(me, "Me"));
+    } else {
+      CreateMatchResponse created =
+          client.createMatch(ProtoJson.createMatchRequest(scenario.getAsJsonObject("create")));
+      int seatNumber = scenario.get("seat").getAsInt();
+      String token = null;
+      for (var t : created.getSeatTokensList()) {
+        if (t.getSeat() == seatNumber) {
+          token = t.getToken();
+        }
       }
+      if (token == null) {
+        throw new IllegalStateException("no seat token for seat " + seatNumber);
+      }
+      matchId = created.getMatch().getMatchId();
+      seat = client.seat(matchId, token);
     }
-    if (token == null) {
-      throw new IllegalStateException("no seat token for seat " + seatNumber);
-    }
-    String matchId = created.getMatch().getMatchId();
-    seat = client.seat(matchId, token);
     try {
       for (JsonElement s : scenario.getAsJsonArray("steps")) {
-        step(s.getAsJsonObject(), matchId);
+        step(s.getAsJsonObject());
       }
     } finally {
       if (session != null) {
@@ -82,7 +112,7 @@ final class ConformanceRunner {
     return lines;
   }
 
-  private void step(JsonObject step, String matchId) throws Exception {
+  private void step(JsonObject step) throws Exception {
     String what = step.get("do").getAsString();
     switch (what) {
       case "claim_wrong_token":
@@ -144,9 +174,108 @@ final class ConformanceRunner {
       case "close":
         session.close(WAIT); // a half-closed Play call stays open: this cancels it
         break;
+      case "friend_quickplay":
+        {
+          JsonObject request = new JsonObject();
+          request.addProperty("do", "quickplay");
+          request.addProperty("playerId", friend);
+          request.addProperty("partner", me);
+          request.add("ruleset", lobbySpec.get("ruleset"));
+          Map<String, Object> o = Json.object("step", what);
+          o.put("state", harness.friend(request).get("state").getAsString());
+          outcome(o);
+          break;
+        }
+      case "quickplay":
+        {
+          ticket = lobby.quickPlay(ruleset, friend);
+          Map<String, Object> o = Json.object("step", what);
+          o.put("state", ticket.getState().name());
+          List<Object> ids = Json.array();
+          ids.addAll(ticket.getPlayerIdsList());
+          o.put("playerIds", ids);
+          outcome(o);
+          break;
+        }
+      case "await_placement":
+        {
+          Placement placement = lobby.awaitPlacement(ticket, WAIT);
+          matchId = placement.getMatchId();
+          seat = lobby.seat(placement);
+          Integer partnerSeat = null;
+          for (TableSeat s : placement.getTable().getSeatsList()) {
+            if (s.getPlayerId().equals(friend)) {
+              partnerSeat = s.getSeat();
+            }
+          }
+          if (partnerSeat == null) {
+            throw new AssertionError("the friend is not at the placed table: " + placement);
+          }
+          Map<String, Object> o = Json.object("step", what);
+          o.put("state", TicketState.TICKET_STATE_PLACED.name());
+          o.put("seat", placement.getSeat());
+          o.put("partnerSeat", partnerSeat);
+          o.put("kind", placement.getTable().getKind().name());
+          o.put("seats", seatStates(placement.getTable()));
+          outcome(o);
+          break;
+        }
+      case "open_invite_table":
+        {
+          opened =
+              lobby.openTable(
+                  OpenTableRequest.newBuilder()
+                      .setRuleset(ruleset)
+                      .addBotSeats(1)
+                      .addBotSeats(3)
+                      .setVisibility(TableVisibility.TABLE_VISIBILITY_INVITE_ONLY)
+                      .build());
+          Map<String, Object> o = Json.object("step", what);
+          o.put("seat", opened.getSeat());
+          o.put("state", opened.getTable().getState().name());
+          o.put("visibility", opened.getTable().getVisibility().name());
+          String code = opened.getTable().getInviteCode();
+          o.put("inviteCodeLength", code.codePointCount(0, code.length()));
+          outcome(o);
+          break;
+        }
+      case "friend_join_by_code":
+        {
+          JsonObject request = new JsonObject();
+          request.addProperty("do", "join");
+          request.addProperty("playerId", friend);
+          request.addProperty("code", opened.getTable().getInviteCode());
+          request.addProperty("seat", 2);
+          JsonObject answer = harness.friend(request);
+          Map<String, Object> o = Json.object("step", what);
+          o.put("seat", answer.get("seat").getAsInt());
+          o.put("state", answer.get("state").getAsString());
+          outcome(o);
+          break;
+        }
+      case "await_start":
+        {
+          Table table = lobby.awaitStart(opened.getTable(), WAIT);
+          SeatView view = client.seat(table.getMatchId(), opened.getSeatToken()).getView();
+          Map<String, Object> o = Json.object("step", what);
+          o.put("state", table.getState().name());
+          o.put("seats", seatStates(table));
+          o.put("viewSeat", view.getSeat());
+          outcome(o);
+          break;
+        }
       default:
         throw new IllegalArgumentException("unknown step " + what);
     }
+  }
+
+  /** Each seat's state by name, in the table's order. */
+  private static List<Object> seatStates(Table table) {
+    List<Object> states = Json.array();
+    for (TableSeat s : table.getSeatsList()) {
+      states.add(s.getState().name());
+    }
+    return states;
   }
 
   /**

@@ -6,6 +6,7 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
+import java.io.OutputStream;
 import java.net.HttpURLConnection;
 import java.net.URL;
 import java.nio.charset.StandardCharsets;
@@ -137,6 +138,44 @@ final class Harness implements AutoCloseable {
     if (code != 200) {
       throw new IOException("POST /cut answered " + code);
     }
+  }
+
+  /**
+   * POST {control}/credential: a player credential (a JWT, valid 10 minutes) that the server
+   * trusts, for {@code playerId} shown as {@code name}.
+   */
+  String credential(String playerId, String name) throws IOException {
+    JsonObject body = new JsonObject();
+    body.addProperty("playerId", playerId);
+    body.addProperty("name", name);
+    return postJson("/credential", body).get("credential").getAsString();
+  }
+
+  /** POST {control}/friend: serve.py drives a second player (the conformance README). */
+  JsonObject friend(JsonObject request) throws IOException {
+    return postJson("/friend", request);
+  }
+
+  /** POST {control}{path} with a JSON body; its JSON answer, or an IOException with its error. */
+  JsonObject postJson(String path, JsonObject body) throws IOException {
+    HttpURLConnection c = (HttpURLConnection) new URL(control + path).openConnection();
+    c.setRequestMethod("POST");
+    c.setDoOutput(true);
+    c.setConnectTimeout(5000);
+    c.setReadTimeout(30000);
+    c.setRequestProperty("Content-Type", "application/json");
+    try (OutputStream out = c.getOutputStream()) {
+      out.write(body.toString().getBytes(StandardCharsets.UTF_8));
+    }
+    int code = c.getResponseCode();
+    String text;
+    try (InputStream in = code == 200 ? c.getInputStream() : c.getErrorStream()) {
+      text = in == null ? "" : new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    }
+    if (code != 200) {
+      throw new IOException("POST " + path + " answered " + code + ": " + text);
+    }
+    return JsonParser.parseString(text).getAsJsonObject();
   }
 
   @Override

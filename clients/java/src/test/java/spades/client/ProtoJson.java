@@ -376,7 +376,7 @@ final class ProtoJson {
     }
   }
 
-  // -- reading (a scenario's `create`) -------------------------------------------------------
+  // -- reading (a scenario's `create`, or its lobby's `ruleset`) ------------------------------
 
   /** A CreateMatchRequest from its proto3 JSON; an unknown field is an error. */
   static CreateMatchRequest createMatchRequest(JsonObject json) {
@@ -408,7 +408,8 @@ final class ProtoJson {
     return b.build();
   }
 
-  private static Ruleset ruleset(JsonObject json) {
+  /** A Ruleset from its proto3 JSON (a lobby scenario's {@code ruleset}); unknown fields fail. */
+  static Ruleset ruleset(JsonObject json) {
     Ruleset.Builder b = Ruleset.newBuilder();
     for (Map.Entry<String, JsonElement> f : json.entrySet()) {
       JsonElement v = f.getValue();

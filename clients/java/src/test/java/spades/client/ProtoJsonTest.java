@@ -2,6 +2,7 @@ package spades.client;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import com.google.protobuf.MessageLite;
 import java.io.BufferedReader;
@@ -69,8 +70,9 @@ class ProtoJsonTest {
           "for line in sys.stdin:",
           "    kind, _, data = line.rstrip('\\n').partition(' ')",
           "    raw = base64.b64decode(data)",
-          "    if kind == 'create':",
-          "        msg = json_format.Parse(raw.decode('utf-8'), pb.CreateMatchRequest())",
+          "    if kind in ('create', 'ruleset'):",
+          "        into = pb.CreateMatchRequest() if kind == 'create' else pb.Ruleset()",
+          "        msg = json_format.Parse(raw.decode('utf-8'), into)",
           "        print(base64.b64encode(msg.SerializeToString()).decode(), flush=True)",
           "        continue",
           "    msg = getattr(pb, kind).FromString(raw)",
@@ -259,25 +261,45 @@ class ProtoJsonTest {
     assertEquals(python(requests), ours);
   }
 
+  /** Each scenario's {@code create} (a CreateMatchRequest), or its {@code lobby.ruleset}. */
   @Test
   void readsScenariosAsJsonFormatParses() throws Exception {
     List<String> requests = new ArrayList<>();
     List<String> ours = new ArrayList<>();
     for (Path file : ConformanceTest.scenarios()) {
-      String create =
+      JsonObject scenario =
           JsonParser.parseString(Files.readString(file, StandardCharsets.UTF_8))
-              .getAsJsonObject()
-              .get("create")
-              .toString();
+              .getAsJsonObject();
+      boolean lobby = scenario.has("lobby");
+      JsonObject json =
+          lobby
+              ? scenario.getAsJsonObject("lobby").getAsJsonObject("ruleset")
+              : scenario.getAsJsonObject("create");
       requests.add(
-          "create "
-              + Base64.getEncoder().encodeToString(create.getBytes(StandardCharsets.UTF_8)));
-      ours.add(
-          Base64.getEncoder()
-              .encodeToString(
-                  ProtoJson.createMatchRequest(JsonParser.parseString(create).getAsJsonObject())
-                      .toByteArray()));
+          (lobby ? "ruleset " : "create ")
+              + Base64.getEncoder()
+                  .encodeToString(json.toString().getBytes(StandardCharsets.UTF_8)));
+      MessageLite parsed =
+          lobby ? ProtoJson.ruleset(json) : ProtoJson.createMatchRequest(json);
+      ours.add(Base64.getEncoder().encodeToString(parsed.toByteArray()));
     }
+    // Every option of a Ruleset, too, as the lobby's requests would carry it.
+    String options =
+        "{\"preset\":\"classic\",\"target_score\":1,\"noMercyScore\":true,"
+            + "\"bagRule\":\"BAG_RULE_OFF\",\"blindNil\":true,\"blindNilDeficit\":100,"
+            + "\"blindNilExchange\":2,\"firstLead\":1,\"nilAllowed\":true,"
+            + "\"setPenalty\":\"SET_PENALTY_ZERO\",\"partnerships\":true,"
+            + "\"jokers\":true,\"players\":4,\"thirteenBid\":true,\"scoring\":1,"
+            + "\"spadesBroken\":1,\"blindNilExchangeOptional\":true,\"suicide\":false,"
+            + "\"auctionTrump\":true,\"deucesHigh\":true,\"mercyScore\":-200}";
+    requests.add(
+        "ruleset "
+            + Base64.getEncoder().encodeToString(options.getBytes(StandardCharsets.UTF_8)));
+    ours.add(
+        Base64.getEncoder()
+            .encodeToString(
+                ProtoJson.ruleset(JsonParser.parseString(options).getAsJsonObject())
+                    .toByteArray()));
     assertEquals(python(requests), ours);
   }
 
