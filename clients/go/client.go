@@ -1,6 +1,8 @@
 // Package spades is a client of the Spades match service (spades.v1): operator
 // calls, a seat's calls, and a seat's Session on the bidirectional Play call,
-// which resumes by itself after a dropped connection.
+// which resumes by itself after a dropped connection; and the lobby
+// (LobbyService: tables, invitations, quick play, rematch) with a player
+// credential.
 //
 //	c, err := spades.Dial("localhost:50051", spades.WithPlaintext(), spades.WithOperatorToken(op))
 //	created, err := c.CreateMatch(ctx, &spadesv1.CreateMatchRequest{...})
@@ -9,6 +11,14 @@
 //	session, err := seat.Open(ctx, 0)
 //	ev, err := session.Next(ctx)                 // events in sequence order
 //	res, err := session.Act(ctx, action)         // waits for the ActionResult
+//
+// A player (a JWT from the game's identity provider) finds a seat in the
+// lobby, and its seat token plays as one from CreateMatch does:
+//
+//	player := c.Player(jwt)
+//	ticket, err := player.QuickPlay(ctx, nil)    // classic rules
+//	placement, err := player.AwaitPlacement(ctx, ticket.GetTicketId())
+//	session, err := c.Seat(placement.GetSeatToken()).Open(ctx, 0)
 //
 // Refusals are *Error values (errors.As) with the gRPC code, the ErrorInfo
 // reason and rule, and the field violations. The generated messages and stubs
@@ -42,9 +52,10 @@ const DefaultCallTimeout = 10 * time.Second
 // Client is a connection to a spades server. It is safe for concurrent use;
 // one Client can serve many seats and sessions.
 type Client struct {
-	conn *grpc.ClientConn
-	rpc  spadesv1.SpadesServiceClient
-	cfg  config
+	conn  *grpc.ClientConn
+	rpc   spadesv1.SpadesServiceClient
+	lobby spadesv1.LobbyServiceClient
+	cfg   config
 }
 
 type config struct {
@@ -126,13 +137,15 @@ func WithOperatorToken(token string) Option {
 }
 
 // WithCallTimeout sets the deadline given to a unary call whose context has
-// none (DefaultCallTimeout; 0: none). A Session is bounded only by its context.
+// none (DefaultCallTimeout; 0: none); a long poll gets its wait on top. A
+// Session, and a lobby or table or ticket watch, is bounded only by its context.
 func WithCallTimeout(d time.Duration) Option {
 	return func(c *config) { c.callTimeout = d }
 }
 
-// WithBackoff sets how sessions reconnect, and how reads (GetView, GetMatch)
-// and SubmitAction are retried, after the connection fails.
+// WithBackoff sets how sessions and watches reconnect, and how reads
+// (GetView, GetMatch, the lobby's) and idempotent calls (SubmitAction,
+// JoinTable, CancelTicket, Rematch, ...) are retried, after the connection fails.
 func WithBackoff(b Backoff) Option {
 	return func(c *config) { c.backoff = b.withDefaults() }
 }
@@ -172,7 +185,7 @@ func Dial(address string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spades: dial %s: %w", address, err)
 	}
-	return &Client{conn: conn, rpc: spadesv1.NewSpadesServiceClient(conn), cfg: cfg}, nil
+	return &Client{conn: conn, rpc: spadesv1.NewSpadesServiceClient(conn), lobby: spadesv1.NewLobbyServiceClient(conn), cfg: cfg}, nil
 }
 
 // Close closes the connection; sessions on it end.
