@@ -43,7 +43,16 @@ type scenario struct {
 	Name   string          `json:"name"`
 	Create json.RawMessage `json:"create"`
 	Seat   int32           `json:"seat"`
+	Lobby  *lobbySpec      `json:"lobby"` // a lobby scenario: no create, no seat
 	Steps  []step          `json:"steps"`
+}
+
+// lobbySpec is a lobby scenario's players and rules (the seed and bot level
+// are reference.py's: serve.py gives them to the server).
+type lobbySpec struct {
+	Me      string          `json:"me"`
+	Friend  string          `json:"friend"`
+	Ruleset json.RawMessage `json:"ruleset"`
 }
 
 type step struct {
@@ -135,14 +144,27 @@ type runner struct {
 	outcomes   []string
 	cuts       int
 	reconnects int
+
+	// A lobby scenario's: the client's player, and the invite-only table it
+	// opened (its id, invite code, version, and the seat token it gave).
+	lobby       *lobbySpec
+	player      *spades.Player
+	ruleset     *spadesv1.Ruleset
+	ticket      *spadesv1.Ticket
+	inviteTable *spadesv1.OpenTableResponse
 }
 
 func runScenario(t *testing.T, srv *testServer, sc *scenario) []byte {
-	create := &spadesv1.CreateMatchRequest{}
-	if err := protojson.Unmarshal(sc.Create, create); err != nil {
-		t.Fatalf("create: %v", err)
+	var r *runner
+	if sc.Lobby != nil {
+		r = newLobbyRunner(t, srv, sc.Lobby)
+	} else {
+		create := &spadesv1.CreateMatchRequest{}
+		if err := protojson.Unmarshal(sc.Create, create); err != nil {
+			t.Fatalf("create: %v", err)
+		}
+		r = newRunner(t, srv, create, sc.Seat)
 	}
-	r := newRunner(t, srv, create, sc.Seat)
 	for i, s := range sc.Steps {
 		r.do(i, s)
 	}
@@ -233,6 +255,11 @@ func (r *runner) do(i int, s step) {
 		r.illegalCard()
 	case "close":
 		r.close()
+	case "friend_quickplay", "quickplay", "await_placement", "open_invite_table", "friend_join_by_code", "await_start":
+		if r.lobby == nil {
+			r.fatalf("step %d: %q needs a lobby scenario", i, s.Do)
+		}
+		r.lobbyStep(s.Do)
 	default:
 		r.fatalf("step %d: unknown step %q", i, s.Do)
 	}

@@ -2,6 +2,7 @@ package spades_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -167,6 +168,45 @@ func (s *testServer) cut(t testing.TB) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("POST /cut: %s %s", resp.Status, body)
 	}
+}
+
+// control makes a JSON control call (POST {control}/credential, /friend)
+// and decodes its answer into out (numbers as json.Number when out is a map).
+func (s *testServer) control(t testing.TB, path string, in, out any) {
+	t.Helper()
+	body, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := http.Client{Timeout: 30 * time.Second}
+	resp, err := hc.Post(s.Control+path, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST %s %s: %s %s", path, body, resp.Status, answer)
+	}
+	dec := json.NewDecoder(bytes.NewReader(answer))
+	dec.UseNumber()
+	if err := dec.Decode(out); err != nil {
+		t.Fatalf("POST %s: %v in %s", path, err, answer)
+	}
+}
+
+// credential is a player credential serve.py signs for the run (a JWT, valid
+// 10 minutes) for playerID, shown to others as name.
+func (s *testServer) credential(t testing.TB, playerID, name string) string {
+	t.Helper()
+	var answer struct {
+		Credential string `json:"credential"`
+	}
+	s.control(t, "/credential", map[string]string{"playerId": playerID, "name": name}, &answer)
+	if answer.Credential == "" {
+		t.Fatal("POST /credential: no credential")
+	}
+	return answer.Credential
 }
 
 // dial connects a Client to the proxy, with the operator credential.
