@@ -351,6 +351,14 @@ OPTIONS = (
         float,
     ),
     _Opt(
+        "--start-lease-ms",
+        "SPADES_START_LEASE_MS",
+        "5000",
+        "how long a replica has to deal a table whose seats are taken before another replica "
+        "deals it (one that died meanwhile leaves it half started)",
+        int,
+    ),
+    _Opt(
         "--table-seed",
         "SPADES_TABLE_SEED",
         "0",
@@ -497,6 +505,8 @@ def _check_lobby(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error("--lobby-calls-per-second must be more than 0")
     if args.max_waiting_tables < 1:
         p.error("--max-waiting-tables must be at least 1")
+    if not 100 <= args.start_lease_ms <= 600_000:
+        p.error("--start-lease-ms must be 100 to 600000")
     if not 0 <= args.table_seed < 2**63:
         p.error("--table-seed must be 0 to 2**63-1")
 
@@ -515,6 +525,7 @@ def lobby_settings(args: argparse.Namespace) -> Settings:
         poll_max_wait_ms=args.poll_max_wait_ms,
         max_waiting_tables=args.max_waiting_tables,
         table_seed=args.table_seed,
+        start_lease_ms=args.start_lease_ms,
     )
 
 

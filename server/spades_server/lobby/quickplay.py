@@ -120,7 +120,7 @@ class QuickPlay:
             cancel_reason=ticket.reason,
             version=version + (table_version if ticket.state == PLACED else 0),
         )
-        if ticket.state == SEARCHING:
+        if ticket.state in (SEARCHING, PLACED):
             msg.bots_at_ms = ticket.bots_at_ms
         if ticket.state == PLACED:
             seat = None if table is None else table.seat_of(viewer)
@@ -128,7 +128,6 @@ class QuickPlay:
                 # The table is being dealt: shown as still searching, at the
                 # version it had then (a long poll waits on for the start).
                 msg.state = lpb.TICKET_STATE_SEARCHING
-                msg.bots_at_ms = ticket.bots_at_ms
                 msg.version = version - 1
             else:
                 msg.placement.CopyFrom(
