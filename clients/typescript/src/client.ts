@@ -1,10 +1,15 @@
 // The calls of spades.v1.SpadesService, typed, with credentials, deadlines and
-// errors handled once. No transport is made here (see ./node.ts): the same
-// code runs on Node and, with a browser transport, in a browser.
+// errors handled once; spades.v1.LobbyService's are in ./lobby.ts
+// (`client.player(credential)`) and, for Rematch, on SeatClient. No transport
+// is made here (see ./node.ts): the same code runs on Node and, with a
+// browser transport, in a browser.
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Code, createClient, type CallOptions, type Client, type Transport } from "@connectrpc/connect";
 import { backoffDelay, canceled, connectionLost, isTransient, resolveRetry, sleep, type ResolvedRetry, type RetryOptions } from "./backoff.js";
 import { SpadesError } from "./errors.js";
+import { LobbyService, TableState, type RematchResponse } from "./gen/spades/v1/lobby_pb.js";
+import { PlayerClient } from "./lobby.js";
+import { awaitLongPoll, bearer, type Credential, type LongPollOpts } from "./watch.js";
 import { SeatSession, type SessionOptions } from "./session.js";
 import {
   SpadesService,
@@ -43,16 +48,19 @@ export interface SpadesClientOptions {
   retry?: RetryOptions;
 }
 
-/** The service's client: operator calls, and `seat(token)` for a player's. */
+/** The service's client: operator calls, `seat(token)` for a seat's, `player(credential)` for the lobby's. */
 export class SpadesClient {
   /** The generated Connect client, for the calls this wrapper does not cover. */
   readonly rpc: Client<typeof SpadesService>;
+  /** The generated Connect client of spades.v1.LobbyService. */
+  readonly lobbyRpc: Client<typeof LobbyService>;
   readonly timeoutMs: number;
   readonly retry: RetryOptions;
   private readonly operatorToken: string | undefined;
 
   constructor(options: SpadesClientOptions) {
     this.rpc = createClient(SpadesService, options.transport);
+    this.lobbyRpc = createClient(LobbyService, options.transport);
     this.operatorToken = options.operatorToken;
     this.timeoutMs = options.timeoutMs ?? 10_000;
     this.retry = { ...(options.retry ?? {}) };
@@ -104,6 +112,16 @@ export class SpadesClient {
     return new SeatClient(this, token);
   }
 
+  /**
+   * A player's calls (spades.v1.LobbyService: tables, the lobby, quick play)
+   * with their player credential: the JWT the game's identity provider
+   * issued (this client never makes one), or a function that returns the
+   * current one.
+   */
+  player(credential: Credential): PlayerClient {
+    return new PlayerClient(this, credential);
+  }
+
   private operatorCredential(): string {
     if (this.operatorToken === undefined) {
       throw new SpadesError(Code.Unauthenticated, "this client has no operatorToken", { reason: "UNAUTHENTICATED" });
@@ -119,17 +137,18 @@ export class SpadesClient {
    */
   async unary<T>(
     call: (options: CallOptions) => Promise<T>,
-    credential: string,
+    credential: Credential,
     opts: CallOpts | undefined,
     idempotent = false,
   ): Promise<T> {
     const retry: ResolvedRetry = resolveRetry(this.retry);
-    const options: CallOptions = {
-      headers: { authorization: `Bearer ${credential}` },
-      timeoutMs: opts?.timeoutMs ?? this.timeoutMs,
-      ...(opts?.signal !== undefined ? { signal: opts.signal } : {}),
-    };
     for (let attempt = 1; ; attempt++) {
+      // A credential function is asked again for each attempt (a renewed JWT).
+      const options: CallOptions = {
+        headers: await bearer(credential),
+        timeoutMs: opts?.timeoutMs ?? this.timeoutMs,
+        ...(opts?.signal !== undefined ? { signal: opts.signal } : {}),
+      };
       try {
         return await call(options);
       } catch (e) {
@@ -146,7 +165,7 @@ export class SpadesClient {
   }
 }
 
-/** What a seat token may do: claim or leave the seat, see it, act, and open a session. */
+/** What a seat token may do: claim or leave the seat, see it, act, open a session, and ask for a rematch. */
 export class SeatClient {
   /** The match id: the part of the token before its first dot. */
   readonly matchId: string;
@@ -217,4 +236,78 @@ export class SeatClient {
       retry: { ...this.client.retry, ...(options.retry ?? {}) },
     });
   }
+
+  /**
+   * Rematch, one call (a long poll), with this seat's token of a finished
+   * match: the first call opens the rematch, each human seat's call accepts
+   * it (`decline: true` closes it for everyone, reason "declined"). The
+   * answer is the rematch table (WAITING until every human accepted, then
+   * STARTED) and this seat's token for the new match: `client.seat(res.seatToken)`
+   * plays it once the table has started. With `afterVersion` (the table's
+   * `version` last seen) and `waitMs` it answers when the table changes or
+   * the wait runs out. Refused before the match is over (FAILED_PRECONDITION
+   * MATCH_NOT_OVER). Asking again changes nothing, so it is retried after a
+   * dropped connection.
+   */
+  rematch(options: RematchOpts = {}, opts?: CallOpts): Promise<RematchResponse> {
+    const waitMs = options.waitMs ?? 0;
+    const request = {
+      matchId: this.matchId,
+      decline: options.decline ?? false,
+      afterVersion: options.afterVersion ?? 0n,
+      waitMs,
+    };
+    const timeout = opts?.timeoutMs ?? (waitMs > 0 ? waitMs + (options.deadlineMarginMs ?? 5_000) : undefined);
+    return this.client.unary(
+      (o) => this.client.lobbyRpc.rematch(request, o),
+      this.token,
+      { ...opts, ...(timeout !== undefined ? { timeoutMs: timeout } : {}) },
+      true,
+    );
+  }
+
+  /**
+   * Accepts a rematch (opening it if nobody has yet) and waits, with Rematch
+   * long polls, until every human seat has accepted and the new match is
+   * dealt. Resolves with the last answer (`table.state` STARTED,
+   * `table.matchId` the new match, `seatToken` this seat's in it); rejects
+   * with FAILED_PRECONDITION TABLE_CLOSED (`metadata.close_reason`:
+   * "declined" or "expired") if the rematch closed instead.
+   */
+  awaitRematch(options: LongPollOpts = {}): Promise<RematchResponse> {
+    return awaitLongPoll(
+      (afterVersion, waitMs, opts) => this.rematch({ afterVersion, waitMs, ...deadline(options) }, opts),
+      (res) => res.table?.version ?? 0n,
+      (res) => {
+        const table = res.table;
+        if (table?.state === TableState.STARTED) {
+          return true;
+        }
+        if (table?.state === TableState.CLOSED) {
+          throw new SpadesError(Code.FailedPrecondition, `the rematch closed (${table.closeReason})`, {
+            reason: "TABLE_CLOSED",
+            metadata: { table_id: table.tableId, close_reason: table.closeReason },
+          });
+        }
+        return false;
+      },
+      options,
+    );
+  }
+}
+
+/** What a Rematch call asks. */
+export interface RematchOpts {
+  /** True to decline: the rematch closes for everyone. */
+  decline?: boolean;
+  /** Answer at once if the rematch table's version is past this (0: at once). */
+  afterVersion?: bigint;
+  /** How long the server may wait for a change, in milliseconds (0: at once; it caps this at its --poll-max-wait-ms). */
+  waitMs?: number;
+  /** With a wait, the call's deadline is the wait plus this, in milliseconds (default 5000). */
+  deadlineMarginMs?: number;
+}
+
+function deadline(options: LongPollOpts): { deadlineMarginMs?: number } {
+  return options.deadlineMarginMs !== undefined ? { deadlineMarginMs: options.deadlineMarginMs } : {};
 }
