@@ -1,22 +1,53 @@
 // The conformance runner: executes one scenario of clients/conformance/ (see
 // its README) with this client against a real server, and returns the
 // transcript, one canonical JSON value per line.
-import { create, fromJson, type JsonValue } from "@bufbuild/protobuf";
-import type { SpadesClient, SeatClient, SeatSession } from "../src/index.js";
-import { ActionSchema, CreateMatchRequestSchema, Phase, SpadesError, codeName, type Action, type MatchEvent, type SeatView } from "../src/index.js";
+import { create, fromJson, type DescEnum, type JsonValue } from "@bufbuild/protobuf";
+import type { OpenTableResponse, PlayerClient, SpadesClient, SeatClient, SeatSession, Ticket } from "../src/index.js";
+import {
+  ActionSchema,
+  CreateMatchRequestSchema,
+  Phase,
+  RulesetSchema,
+  SpadesError,
+  TableKindSchema,
+  TableSeatStateSchema,
+  TableStateSchema,
+  TableVisibility,
+  TableVisibilitySchema,
+  TicketState,
+  TicketStateSchema,
+  codeName,
+  type Action,
+  type MatchEvent,
+  type SeatView,
+} from "../src/index.js";
 import { actionJson, canonicalJson, eventJson } from "../src/json.js";
 import type { Server } from "./harness.js";
 
 export interface Scenario {
   name: string;
-  create: JsonValue;
-  seat: number;
+  /** A match made by the operator (CreateMatch), the client at `seat`... */
+  create?: JsonValue;
+  seat?: number;
+  /** ...or players in the lobby (lobby_party): the client is `me`, serve.py drives `friend`. */
+  lobby?: Lobby;
   steps: Step[];
+}
+
+export interface Lobby {
+  me: string;
+  friend: string;
+  /** proto3 JSON of a Ruleset. */
+  ruleset: JsonValue;
+  /** What serve.py gives the server (for reference.py); the runner does not use them. */
+  seed?: string;
+  botLevel?: string;
 }
 
 export type Step =
   | { do: "claim_wrong_token" | "claim" | "open" | "cut" | "send_then_cut" | "retry" | "illegal_card" | "close" }
-  | { do: "play"; until: Record<string, number> };
+  | { do: "play"; until: Record<string, number> }
+  | { do: "friend_quickplay" | "quickplay" | "await_placement" | "open_invite_table" | "friend_join_by_code" | "await_start" };
 
 /** The longest any one wait of a step may take (a turn, an event, a result). */
 const WAIT_MS = 30_000;
@@ -38,6 +69,10 @@ export class Runner {
   private readerError: unknown;
   private seat!: SeatClient;
   private matchId = "";
+  /** The lobby scenario's player (`me`), its ticket and the table it opened. */
+  private player: PlayerClient | undefined;
+  private ticket: Ticket | undefined;
+  private opened: OpenTableResponse | undefined;
 
   constructor(
     private readonly client: SpadesClient,
@@ -46,13 +81,18 @@ export class Runner {
   ) {}
 
   async run(): Promise<string> {
-    const created = await this.client.createMatch(fromJson(CreateMatchRequestSchema, this.scenario.create));
-    const token = created.seatTokens.find((t) => t.seat === this.scenario.seat);
-    if (token === undefined || created.match === undefined) {
-      throw new Error(`CreateMatch returned no token for seat ${this.scenario.seat}`);
+    if (this.scenario.lobby !== undefined) {
+      // The seat comes later, from the placement (await_placement).
+      this.player = this.client.player(await this.server.credential(this.scenario.lobby.me));
+    } else {
+      const created = await this.client.createMatch(fromJson(CreateMatchRequestSchema, this.scenario.create ?? {}));
+      const token = created.seatTokens.find((t) => t.seat === this.scenario.seat);
+      if (token === undefined || created.match === undefined) {
+        throw new Error(`CreateMatch returned no token for seat ${this.scenario.seat}`);
+      }
+      this.matchId = created.match.matchId;
+      this.seat = this.client.seat(token.token);
     }
-    this.matchId = created.match.matchId;
-    this.seat = this.client.seat(token.token);
     try {
       for (const step of this.scenario.steps) {
         await this.step(step);
@@ -165,6 +205,93 @@ export class Runner {
         await this.requireSession().close();
         await this.reader;
         return;
+      default:
+        return this.lobbyStep(step.do);
+    }
+  }
+
+  /** The steps of the lobby scenario (lobby_party). */
+  private async lobbyStep(name: string): Promise<void> {
+    const lobby = this.scenario.lobby;
+    const player = this.player;
+    if (lobby === undefined || player === undefined) {
+      throw new Error(`step ${name} needs the scenario's "lobby"`);
+    }
+    const ruleset = fromJson(RulesetSchema, lobby.ruleset);
+    switch (name) {
+      case "friend_quickplay": {
+        const answer = await this.server.friend({ do: "quickplay", playerId: lobby.friend, partner: lobby.me, ruleset: lobby.ruleset });
+        this.outcome({ step: name, state: answer["state"] as JsonValue });
+        return;
+      }
+      case "quickplay": {
+        const ticket = await player.quickPlay({ ruleset, partnerPlayerId: lobby.friend });
+        this.ticket = ticket;
+        this.outcome({ step: name, state: enumName(TicketStateSchema, ticket.state), playerIds: [...ticket.playerIds] });
+        return;
+      }
+      case "await_placement": {
+        if (this.ticket === undefined) {
+          throw new Error("await_placement before quickplay");
+        }
+        const placement = await within(player.awaitPlacement(this.ticket, { waitMs: 5_000 }), "the placement");
+        const table = placement.table;
+        const partner = table?.seats.find((s) => s.playerId === lobby.friend);
+        if (table === undefined || partner === undefined) {
+          throw new Error(`the placement's table does not seat ${lobby.friend}`);
+        }
+        // From here on the seat is the placement's, played like any seat token.
+        this.matchId = placement.matchId;
+        this.seat = this.client.seat(placement.seatToken);
+        this.outcome({
+          step: name,
+          state: enumName(TicketStateSchema, TicketState.PLACED),
+          seat: placement.seat,
+          partnerSeat: partner.seat,
+          kind: enumName(TableKindSchema, table.kind),
+          seats: table.seats.map((s) => enumName(TableSeatStateSchema, s.state)),
+        });
+        return;
+      }
+      case "open_invite_table": {
+        const opened = await player.openTable({ ruleset, botSeats: [1, 3], visibility: TableVisibility.INVITE_ONLY });
+        const table = opened.table!;
+        this.opened = opened;
+        this.outcome({
+          step: name,
+          seat: opened.seat,
+          state: enumName(TableStateSchema, table.state),
+          visibility: enumName(TableVisibilitySchema, table.visibility),
+          inviteCodeLength: [...table.inviteCode].length,
+        });
+        return;
+      }
+      case "friend_join_by_code": {
+        const code = this.opened?.table?.inviteCode;
+        if (code === undefined) {
+          throw new Error("friend_join_by_code before open_invite_table");
+        }
+        const answer = await this.server.friend({ do: "join", playerId: lobby.friend, code, seat: 2 });
+        this.outcome({ step: name, seat: answer["seat"] as JsonValue, state: answer["state"] as JsonValue });
+        return;
+      }
+      case "await_start": {
+        const opened = this.opened;
+        if (opened?.table === undefined) {
+          throw new Error("await_start before open_invite_table");
+        }
+        const table = await within(player.awaitStart(opened.table.tableId, { waitMs: 5_000 }), "the table's start");
+        const view = await this.client.seat(opened.seatToken).getView();
+        this.outcome({
+          step: name,
+          state: enumName(TableStateSchema, table.state),
+          seats: table.seats.map((s) => enumName(TableSeatStateSchema, s.state)),
+          viewSeat: view.seat,
+        });
+        return;
+      }
+      default:
+        throw new Error(`unknown step ${name}`);
     }
   }
 
@@ -278,6 +405,15 @@ export class Runner {
     }
     return this.session;
   }
+}
+
+/** An enum value's name as proto3 JSON writes it (`TICKET_STATE_PLACED`). */
+function enumName(schema: DescEnum, value: number): string {
+  const found = schema.value[value];
+  if (found === undefined) {
+    throw new Error(`${schema.typeName} has no value ${value}`);
+  }
+  return found.name;
 }
 
 function firstLegal(view: SeatView): Action {

@@ -32,6 +32,10 @@ export interface Server {
   readonly tls?: { readonly ca: string; readonly clientCert: string; readonly clientKey: string };
   /** Resets every connection through the proxy; resolves with how many it cut. */
   cut(): Promise<number>;
+  /** `POST {control}/credential`: a player credential (a JWT, valid 10 minutes) the server trusts. */
+  credential(playerId: string, name?: string): Promise<string>;
+  /** `POST {control}/friend`: serve.py's second player does `request.do` (quickplay, join); its JSON answer. */
+  friend(request: Record<string, unknown>): Promise<Record<string, unknown>>;
   /** Closes serve.py's standard input and waits (bounded) for it to exit. */
   stop(): Promise<void>;
 }
@@ -68,8 +72,28 @@ export async function startServer(...args: string[]): Promise<Server> {
       }
       return Number(/cut (\d+)/.exec(body)?.[1] ?? "0");
     },
+    async credential(playerId: string, name?: string): Promise<string> {
+      const answer = await control(ready.control, "credential", { playerId, ...(name !== undefined ? { name } : {}) });
+      return String(answer["credential"]);
+    },
+    friend: (request) => control(ready.control, "friend", request),
     stop: () => stopChild(child, exited),
   };
+}
+
+/** A JSON control call of serve.py (`/credential`, `/friend`); a refusal (400) throws with its error. */
+async function control(base: string, path: string, body: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const res = await fetch(`${base}/${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(15_000),
+  });
+  const text = await res.text();
+  if (!res.ok) {
+    throw new Error(`POST /${path}: ${res.status} ${text}`);
+  }
+  return JSON.parse(text) as Record<string, unknown>;
 }
 
 type Ready = Pick<Server, "address" | "server" | "control" | "operatorToken" | "operator" | "tls">;
