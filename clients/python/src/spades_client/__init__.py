@@ -9,11 +9,25 @@
 ...         ...
 
 ``pb`` is the module of the service's messages (``pb.Action``, ``pb.SeatView``,
-...), generated from proto/spades/v1/spades.proto when the package is installed.
+...), generated from proto/spades/v1/spades.proto when the package is installed;
+``lobby_pb`` the lobby's (``lobby_pb.Table``, ``lobby_pb.Ticket``, ...), from
+proto/spades/v1/lobby.proto. A player's lobby calls need its credential:
+
+>>> async with sc.connect("localhost:50051", credential=JWT) as client:  # doctest: +SKIP
+...     ticket = await client.quick_play(sc.pb.Ruleset(preset="classic"))
+...     seat = client.seat(await client.wait_for_placement(ticket))
 """
 
 from ._client import DEFAULT_POLL_WAIT_MS, DEFAULT_TIMEOUT, TLS, Client, Seat, connect
-from ._errors import ConnectionLost, FieldViolation, SessionClosed, SpadesError
+from ._errors import (
+    ConnectionLost,
+    FieldViolation,
+    SessionClosed,
+    SpadesError,
+    TableClosed,
+    TicketCancelled,
+)
+from ._gen.spades.v1 import lobby_pb2 as lobby_pb
 from ._gen.spades.v1 import spades_pb2 as pb
 from ._helpers import (
     bid,
@@ -45,6 +59,8 @@ __all__ = [
     "Session",
     "SessionClosed",
     "SpadesError",
+    "TableClosed",
+    "TicketCancelled",
     "bid",
     "bot",
     "bots",
@@ -55,6 +71,7 @@ __all__ = [
     "human",
     "is_my_turn",
     "is_transient",
+    "lobby_pb",
     "new_action_id",
     "pb",
     "play_card",

@@ -13,23 +13,23 @@ from typing import Any, Final, TypeVar
 
 import grpc
 
-from ._errors import ConnectionLost, SpadesError
+from ._errors import ConnectionLost, SpadesError, TableClosed
+from ._gen.spades.v1 import lobby_pb2 as lpb
+from ._gen.spades.v1 import lobby_pb2_grpc, spades_pb2_grpc
 from ._gen.spades.v1 import spades_pb2 as pb
-from ._gen.spades.v1 import spades_pb2_grpc
-from ._retry import Backoff, is_transient
+from ._lobby import LobbyCalls
+from ._retry import (
+    DEFAULT_POLL_WAIT_MS,
+    MIN_EMPTY_POLL_S,
+    POLL_DEADLINE_MARGIN_S,
+    Backoff,
+    is_transient,
+)
 from ._session import Session, new_action_id, settle
 
 __all__ = ["DEFAULT_POLL_WAIT_MS", "DEFAULT_TIMEOUT", "TLS", "Client", "Seat", "connect"]
 
 DEFAULT_TIMEOUT: Final = 10.0  # seconds, each unary call
-# PollEvents: how long each poll waits on the server by default (it waits at
-# most its --poll-max-wait-ms, 25 s by default), and how much longer than its
-# wait a poll's deadline is.
-DEFAULT_POLL_WAIT_MS: Final = 20_000
-POLL_DEADLINE_MARGIN_S: Final = 5.0
-# An empty answer faster than this (a wait_ms of 0, or a server that does not
-# wait) is followed by a pause up to this long: no tight loop on a quiet match.
-MIN_EMPTY_POLL_S: Final = 1.0
 Resp = TypeVar("Resp")
 
 # Channel options: reconnect quickly after a drop (gRPC's own default waits 1 s
@@ -94,6 +94,7 @@ def connect(
     *,
     tls: bool | TLS | grpc.ChannelCredentials = False,
     operator_token: str | None = None,
+    credential: str | None = None,
     timeout: float | None = DEFAULT_TIMEOUT,
     backoff: Backoff | None = None,
     options: Sequence[tuple[str, Any]] = (),
@@ -105,7 +106,10 @@ def connect(
     your own, a client certificate for the operator port), or
     ``grpc.ChannelCredentials`` of your own. ``operator_token``: the operator
     credential, for ``create_match``, ``get_match``, ``list_matches``,
-    ``reissue_seat_token``, ``set_spectators``. ``timeout``: the deadline of
+    ``reissue_seat_token``, ``set_spectators``. ``credential``: the player
+    credential (the JWT the game's identity provider signed for the player),
+    for the lobby's calls (``open_table``, ``quick_play``, ...); assign
+    ``client.credential`` a fresh one when it expires. ``timeout``: the deadline of
     each unary call, in seconds (None: none). ``backoff``: how calls and
     sessions retry after transient failures. ``options``: more gRPC channel
     options (they override the defaults). Call it from a coroutine (the
@@ -126,20 +130,33 @@ def connect(
         else:
             creds = tls
         channel = grpc.aio.secure_channel(address, creds, options=list(merged.items()))
-    return Client(channel, operator_token=operator_token, timeout=timeout, backoff=backoff)
+    return Client(
+        channel,
+        operator_token=operator_token,
+        credential=credential,
+        timeout=timeout,
+        backoff=backoff,
+    )
 
 
 def _bearer(token: str) -> tuple[tuple[str, str], ...]:
     return (("authorization", f"Bearer {token}"),)
 
 
-class Client:
-    """Calls of the spades.v1 service on one channel.
+SeatTokenHolder = (
+    lpb.OpenTableResponse | lpb.JoinTableResponse | lpb.Placement | lpb.RematchResponse
+)
+
+
+class Client(LobbyCalls):
+    """Calls of the spades.v1 services (SpadesService, LobbyService) on one channel.
 
     Refusals raise ``SpadesError``. Calls that are safe to repeat (reads,
-    claiming and leaving a seat, an action with its ``action_id``) are retried
-    after a transient failure with ``backoff``; creating a match and chat lines
-    are not.
+    claiming and leaving a seat, an action with its ``action_id``, joining a
+    table, cancelling a ticket) are retried after a transient failure with
+    ``backoff``; creating a match, opening a table, asking for quick play and
+    chat lines are not. The operator's calls carry ``operator_token``, the
+    lobby's ``credential`` (the player's), a seat's its seat token.
     """
 
     def __init__(
@@ -147,12 +164,15 @@ class Client:
         channel: grpc.aio.Channel,
         *,
         operator_token: str | None = None,
+        credential: str | None = None,
         timeout: float | None = DEFAULT_TIMEOUT,
         backoff: Backoff | None = None,
     ) -> None:
         self.channel = channel
         self.stub = spades_pb2_grpc.SpadesServiceStub(channel)
+        self.lobby_stub = lobby_pb2_grpc.LobbyServiceStub(channel)
         self.operator_token = operator_token
+        self.credential = credential
         self.timeout = timeout
         self.backoff = backoff or Backoff()
         self._sessions: weakref.WeakSet[Session] = weakref.WeakSet()
@@ -312,9 +332,12 @@ class Client:
         )
 
     # -- seats and spectators ---------------------------------------------------------
-    def seat(self, token: str) -> Seat:
-        """The seat a seat token acts for (``<match_id>.<secret>``)."""
-        return Seat(self, token)
+    def seat(self, token: str | SeatTokenHolder) -> Seat:
+        """The seat a seat token acts for (``<match_id>.<secret>``): a token,
+        or what the lobby answers with one (``open_table``'s and
+        ``join_table``'s responses, a ticket's ``Placement``, a rematch's
+        response); a table's token plays once the table has started."""
+        return Seat(self, token if isinstance(token, str) else token.seat_token)
 
     def spectate(
         self, match_id: str, *, after_seq: int = 0, spectator_token: str | None = None
@@ -436,6 +459,55 @@ class Seat:
             timeout=timeout,
         )
         return response.seq
+
+    async def rematch(
+        self,
+        *,
+        decline: bool = False,
+        after_version: int = 0,
+        wait_ms: int = 0,
+        timeout: float | None = None,
+    ) -> lpb.RematchResponse:
+        """Once the match is over, ask for another with the same seats (the
+        first call opens the rematch, each human seat's accepts it), or
+        ``decline`` it (it closes for everyone), as a long poll on the
+        rematch table (see ``Client.get_table``). The response's
+        ``seat_token`` plays this seat in the new match
+        (``table.match_id``) once the table has ``STARTED``, after every
+        human accepted. Carries this seat's token, no player credential.
+        Idempotent: retried after a transient failure or a deadline."""
+        response: lpb.RematchResponse = await self.client.call(
+            self.client.lobby_stub.Rematch,
+            lpb.RematchRequest(
+                match_id=self.match_id,
+                decline=decline,
+                after_version=after_version,
+                wait_ms=wait_ms,
+            ),
+            metadata=self._metadata,
+            timeout=timeout if timeout is not None else wait_ms / 1000 + POLL_DEADLINE_MARGIN_S,
+            retry=True,
+            retry_deadline=True,
+        )
+        return response
+
+    async def wait_for_rematch(
+        self, *, wait_ms: int = DEFAULT_POLL_WAIT_MS, timeout: float | None = None
+    ) -> lpb.RematchResponse:
+        """Accept a rematch (opening it if nobody has yet) and wait until every
+        human has: the response of a ``STARTED`` rematch, whose seat token
+        plays this seat in the new match (``client.seat(response)``).
+        ``TableClosed`` if it closes (declined, or not accepted in time);
+        ``TimeoutError`` after ``timeout`` seconds."""
+        async with asyncio.timeout(timeout):
+            version = 0
+            while True:
+                got = await self.rematch(after_version=version, wait_ms=wait_ms)
+                if got.table.state == lpb.TABLE_STATE_CLOSED:
+                    raise TableClosed(got.table)
+                if got.table.state == lpb.TABLE_STATE_STARTED:
+                    return got
+                version = max(version, got.table.version)
 
     def session(self, *, after_seq: int = 0, backoff: Backoff | None = None) -> Session:
         """The seat's ``Play`` session (not yet open: ``async with`` it), with

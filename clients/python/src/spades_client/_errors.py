@@ -17,9 +17,17 @@ import grpc
 from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2
 
+from ._gen.spades.v1 import lobby_pb2 as lpb
 from ._gen.spades.v1 import spades_pb2 as pb
 
-__all__ = ["ConnectionLost", "FieldViolation", "SessionClosed", "SpadesError"]
+__all__ = [
+    "ConnectionLost",
+    "FieldViolation",
+    "SessionClosed",
+    "SpadesError",
+    "TableClosed",
+    "TicketCancelled",
+]
 
 _STATUS_DETAILS_KEY = "grpc-status-details-bin"
 _CODES = {c.value[0]: c for c in grpc.StatusCode}
@@ -151,3 +159,36 @@ class ConnectionLost(SpadesError):
         )
         self.attempts = attempts
         self.cause = cause
+
+
+class TicketCancelled(SpadesError):
+    """A quick play ticket that was waited on ended without a seat: withdrawn
+    (``CancelTicket``, by either player of a party) or the partner never came.
+    ``reason`` is ``TICKET_CANCELLED``; ``metadata["cancel_reason"]`` the
+    ticket's (``cancelled``, ``partner_did_not_join``); ``ticket`` the ticket."""
+
+    def __init__(self, ticket: lpb.Ticket) -> None:
+        why = ticket.cancel_reason or "cancelled"
+        super().__init__(
+            grpc.StatusCode.FAILED_PRECONDITION,
+            f"ticket {ticket.ticket_id} was cancelled ({why})",
+            reason="TICKET_CANCELLED",
+            metadata={"ticket_id": ticket.ticket_id, "cancel_reason": ticket.cancel_reason},
+        )
+        self.ticket = ticket
+
+
+class TableClosed(SpadesError):
+    """A table (or a rematch) that was waited on closed without a match.
+    ``reason`` is ``TABLE_CLOSED``, as the server's own refusal to join a
+    closed table; ``metadata["close_reason"]`` the table's (``unattended``,
+    ``empty``, ``declined``, ``expired``); ``table`` the table."""
+
+    def __init__(self, table: lpb.Table) -> None:
+        super().__init__(
+            grpc.StatusCode.FAILED_PRECONDITION,
+            f"table {table.table_id} is closed ({table.close_reason or 'closed'})",
+            reason="TABLE_CLOSED",
+            metadata={"table_id": table.table_id, "close_reason": table.close_reason},
+        )
+        self.table = table

@@ -4,12 +4,29 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Final
 
 import grpc
 
 from ._errors import SpadesError
 
-__all__ = ["Backoff", "is_transient"]
+__all__ = [
+    "DEFAULT_POLL_WAIT_MS",
+    "MIN_EMPTY_POLL_S",
+    "POLL_DEADLINE_MARGIN_S",
+    "Backoff",
+    "is_transient",
+]
+
+# Long polls (PollEvents, and the lobby's GetTable, GetTicket, PollLobby,
+# Rematch): how long each waits on the server by default (it waits at most its
+# --poll-max-wait-ms, 25 s by default), and how much longer than its wait a
+# poll's deadline is.
+DEFAULT_POLL_WAIT_MS: Final = 20_000
+POLL_DEADLINE_MARGIN_S: Final = 5.0
+# An empty answer faster than this (a wait_ms of 0, or a server that does not
+# wait) is followed by a pause up to this long: no tight loop on a quiet match.
+MIN_EMPTY_POLL_S: Final = 1.0
 
 # Reasons the server gives to say "the same request may succeed later".
 _RETRY_LATER = frozenset({"TOO_MANY_STREAMS", "TOO_MANY_CALLS"})

@@ -2,8 +2,11 @@
 
 The asyncio client runs on an event loop in a background thread (one for the
 process, a daemon); each method here runs the matching coroutine there and
-waits for it. The classes mirror the asyncio ones: ``Client``, ``Seat``,
-``Session``; errors are the same ``SpadesError``.
+waits for it. The classes mirror the asyncio ones: ``Client`` (the lobby's
+calls too), ``Seat``, ``Session``; errors are the same ``SpadesError``. The
+lobby's streams (``watch_table``, ``watch_ticket``, ``watch_lobby``,
+``follow_lobby``, ``tables``) are plain iterators here; ``close()`` one (or
+leave its ``for`` loop) to end its call.
 
 >>> from spades_client import sync                              # doctest: +SKIP
 >>> with sync.connect("localhost:50051", operator_token=OP) as client:
@@ -20,20 +23,29 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Coroutine, Iterator, Sequence
-from typing import Any, TypeVar
+from collections.abc import AsyncGenerator, Coroutine, Iterable, Iterator, Sequence
+from typing import Any, Final, TypeVar
 
 import grpc
 
 from . import _client, _session
-from ._client import DEFAULT_TIMEOUT, TLS
+from ._client import DEFAULT_TIMEOUT, TLS, SeatTokenHolder
 from ._errors import SessionClosed
+from ._gen.spades.v1 import lobby_pb2 as lpb
 from ._gen.spades.v1 import spades_pb2 as pb
-from ._retry import Backoff
+from ._retry import DEFAULT_POLL_WAIT_MS, Backoff
 
 __all__ = ["Client", "Seat", "Session", "connect"]
 
 T = TypeVar("T")
+
+
+class _Done:
+    """An async iterator's end, as a value (a coroutine that raised
+    StopAsyncIteration would be a strange thing to hand across threads)."""
+
+
+_DONE: Final = _Done()
 
 
 class _Loop:
@@ -79,6 +91,7 @@ def connect(
     *,
     tls: bool | TLS | grpc.ChannelCredentials = False,
     operator_token: str | None = None,
+    credential: str | None = None,
     timeout: float | None = DEFAULT_TIMEOUT,
     backoff: Backoff | None = None,
     options: Sequence[tuple[str, Any]] = (),
@@ -91,6 +104,7 @@ def connect(
             address,
             tls=tls,
             operator_token=operator_token,
+            credential=credential,
             timeout=timeout,
             backoff=backoff,
             options=options,
@@ -160,8 +174,179 @@ class Client:
     ) -> pb.SetSpectatorsResponse:
         return self._run(self.aio.set_spectators(match_id, spectators))
 
-    def seat(self, token: str) -> Seat:
+    def seat(self, token: str | SeatTokenHolder) -> Seat:
         return Seat(self, self.aio.seat(token))
+
+    def _iterate(self, agen: AsyncGenerator[T, None]) -> Iterator[T]:
+        """An async generator of the client's, as an iterator: each item
+        fetched on the loop; closing the iterator closes the generator."""
+
+        async def step() -> T | _Done:
+            try:
+                return await anext(agen)
+            except StopAsyncIteration:
+                return _DONE
+
+        try:
+            while not isinstance(item := self._run(step()), _Done):
+                yield item
+        finally:
+            self._run(agen.aclose())
+
+    # -- the lobby (the player credential) ---------------------------------------------
+    @property
+    def credential(self) -> str | None:
+        """The player credential of the lobby's calls; assign a fresh one when
+        it expires."""
+        return self.aio.credential
+
+    @credential.setter
+    def credential(self, value: str | None) -> None:
+        self.aio.credential = value
+
+    def open_table(
+        self,
+        request: lpb.OpenTableRequest | None = None,
+        *,
+        ruleset: pb.Ruleset | None = None,
+        bot_seats: Iterable[int] = (),
+        bot_level: pb.BotLevel.ValueType = pb.BOT_LEVEL_UNSPECIFIED,
+        seat: int | None = None,
+        turn_timer_ms: int = 0,
+        visibility: lpb.TableVisibility.ValueType = lpb.TABLE_VISIBILITY_UNSPECIFIED,
+        unattended: lpb.Unattended.ValueType = lpb.UNATTENDED_UNSPECIFIED,
+        wait_seconds: int = 0,
+        spectators: pb.Spectators.ValueType = pb.SPECTATORS_UNSPECIFIED,
+    ) -> lpb.OpenTableResponse:
+        return self._run(
+            self.aio.open_table(
+                request,
+                ruleset=ruleset,
+                bot_seats=bot_seats,
+                bot_level=bot_level,
+                seat=seat,
+                turn_timer_ms=turn_timer_ms,
+                visibility=visibility,
+                unattended=unattended,
+                wait_seconds=wait_seconds,
+                spectators=spectators,
+            )
+        )
+
+    def join_table(
+        self, table_id: str = "", *, invite_code: str = "", seat: int | None = None
+    ) -> lpb.JoinTableResponse:
+        return self._run(self.aio.join_table(table_id, invite_code=invite_code, seat=seat))
+
+    def leave_table(self, table_id: str) -> lpb.Table:
+        return self._run(self.aio.leave_table(table_id))
+
+    def start_table(self, table_id: str) -> lpb.Table:
+        return self._run(self.aio.start_table(table_id))
+
+    def get_table(
+        self,
+        table_id: str = "",
+        *,
+        invite_code: str = "",
+        after_version: int = 0,
+        wait_ms: int = 0,
+    ) -> lpb.Table:
+        return self._run(
+            self.aio.get_table(
+                table_id, invite_code=invite_code, after_version=after_version, wait_ms=wait_ms
+            )
+        )
+
+    def watch_table(self, table_id: str) -> Iterator[lpb.Table]:
+        return self._iterate(self.aio.watch_table(table_id))
+
+    def wait_for_start(
+        self,
+        table_id: str,
+        *,
+        after_version: int = 0,
+        watch: bool = False,
+        wait_ms: int = DEFAULT_POLL_WAIT_MS,
+        timeout: float | None = None,
+    ) -> lpb.Table:
+        return self._run(
+            self.aio.wait_for_start(
+                table_id,
+                after_version=after_version,
+                watch=watch,
+                wait_ms=wait_ms,
+                timeout=timeout,
+            )
+        )
+
+    def list_tables(
+        self, ruleset: pb.Ruleset | None = None, *, page_size: int = 0, page_token: str = ""
+    ) -> lpb.ListTablesResponse:
+        return self._run(self.aio.list_tables(ruleset, page_size=page_size, page_token=page_token))
+
+    def tables(
+        self, ruleset: pb.Ruleset | None = None, *, page_size: int = 0
+    ) -> Iterator[lpb.Table]:
+        return self._iterate(self.aio.tables(ruleset, page_size=page_size))
+
+    def lobby_snapshot(
+        self, ruleset: pb.Ruleset | None = None, *, page_size: int = 0
+    ) -> tuple[list[lpb.Table], int]:
+        return self._run(self.aio.lobby_snapshot(ruleset, page_size=page_size))
+
+    def watch_lobby(
+        self, ruleset: pb.Ruleset | None = None, *, after_version: int = 0
+    ) -> Iterator[lpb.WatchLobbyResponse]:
+        return self._iterate(self.aio.watch_lobby(ruleset, after_version=after_version))
+
+    def poll_lobby(
+        self,
+        ruleset: pb.Ruleset | None = None,
+        *,
+        after_version: int = 0,
+        wait_ms: int = DEFAULT_POLL_WAIT_MS,
+    ) -> lpb.WatchLobbyResponse:
+        return self._run(self.aio.poll_lobby(ruleset, after_version=after_version, wait_ms=wait_ms))
+
+    def follow_lobby(
+        self,
+        ruleset: pb.Ruleset | None = None,
+        *,
+        poll: bool = False,
+        wait_ms: int = DEFAULT_POLL_WAIT_MS,
+    ) -> Iterator[list[lpb.Table]]:
+        return self._iterate(self.aio.follow_lobby(ruleset, poll=poll, wait_ms=wait_ms))
+
+    def quick_play(
+        self, ruleset: pb.Ruleset | None = None, *, partner_player_id: str = ""
+    ) -> lpb.Ticket:
+        return self._run(self.aio.quick_play(ruleset, partner_player_id=partner_player_id))
+
+    def get_ticket(
+        self, ticket_id: str = "", *, after_version: int = 0, wait_ms: int = 0
+    ) -> lpb.Ticket:
+        return self._run(
+            self.aio.get_ticket(ticket_id, after_version=after_version, wait_ms=wait_ms)
+        )
+
+    def watch_ticket(self, ticket_id: str = "") -> Iterator[lpb.Ticket]:
+        return self._iterate(self.aio.watch_ticket(ticket_id))
+
+    def cancel_ticket(self, ticket_id: str = "") -> lpb.Ticket:
+        return self._run(self.aio.cancel_ticket(ticket_id))
+
+    def wait_for_placement(
+        self,
+        ticket: lpb.Ticket | str = "",
+        *,
+        watch: bool = False,
+        wait_ms: int = DEFAULT_POLL_WAIT_MS,
+        timeout: float | None = None,
+    ) -> lpb.Placement:
+        return self._run(
+            self.aio.wait_for_placement(ticket, watch=watch, wait_ms=wait_ms, timeout=timeout)
+        )
 
 
 class Seat:
@@ -193,6 +378,18 @@ class Seat:
 
     def chat(self, text: str) -> int:
         return self._client._run(self.aio.chat(text))
+
+    def rematch(
+        self, *, decline: bool = False, after_version: int = 0, wait_ms: int = 0
+    ) -> lpb.RematchResponse:
+        return self._client._run(
+            self.aio.rematch(decline=decline, after_version=after_version, wait_ms=wait_ms)
+        )
+
+    def wait_for_rematch(
+        self, *, wait_ms: int = DEFAULT_POLL_WAIT_MS, timeout: float | None = None
+    ) -> lpb.RematchResponse:
+        return self._client._run(self.aio.wait_for_rematch(wait_ms=wait_ms, timeout=timeout))
 
     def session(self, *, after_seq: int = 0, backoff: Backoff | None = None) -> Session:
         """The seat's ``Play`` session, opened (close it, or use ``with``)."""
