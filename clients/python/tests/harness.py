@@ -2,7 +2,9 @@
 
 The server runs with ``$SPADES_PYTHON`` (the project's .venv python, which
 has the server installed; the Makefile sets it) behind serve.py's proxy, whose
-``POST /cut`` drops every connection. Every wait here is bounded.
+``POST /cut`` drops every connection; ``POST /credential`` signs a player
+credential, ``POST /friend`` drives a second player (the lobby's tests). Every
+wait here is bounded.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import queue
 import subprocess
 import sys
 import threading
+import urllib.error
 import urllib.request
 from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
@@ -65,6 +68,36 @@ class Harness:
 
     async def cut_async(self) -> int:
         return await asyncio.to_thread(self.cut)
+
+    def _post_json(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        req = urllib.request.Request(
+            f"{self.control}{path}",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=15) as resp:
+                answer: dict[str, Any] = json.loads(resp.read())
+        except urllib.error.HTTPError as e:
+            raise AssertionError(f"POST {path} {body}: {e.code} {e.read().decode()}") from None
+        return answer
+
+    def credential(self, player_id: str, name: str = "") -> str:
+        """A player credential serve.py signs for the run (10 minutes)."""
+        return str(
+            self._post_json("/credential", {"playerId": player_id, "name": name})["credential"]
+        )
+
+    async def credential_async(self, player_id: str, name: str = "") -> str:
+        return await asyncio.to_thread(self.credential, player_id, name)
+
+    def friend(self, request: dict[str, Any]) -> dict[str, Any]:
+        """serve.py's second player: ``{"do": "quickplay", ...}`` or ``{"do": "join", ...}``."""
+        return self._post_json("/friend", request)
+
+    async def friend_async(self, request: dict[str, Any]) -> dict[str, Any]:
+        return await asyncio.to_thread(self.friend, request)
 
 
 def _first_line(proc: subprocess.Popen[str]) -> str:
