@@ -12,7 +12,7 @@ import (
 
 // The README's examples are these files, word for word (tls_test.go runs
 // the second).
-var exampleSources = []string{"examples/playhand/main.go", "examples/tls/main.go"}
+var exampleSources = []string{"examples/playhand/main.go", "examples/tls/main.go", "examples/quickplay/main.go"}
 
 func TestReadmeShowsTheExamples(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
@@ -54,4 +54,31 @@ func TestExamplePlaysAHand(t *testing.T) {
 		t.Fatalf("playhand printed:\n%s", text)
 	}
 	t.Logf("playhand:\n%s", text)
+}
+
+// The quick play example: placed with bots after serve.py's 1 s, it plays
+// the seat's first hand.
+func TestExampleQuickPlays(t *testing.T) {
+	srv := server(t)
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool on PATH")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	bin := filepath.Join(t.TempDir(), "quickplay")
+	if out, err := exec.CommandContext(ctx, goTool, "build", "-o", bin, "./examples/quickplay").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	credential := srv.credential(t, "go-example", "Example")
+	out, err := exec.CommandContext(ctx, bin, "-addr", srv.Address, "-credential", credential).CombinedOutput()
+	if err != nil {
+		t.Fatalf("quickplay: %v\n%s", err, out)
+	}
+	text := string(out)
+	if !strings.Contains(text, "placed at seat ") || !strings.Contains(text, ": Example\n") ||
+		strings.Count(text, "trick ") != 13 || !strings.Contains(text, "side 1: bid") {
+		t.Fatalf("quickplay printed:\n%s", text)
+	}
+	t.Logf("quickplay:\n%s", text)
 }
