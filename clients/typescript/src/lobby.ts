@@ -146,7 +146,8 @@ export class PlayerClient {
 
   /**
    * A table (one call): public ones, those the player sits at, and an
-   * invite-only one by `{ inviteCode }`. With `afterVersion` and `waitMs` it
+   * invite-only one by `{ inviteCode }` (each look by code counts against
+   * the player's attempts, as a join does). With `afterVersion` and `waitMs` it
    * is a long poll: the answer comes when the table's version is past
    * `afterVersion`, or unchanged once the wait has run out.
    */
@@ -173,11 +174,15 @@ export class PlayerClient {
     );
   }
 
-  /** `watchTable` made of GetTable long polls, for where streams stall (a proxy or an HTTP stack that buffers them). */
-  pollTable(table: TableRef, options: WatchOptions & LongPollOpts = {}): Watch<Table> {
-    const ref = tableRef(table);
+  /**
+   * `watchTable` made of GetTable long polls, for where streams stall (a
+   * proxy or an HTTP stack that buffers them). By id only: a look by invite
+   * code counts against the player's attempts (INVITE_ATTEMPTS), so follow
+   * an invite-only table once seated at it.
+   */
+  pollTable(tableId: string, options: WatchOptions & LongPollOpts = {}): Watch<Table> {
     const loop = pollLoop(
-      (afterVersion, waitMs, call) => this.callWith(call, (o) => this.client.lobbyRpc.getTable({ ...ref, afterVersion, waitMs }, o)),
+      (afterVersion, waitMs, call) => this.callWith(call, (o) => this.client.lobbyRpc.getTable({ tableId, afterVersion, waitMs }, o)),
       (res) => res.table?.version ?? 0n,
       options,
     );
@@ -191,11 +196,12 @@ export class PlayerClient {
    * Waits, with GetTable long polls, until the table has started; resolves
    * with it STARTED (its `matchId` plays with the seat tokens). Rejects with
    * FAILED_PRECONDITION TABLE_CLOSED (`metadata.close_reason`: "unattended",
-   * "empty", ...) if it closed instead.
+   * "empty", ...) if it closed instead. By id (a public table, or one the
+   * player sits at), like `pollTable`.
    */
-  awaitStart(table: TableRef, options: LongPollOpts = {}): Promise<Table> {
+  awaitStart(tableId: string, options: LongPollOpts = {}): Promise<Table> {
     return awaitLongPoll(
-      (afterVersion, waitMs, opts) => this.getTable(table, { afterVersion, waitMs, ...opts }),
+      (afterVersion, waitMs, opts) => this.getTable(tableId, { afterVersion, waitMs, ...opts }),
       (t) => t.version,
       (t) => {
         if (t.state === TableState.CLOSED) {
