@@ -1910,7 +1910,8 @@ type Ticket struct {
 	// Milliseconds since the Unix epoch when it was queued (or made, while
 	// waiting for a partner).
 	CreatedMs int64 `protobuf:"varint,6,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
-	// When SEARCHING: when bots fill the open seats at the latest.
+	// When SEARCHING: when bots fill the open seats at the latest; when
+	// PLACED, when they were due.
 	BotsAtMs int64 `protobuf:"varint,7,opt,name=bots_at_ms,json=botsAtMs,proto3" json:"bots_at_ms,omitempty"`
 	// When PLACED: the caller's seat (each player of a party sees their own).
 	Placement *Placement `protobuf:"bytes,8,opt,name=placement,proto3" json:"placement,omitempty"`
