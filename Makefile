@@ -115,6 +115,7 @@ bench: install redis-server
 	$(PYTHON) bench/web.py --mode capacity
 	$(PYTHON) bench/replicas.py
 	$(PYTHON) bench/soak.py
+	$(PYTHON) bench/lobby.py
 
 # The server, Envoy and the web table (python -m spades_server.stack): prints
 # the one URL to open and the operator token; Ctrl-C stops all three. The

@@ -89,6 +89,10 @@ def test_a_lone_player_gets_bots_after_the_wait_and_can_ask_again(server: Server
     assert BOT_WAIT_S - 0.5 <= time.monotonic() - t0 <= BOT_WAIT_S + 1.5
     seats = got.placement.table.seats
     assert [s.state for s in seats].count(lpb.TABLE_SEAT_STATE_BOT) == 3
+    # --bot-level (normal by default) plays them.
+    assert {s.bot_level for s in seats if s.state == lpb.TABLE_SEAT_STATE_BOT} == {
+        pb.BOT_LEVEL_NORMAL
+    }
     # After a lost connection: the latest ticket, with the same seat token.
     again = alone.call("GetTicket", lpb.GetTicketRequest()).ticket
     assert again.placement.seat_token == got.placement.seat_token
@@ -272,3 +276,24 @@ def test_a_declined_rematch_closes(server: Server) -> None:
         timeout=10,
     )
     assert wrong.code == grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_a_rematch_not_every_human_accepts_in_time_closes(server: Server) -> None:
+    host, guest = player(server, "host"), player(server, "guest")
+    opened = host.call("OpenTable", lpb.OpenTableRequest(ruleset=QUICK_RULES, bot_seats=[1, 3]))
+    match_id = opened.table.table_id
+    joined = guest.call("JoinTable", lpb.JoinTableRequest(table_id=match_id))
+    play_out(server, match_id, [opened.seat_token, joined.seat_token])
+    md = (("authorization", f"Bearer {opened.seat_token}"),)
+    asked = host.lobby.Rematch(lpb.RematchRequest(match_id=match_id), metadata=md, timeout=10)
+    assert asked.table.deadline_ms - asked.table.created_ms == 5000  # --rematch-seconds 5
+    table = asked.table
+    deadline = time.monotonic() + 15
+    while state_name(table) == "TABLE_STATE_WAITING":
+        assert time.monotonic() < deadline
+        table = host.lobby.Rematch(
+            lpb.RematchRequest(match_id=match_id, after_version=table.version, wait_ms=3000),
+            metadata=md,
+            timeout=10,
+        ).table
+    assert state_name(table) == "TABLE_STATE_CLOSED" and table.close_reason == "expired"

@@ -200,6 +200,7 @@ def check(plan: list[Ask], seen: dict[str, Seen], servers: list[Server]) -> dict
         assert s.final.state == lpb.TICKET_STATE_PLACED, (ask, s.final)
         placement = s.final.placement
         assert placement.table.seats[placement.seat].player_id == ask.player
+        assert placement.table.turn_timer_ms == 30_000  # --quickplay-turn-timer-ms
         assert ask.player not in seats_of, f"{ask.player} placed twice"
         seats_of[ask.player] = (placement.match_id, placement.seat)
         table = tables.setdefault(placement.match_id, {})

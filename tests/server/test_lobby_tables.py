@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import grpc
@@ -399,3 +399,26 @@ def test_a_waiting_table_survives_a_restart(tmp_path: Path) -> None:
         assert view(srv, opened.table.table_id, opened.seat_token).seat == 0
     finally:
         srv.stop()
+
+
+def test_lobby_changes_are_rate_limited_per_player_and_tables_are_bounded(
+    make_server: Callable[..., Server],
+) -> None:
+    flags = list(LOBBY_FLAGS)
+    flags[flags.index("--lobby-calls-per-second") + 1] = "1"  # bursts of 4
+    srv = make_server(*flags, "--max-waiting-tables", "2")
+    busy = player(srv, "busy")
+    reasons = []
+    for _ in range(6):
+        try:
+            busy.call("QuickPlay", lpb.QuickPlayRequest())
+            busy.call("CancelTicket", lpb.CancelTicketRequest())
+        except grpc.RpcError as e:
+            reasons.append(failure_of(e).reason)
+            break
+    assert reasons == ["RATE_LIMITED"], reasons
+    # Another player is not limited by that one; the third waiting table is refused.
+    for _ in range(2):
+        open_table(player(srv, "host"))
+    full = expect_failure(grpc.StatusCode.RESOURCE_EXHAUSTED, open_table, player(srv, "third"))
+    assert full.reason == "TOO_MANY_TABLES"

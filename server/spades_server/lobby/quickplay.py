@@ -306,12 +306,12 @@ class QuickPlay:
         plans = matchmaker.decide(
             entries, rules.engine.players, rules.engine.partnerships, ctx.now_ms(), bot_wait
         )
-        placed: set[str] = set()
-        for plan in plans:
-            table_id = await self._claim(plan, tickets)
-            if table_id is not None:
-                placed.update(plan.tickets)
-                await self.tables.start(table_id)
+        # The plans share no ticket: their claims, then their starts, go to the
+        # store together (one group commit on SQLite, not one per table).
+        claimed = await asyncio.gather(*(self._claim(plan, tickets) for plan in plans))
+        started = [t for t in claimed if t is not None]
+        await asyncio.gather(*(self.tables.start(t) for t in started))
+        placed = {t for plan, c in zip(plans, claimed, strict=True) if c for t in plan.tickets}
         left = [e for e in entries if e.ticket_id not in placed]
         return matchmaker.next_deadline(left, bot_wait)
 
