@@ -364,6 +364,13 @@ describe("the lobby against a real server (serve.py)", { timeout: 240_000 }, () 
     const watched = new Reader<Ticket>(p.lobby.watchTicket(ticket.ticketId, { retry: FAST }));
     await watched.until("the ticket now", (t) => t.state === TicketState.SEARCHING);
     const waiting = refusal(p.lobby.awaitPlacement(ticket.ticketId, { waitMs: 5_000 }));
+    // The caller's AbortSignal ends a wait (and a watch) with CANCELLED.
+    const abort = new AbortController();
+    const abandoned = refusal(p.lobby.awaitPlacement(ticket, { waitMs: 5_000, signal: abort.signal }));
+    const dropped = p.lobby.pollTicket(ticket.ticketId, { waitMs: 5_000, signal: abort.signal });
+    abort.abort();
+    assert.equal((await abandoned).code, Code.Canceled);
+    assert.equal((await within(WAIT_MS, "the aborted watch's end", dropped.ended))?.code, Code.Canceled);
     const cancelled = await p.lobby.cancelTicket();
     assert.equal(cancelled.ticketId, ticket.ticketId);
     assert.equal(cancelled.state, TicketState.CANCELLED);
