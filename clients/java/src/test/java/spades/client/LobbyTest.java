@@ -69,7 +69,12 @@ class LobbyTest {
   @BeforeAll
   static void startServer() throws Exception {
     harness = Harness.start();
-    client = client(Transport.OKHTTP);
+    // The server itself, not the proxy: a test's cut leaves the other tests' calls alone.
+    client =
+        SpadesClient.builder(harness.server)
+            .plaintext()
+            .defaultDeadline(Duration.ofSeconds(10))
+            .build();
   }
 
   @AfterAll
@@ -82,6 +87,7 @@ class LobbyTest {
     }
   }
 
+  /** A client through serve.py's proxy (which POST /cut resets). */
   private static SpadesClient client(Transport transport) {
     return SpadesClient.builder(harness.address)
         .plaintext()
@@ -380,9 +386,10 @@ class LobbyTest {
             new Player(c, "host").lobby.openTable(withRules(rules)).getTable().getTableId();
         assertEquals(first, tableOf(batches.poll(WAIT.toSeconds(), TimeUnit.SECONDS)));
         harness.cut();
-        // Opened while the stream is down or reconnecting: it still comes, once.
+        // Opened while the stream is down or reconnecting (by another client: the cut dropped
+        // this one's connection too): it still comes, once.
         String second =
-            new Player(c, "host").lobby.openTable(withRules(rules)).getTable().getTableId();
+            new Player(client, "host").lobby.openTable(withRules(rules)).getTable().getTableId();
         assertEquals(second, tableOf(batches.poll(WAIT.toSeconds(), TimeUnit.SECONDS)));
         assertTrue(reconnecting.get() >= 1, "the cut was noticed");
         assertTrue(watch.reconnections() >= 1);
