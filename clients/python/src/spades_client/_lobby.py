@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import random
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import grpc
 
@@ -36,7 +36,7 @@ from ._retry import (
 )
 from ._session import settle
 
-__all__ = ["LobbyCalls", "resumed_stream"]
+__all__ = ["LobbyCalls", "ResumedStream"]
 
 Resp = TypeVar("Resp")
 Msg = TypeVar("Msg")
@@ -215,7 +215,9 @@ class LobbyCalls:
 
         async def tables() -> AsyncGenerator[lpb.Table, None]:
             last = 0
-            stream = resumed_stream(open_call, self.backoff, self._rng, ends=True)
+            stream = ResumedStream(
+                open_call, lpb.WatchTableResponse, self.backoff, self._rng, ends=True
+            )
             async with contextlib.aclosing(stream):
                 async for message in stream:
                     if message.table.version > last:
@@ -317,22 +319,18 @@ class LobbyCalls:
         a dropped connection from the last batch's version, so no change is
         missed (with ``after_version`` 0, changes before the first batch may
         be, if the first call drops)."""
-        filter_ = _filter(ruleset)
-        last = after_version
-
-        def open_call() -> grpc.aio.UnaryStreamCall[Any, lpb.WatchLobbyResponse]:
-            request = lpb.WatchLobbyRequest(filter=filter_, after_version=last)
-            return self.lobby_stub.WatchLobby(request, metadata=self._player())
+        stream = self._lobby_stream(ruleset, after_version)
 
         async def batches() -> AsyncGenerator[lpb.WatchLobbyResponse, None]:
-            nonlocal last
-            stream = resumed_stream(open_call, self.backoff, self._rng, ends=False)
             async with contextlib.aclosing(stream):
                 async for batch in stream:
-                    last = max(last, batch.version)
+                    stream.after_version = max(stream.after_version, batch.version)
                     yield batch
 
         return batches()
+
+    def _lobby_stream(self, ruleset: pb.Ruleset | None, after_version: int) -> _LobbyStream:
+        return _LobbyStream(self, _filter(ruleset), after_version)
 
     async def poll_lobby(
         self,
@@ -397,10 +395,11 @@ class LobbyCalls:
                 if changed or batch.reset:
                     yield listed()
                 continue
-            batches = self.watch_lobby(ruleset, after_version=version)
-            async with contextlib.aclosing(batches):
-                async for batch in batches:
+            stream = self._lobby_stream(ruleset, version)
+            async with contextlib.aclosing(stream):
+                async for batch in stream:
                     version = max(version, batch.version)
+                    stream.after_version = version
                     if batch.reset:
                         break  # list again, and follow from there on a new stream
                     if _apply(held, batch):
@@ -463,7 +462,9 @@ class LobbyCalls:
         async def tickets() -> AsyncGenerator[lpb.Ticket, None]:
             nonlocal chosen
             last = 0
-            stream = resumed_stream(open_call, self.backoff, self._rng, ends=True)
+            stream = ResumedStream(
+                open_call, lpb.WatchTicketResponse, self.backoff, self._rng, ends=True
+            )
             async with contextlib.aclosing(stream):
                 async for message in stream:
                     chosen = chosen or message.ticket.ticket_id
@@ -549,35 +550,83 @@ def _apply(held: dict[str, lpb.Table], batch: lpb.WatchLobbyResponse) -> bool:
     return changed
 
 
-async def resumed_stream(
-    open_call: Callable[[], grpc.aio.UnaryStreamCall[Any, Msg]],
-    backoff: Backoff,
-    rng: random.Random,
-    *,
-    ends: bool,
-) -> AsyncGenerator[Msg, None]:
-    """The messages of a server stream, opened again (``open_call()``, which
-    says from where) after a transient failure, with ``backoff``; a refusal
-    raises its ``SpadesError``, too many failures in a row ``ConnectionLost``.
-    ``ends``: the stream ends by itself once done (``WatchTable``,
-    ``WatchTicket``), and so does the iteration; else an end is a drop."""
-    failures = 0
-    while True:
-        call = open_call()
-        try:
-            async for message in call:
-                failures = 0
-                yield message
-            if ends:
-                return
-            err = SpadesError(grpc.StatusCode.UNAVAILABLE, "the server ended the stream")
-        except grpc.RpcError as e:
-            err = SpadesError.from_rpc_error(e)
-        finally:
+class ResumedStream(Generic[Msg]):
+    """The messages of a server stream (an async iterator), opened again
+    (``open_call()``, which says from where) after a transient failure, with
+    ``backoff``; a refusal raises its ``SpadesError``, too many failures in a
+    row ``ConnectionLost``. ``ends``: the stream ends by itself once done
+    (``WatchTable``, ``WatchTicket``), and so does the iteration; else an end
+    is a drop. ``aclose()`` cancels the call.
+
+    A class, not an async generator: the generators that hold one close it
+    in their ``finally`` whichever way they end, even when the event loop
+    finalizes them (an async generator inside another may be finalized
+    concurrently with it, and refuse to be closed twice)."""
+
+    def __init__(
+        self,
+        open_call: Callable[[], grpc.aio.UnaryStreamCall[Any, Msg]],
+        message_type: type[Msg],
+        backoff: Backoff,
+        rng: random.Random,
+        *,
+        ends: bool,
+    ) -> None:
+        self._open_call = open_call
+        self._type = message_type
+        self._backoff = backoff
+        self._rng = rng
+        self._ends = ends
+        self._call: grpc.aio.UnaryStreamCall[Any, Msg] | None = None
+        self._failures = 0
+        self._done = False
+
+    def __aiter__(self) -> ResumedStream[Msg]:
+        return self
+
+    async def __anext__(self) -> Msg:
+        while not self._done:
+            if self._call is None:
+                self._call = self._open_call()
+            try:
+                message = await self._call.read()
+            except grpc.RpcError as e:
+                err = SpadesError.from_rpc_error(e)
+            else:
+                if isinstance(message, self._type):
+                    self._failures = 0
+                    return message
+                if self._ends:  # the end (EOF): the call ended OK
+                    break
+                err = SpadesError(grpc.StatusCode.UNAVAILABLE, "the server ended the stream")
+            call, self._call = self._call, None
             await settle(call)
-        if not is_transient(err):
-            raise err
-        failures += 1
-        if failures >= backoff.max_attempts:
-            raise ConnectionLost(failures, err)
-        await asyncio.sleep(backoff.delay(failures - 1, rng))
+            if not is_transient(err):
+                self._done = True
+                raise err
+            self._failures += 1
+            if self._failures >= self._backoff.max_attempts:
+                self._done = True
+                raise ConnectionLost(self._failures, err)
+            await asyncio.sleep(self._backoff.delay(self._failures - 1, self._rng))
+        await self.aclose()
+        raise StopAsyncIteration
+
+    async def aclose(self) -> None:
+        self._done = True
+        call, self._call = self._call, None
+        if call is not None:
+            await settle(call)
+
+
+class _LobbyStream(ResumedStream[lpb.WatchLobbyResponse]):
+    """``WatchLobby``, opened again from ``after_version`` (which its reader
+    moves on as batches come)."""
+
+    def __init__(self, calls: LobbyCalls, filter_: lpb.LobbyFilter, after_version: int) -> None:
+        def open_call() -> grpc.aio.UnaryStreamCall[Any, lpb.WatchLobbyResponse]:
+            request = lpb.WatchLobbyRequest(filter=filter_, after_version=self.after_version)
+            return calls.lobby_stub.WatchLobby(request, metadata=calls._player())
+
+        super().__init__(open_call, lpb.WatchLobbyResponse, calls.backoff, calls._rng, ends=False)
+        self.after_version = after_version

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import AsyncGenerator, Coroutine, Iterable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Coroutine, Generator, Iterable, Iterator, Sequence
 from typing import Any, Final, TypeVar
 
 import grpc
@@ -177,7 +177,7 @@ class Client:
     def seat(self, token: str | SeatTokenHolder) -> Seat:
         return Seat(self, self.aio.seat(token))
 
-    def _iterate(self, agen: AsyncGenerator[T, None]) -> Iterator[T]:
+    def _iterate(self, agen: AsyncGenerator[T, None]) -> Generator[T, None, None]:
         """An async generator of the client's, as an iterator: each item
         fetched on the loop; closing the iterator closes the generator."""
 
@@ -258,7 +258,7 @@ class Client:
             )
         )
 
-    def watch_table(self, table_id: str) -> Iterator[lpb.Table]:
+    def watch_table(self, table_id: str) -> Generator[lpb.Table, None, None]:
         return self._iterate(self.aio.watch_table(table_id))
 
     def wait_for_start(
@@ -287,7 +287,7 @@ class Client:
 
     def tables(
         self, ruleset: pb.Ruleset | None = None, *, page_size: int = 0
-    ) -> Iterator[lpb.Table]:
+    ) -> Generator[lpb.Table, None, None]:
         return self._iterate(self.aio.tables(ruleset, page_size=page_size))
 
     def lobby_snapshot(
@@ -297,7 +297,7 @@ class Client:
 
     def watch_lobby(
         self, ruleset: pb.Ruleset | None = None, *, after_version: int = 0
-    ) -> Iterator[lpb.WatchLobbyResponse]:
+    ) -> Generator[lpb.WatchLobbyResponse, None, None]:
         return self._iterate(self.aio.watch_lobby(ruleset, after_version=after_version))
 
     def poll_lobby(
@@ -315,7 +315,7 @@ class Client:
         *,
         poll: bool = False,
         wait_ms: int = DEFAULT_POLL_WAIT_MS,
-    ) -> Iterator[list[lpb.Table]]:
+    ) -> Generator[list[lpb.Table], None, None]:
         return self._iterate(self.aio.follow_lobby(ruleset, poll=poll, wait_ms=wait_ms))
 
     def quick_play(
@@ -330,7 +330,7 @@ class Client:
             self.aio.get_ticket(ticket_id, after_version=after_version, wait_ms=wait_ms)
         )
 
-    def watch_ticket(self, ticket_id: str = "") -> Iterator[lpb.Ticket]:
+    def watch_ticket(self, ticket_id: str = "") -> Generator[lpb.Ticket, None, None]:
         return self._iterate(self.aio.watch_ticket(ticket_id))
 
     def cancel_ticket(self, ticket_id: str = "") -> lpb.Ticket:
