@@ -11,6 +11,7 @@ table with itself changes nothing).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import re
 from collections.abc import Awaitable, Callable
@@ -136,6 +137,8 @@ class Listing:
         wait runs out (a long poll)."""
         feed = self.ctx.feed
         position = feed.last if after == 0 else after
+        loop = asyncio.get_running_loop()
+        deadline = None if wait_s is None else loop.time() + wait_s
         with feed.watching() as waiter:
             while True:
                 batch = await self.changes(rules_key, position)
@@ -146,7 +149,10 @@ class Listing:
                         return
                     if batch.reset:
                         position = feed.last
-                woke = await waiter.wait(wait_s)
+                # Changes of tables outside the filter wake it too: the wait
+                # goes on for what is left of it, not again from the start.
+                left = None if deadline is None else max(0.0, deadline - loop.time())
+                woke = await waiter.wait(left)
                 waiter.take()
                 if not woke:
                     await send(lpb.WatchLobbyResponse(version=max(position, feed.last)))
