@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
@@ -153,6 +154,19 @@ func convert(ctx context.Context, err error) error {
 	e = fromStatus(st)
 	if ctx != nil && ctx.Err() != nil && (e.Code == codes.Canceled || e.Code == codes.DeadlineExceeded) {
 		e.cause = ctx.Err()
+	} else if ctx != nil && e.Code == codes.DeadlineExceeded && deadlineReached(ctx) {
+		// The server's timer (its grpc-timeout, rounded down to the unit
+		// sent) can end the call a moment before the context's does.
+		e.cause = context.DeadlineExceeded
 	}
 	return e
+}
+
+// deadlineSlack: a DEADLINE_EXCEEDED from the server this close to the
+// context's deadline is that deadline's.
+const deadlineSlack = 50 * time.Millisecond
+
+func deadlineReached(ctx context.Context) bool {
+	d, ok := ctx.Deadline()
+	return ok && time.Until(d) < deadlineSlack
 }

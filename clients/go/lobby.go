@@ -230,19 +230,44 @@ func (p *Player) getTable(ctx context.Context, req *spadesv1.GetTableRequest, op
 // started, and returns it (STARTED: the seat tokens play its match_id). A
 // table that closes instead is ErrTableClosed, wrapped with its close_reason.
 func (p *Player) AwaitTableStart(ctx context.Context, tableID string) (*spadesv1.Table, error) {
-	var version uint64
+	return longPoll(ctx,
+		func(after uint64) (*spadesv1.Table, error) {
+			return p.GetTable(ctx, tableID, WithAfterVersion(after), WithWait(LongPollWait))
+		},
+		(*spadesv1.Table).GetVersion,
+		func(table *spadesv1.Table) (bool, error) {
+			switch table.GetState() {
+			case spadesv1.TableState_TABLE_STATE_STARTED:
+				return true, nil
+			case spadesv1.TableState_TABLE_STATE_CLOSED:
+				return true, fmt.Errorf("%w: %s (%s)", ErrTableClosed, table.GetTableId(), table.GetCloseReason())
+			}
+			return false, nil
+		})
+}
+
+// minPollGap: a long poll answered unchanged sooner than this (the server cut
+// its wait: the context's deadline is near) is asked again only after it.
+const minPollGap = 100 * time.Millisecond
+
+// longPoll calls poll, with the version of its last answer, until final says
+// an answer is the last (or an error); an error of poll ends it at once.
+func longPoll[T any](ctx context.Context, poll func(after uint64) (T, error), version func(T) uint64,
+	final func(T) (bool, error)) (T, error) {
+	var after uint64
 	for {
-		table, err := p.GetTable(ctx, tableID, WithAfterVersion(version), WithWait(LongPollWait))
+		began := time.Now()
+		v, err := poll(after)
 		if err != nil {
-			return nil, err
+			return v, err
 		}
-		switch table.GetState() {
-		case spadesv1.TableState_TABLE_STATE_STARTED:
-			return table, nil
-		case spadesv1.TableState_TABLE_STATE_CLOSED:
-			return table, fmt.Errorf("%w: %s (%s)", ErrTableClosed, table.GetTableId(), table.GetCloseReason())
+		if done, err := final(v); done || err != nil {
+			return v, err
 		}
-		version = table.GetVersion()
+		if version(v) <= after && time.Since(began) < minPollGap && !sleep(ctx, minPollGap) {
+			return v, ctx.Err()
+		}
+		after = version(v)
 	}
 }
 
@@ -451,20 +476,25 @@ func (p *Player) CancelTicket(ctx context.Context, ticketID string) (*spadesv1.T
 // placement. A ticket cancelled instead is ErrTicketCancelled, wrapped with
 // its cancel_reason. It waits until ctx ends.
 func (p *Player) AwaitPlacement(ctx context.Context, ticketID string) (*spadesv1.Placement, error) {
-	var version uint64
-	for {
-		ticket, err := p.GetTicket(ctx, ticketID, WithAfterVersion(version), WithWait(LongPollWait))
-		if err != nil {
-			return nil, err
-		}
-		switch ticket.GetState() {
-		case spadesv1.TicketState_TICKET_STATE_PLACED:
-			return ticket.GetPlacement(), nil
-		case spadesv1.TicketState_TICKET_STATE_CANCELLED:
-			return nil, fmt.Errorf("%w: %s (%s)", ErrTicketCancelled, ticket.GetTicketId(), ticket.GetCancelReason())
-		}
-		ticketID, version = ticket.GetTicketId(), ticket.GetVersion()
+	ticket, err := longPoll(ctx,
+		func(after uint64) (*spadesv1.Ticket, error) {
+			return p.GetTicket(ctx, ticketID, WithAfterVersion(after), WithWait(LongPollWait))
+		},
+		(*spadesv1.Ticket).GetVersion,
+		func(ticket *spadesv1.Ticket) (bool, error) {
+			ticketID = ticket.GetTicketId() // "" (the latest) names it from here on
+			switch ticket.GetState() {
+			case spadesv1.TicketState_TICKET_STATE_PLACED:
+				return true, nil
+			case spadesv1.TicketState_TICKET_STATE_CANCELLED:
+				return true, fmt.Errorf("%w: %s (%s)", ErrTicketCancelled, ticket.GetTicketId(), ticket.GetCancelReason())
+			}
+			return false, nil
+		})
+	if err != nil {
+		return nil, err
 	}
+	return ticket.GetPlacement(), nil
 }
 
 // -- rematch ----------------------------------------------------------------------
@@ -502,21 +532,21 @@ func (s *Seat) rematch(ctx context.Context, decline bool, opts []PollOption) (*s
 // that closes instead (declined, or not accepted in time) is ErrTableClosed,
 // wrapped with the close_reason.
 func (s *Seat) AwaitRematch(ctx context.Context) (*spadesv1.RematchResponse, error) {
-	var version uint64
-	for {
-		resp, err := s.Rematch(ctx, WithAfterVersion(version), WithWait(LongPollWait))
-		if err != nil {
-			return nil, err
-		}
-		table := resp.GetTable()
-		switch table.GetState() {
-		case spadesv1.TableState_TABLE_STATE_STARTED:
-			return resp, nil
-		case spadesv1.TableState_TABLE_STATE_CLOSED:
-			return resp, fmt.Errorf("%w: rematch %s (%s)", ErrTableClosed, table.GetTableId(), table.GetCloseReason())
-		}
-		version = table.GetVersion()
-	}
+	return longPoll(ctx,
+		func(after uint64) (*spadesv1.RematchResponse, error) {
+			return s.Rematch(ctx, WithAfterVersion(after), WithWait(LongPollWait))
+		},
+		func(resp *spadesv1.RematchResponse) uint64 { return resp.GetTable().GetVersion() },
+		func(resp *spadesv1.RematchResponse) (bool, error) {
+			table := resp.GetTable()
+			switch table.GetState() {
+			case spadesv1.TableState_TABLE_STATE_STARTED:
+				return true, nil
+			case spadesv1.TableState_TABLE_STATE_CLOSED:
+				return true, fmt.Errorf("%w: rematch %s (%s)", ErrTableClosed, table.GetTableId(), table.GetCloseReason())
+			}
+			return false, nil
+		})
 }
 
 // -- streams ----------------------------------------------------------------------

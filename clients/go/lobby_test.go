@@ -258,19 +258,17 @@ func TestLobbyListAndWatch(t *testing.T) {
 	guest, _ := srv.player(t, c, "guest")
 	batches := make(chan *spadesv1.WatchLobbyResponse, 100)
 	wctx, stop := context.WithCancel(ctx)
-	var werr error
-	done := make(chan struct{})
+	ended := make(chan error, 1) // why the watch ended
 	go func() {
-		defer close(done)
 		for batch, err := range viewer.WatchLobby(wctx, filter, version) {
 			if err != nil {
-				werr = err
+				ended <- err
 				return
 			}
 			batches <- batch
 		}
+		ended <- nil
 	}()
-	var tableID string
 	// until reads batches until one satisfies ok.
 	until := func(what string, ok func(*spadesv1.WatchLobbyResponse) bool) {
 		t.Helper()
@@ -281,8 +279,10 @@ func TestLobbyListAndWatch(t *testing.T) {
 				if ok(b) {
 					return
 				}
+			case err := <-ended:
+				t.Fatalf("the lobby's watch ended (%v) before it showed %s", err, what)
 			case <-timeout:
-				t.Fatalf("the lobby's watch never showed %s (%v)", what, werr)
+				t.Fatalf("the lobby's watch never showed %s", what)
 			}
 		}
 	}
@@ -290,7 +290,7 @@ func TestLobbyListAndWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tableID = opened.GetTable().GetTableId()
+	tableID := opened.GetTable().GetTableId()
 	until("the new table", func(b *spadesv1.WatchLobbyResponse) bool {
 		for _, table := range b.GetTables() {
 			if table.GetTableId() == tableID {
@@ -323,9 +323,8 @@ func TestLobbyListAndWatch(t *testing.T) {
 		return false
 	})
 	stop()
-	<-done
-	if werr != nil && !errors.Is(werr, context.Canceled) {
-		t.Fatalf("WatchLobby ended with %v", werr)
+	if err := <-ended; !errors.Is(err, context.Canceled) {
+		t.Fatalf("WatchLobby ended with %v, want the context's end", err)
 	}
 
 	// The long poll: the same changes from the same version, at once...
