@@ -422,3 +422,39 @@ def test_lobby_changes_are_rate_limited_per_player_and_tables_are_bounded(
         open_table(player(srv, "host"))
     full = expect_failure(grpc.StatusCode.RESOURCE_EXHAUSTED, open_table, player(srv, "third"))
     assert full.reason == "TOO_MANY_TABLES"
+
+
+def test_a_filtered_poll_answers_within_its_wait_while_other_tables_change(
+    server: Server,
+) -> None:
+    rules = pb.Ruleset(preset="polish")
+    viewer = player(server, "poller")
+    start = viewer.call(
+        "ListTables", lpb.ListTablesRequest(filter=lpb.LobbyFilter(ruleset=rules))
+    ).version
+    stop = threading.Event()
+
+    def churn() -> None:  # classic tables open and close: changes outside the filter
+        while not stop.is_set():
+            p = player(server, "churn")
+            opened = open_table(p)
+            p.call("LeaveTable", lpb.LeaveTableRequest(table_id=opened.table.table_id))
+            time.sleep(0.1)
+
+    churner = threading.Thread(target=churn, daemon=True)
+    churner.start()
+    try:
+        t0 = time.monotonic()
+        quiet = viewer.call(
+            "PollLobby",
+            lpb.PollLobbyRequest(
+                filter=lpb.LobbyFilter(ruleset=rules), after_version=start, wait_ms=1000
+            ),
+        ).changes
+        took = time.monotonic() - t0
+    finally:
+        stop.set()
+        churner.join(timeout=10)
+    assert not quiet.tables and not quiet.removed_table_ids
+    assert quiet.version > start, "the version moves past the changes it skipped"
+    assert 0.9 <= took < 2.0, took
