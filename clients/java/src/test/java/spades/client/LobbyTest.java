@@ -551,7 +551,7 @@ class LobbyTest {
     assertNotNull(last);
     assertEquals(TicketState.TICKET_STATE_CANCELLED, last.getState());
     ended.get(5, TimeUnit.SECONDS); // the stream ends normally once cancelled
-    assertTrue(watch.done().isDone());
+    watch.done().get(5, TimeUnit.SECONDS);
     // Idempotent; and waiting for its placement says why there will be none.
     assertEquals(TicketState.TICKET_STATE_CANCELLED, p.lobby.cancelTicket().getState());
     SpadesException never =
