@@ -354,7 +354,7 @@ func (p *Player) AllTables(ctx context.Context, filter *spadesv1.LobbyFilter) ([
 // after afterVersion (AllTables' or ListTables' version; 0: from now), in
 // batches: tables opened or changed (replace what you hold) and tables gone.
 // A dropped connection is reopened after the last batch's version, so no
-// change is missed. A batch with Reset set means that version is older than
+// change is missed (with afterVersion 0, none is once a batch has come). A batch with Reset set means that version is older than
 // the changes the server keeps: list the lobby again and watch from its new
 // version. The stream never ends by itself: break out of the loop, or end ctx.
 func (p *Player) WatchLobby(ctx context.Context, filter *spadesv1.LobbyFilter, afterVersion uint64) iter.Seq2[*spadesv1.WatchLobbyResponse, error] {
