@@ -20,11 +20,14 @@ import structlog
 
 from ..store import StoreError
 from ..store.lobby import LobbyStore
-from .docs import TableDoc, TicketDoc, table_key, ticket_key
+from .docs import OPENED, TableDoc, TicketDoc, table_key, ticket_key
 
 log = structlog.get_logger("spades.lobby.feed")
 
 RING = 8192
+# The key lobby streams and polls watch: changes of tables the lobby shows or
+# showed (tickets and private tables wake none of them).
+LOBBY_CHANGES = "lobby-changes"
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +133,8 @@ class Feed:
         if change.table is not None:
             keys.append(table_key(change.table.id))
             keys += [ticket_key(t) for t in change.table.tickets]
+            if change.table.public and change.table.kind == OPENED:
+                keys.append(LOBBY_CHANGES)
         if change.ticket is not None:
             keys.append(ticket_key(change.ticket.id))
         woken = set(self._all)

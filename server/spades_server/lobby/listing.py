@@ -20,7 +20,7 @@ from ..errors import invalid
 from ..gen.spades.v1 import lobby_pb2 as lpb
 from .context import Context
 from .docs import LOBBY, OPENED, WAITING, TableDoc, lobby_set, table_key
-from .feed import Change, parse
+from .feed import LOBBY_CHANGES, Change, parse
 from .tables import table_pb
 
 DEFAULT_PAGE = 50
@@ -139,7 +139,7 @@ class Listing:
         position = feed.last if after == 0 else after
         loop = asyncio.get_running_loop()
         deadline = None if wait_s is None else loop.time() + wait_s
-        with feed.watching() as waiter:
+        with feed.watching(LOBBY_CHANGES) as waiter:
             while True:
                 batch = await self.changes(rules_key, position)
                 position = batch.version
