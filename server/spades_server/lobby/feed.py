@@ -87,7 +87,6 @@ class Feed:
         self.last = 0  # the latest change seen here
         self.first = 1  # ``recent`` holds every change from here on (if any)
         self._keyed: dict[str, set[Waiter]] = {}
-        self._all: set[Waiter] = set()  # lobby streams: every change
         self._on_change: list[ChangeCallback] = []
 
     async def start(self) -> None:
@@ -137,7 +136,7 @@ class Feed:
                 keys.append(LOBBY_CHANGES)
         if change.ticket is not None:
             keys.append(ticket_key(change.ticket.id))
-        woken = set(self._all)
+        woken: set[Waiter] = set()
         for key in keys:
             woken.update(self._keyed.get(key, ()))
         for waiter in woken:
@@ -147,23 +146,21 @@ class Feed:
             callback(change)
 
     def _every_waiter(self) -> set[Waiter]:
-        every = set(self._all)
+        every: set[Waiter] = set()
         for waiters in self._keyed.values():
             every.update(waiters)
         return every
 
     @contextlib.contextmanager
     def watching(self, *keys: str) -> Iterator[Waiter]:
-        """A waiter for the changes of ``keys`` (none: of everything)."""
+        """A waiter for the changes of ``keys`` (a table's, a ticket's, or
+        ``LOBBY_CHANGES``)."""
         waiter = Waiter()
-        if not keys:
-            self._all.add(waiter)
         for key in keys:
             self._keyed.setdefault(key, set()).add(waiter)
         try:
             yield waiter
         finally:
-            self._all.discard(waiter)
             for key in keys:
                 waiters = self._keyed.get(key)
                 if waiters is not None:
