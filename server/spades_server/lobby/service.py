@@ -17,7 +17,7 @@ import grpc
 import structlog
 
 from .. import access, auth, rpc
-from ..errors import denied, invalid
+from ..errors import denied, invalid, unauthenticated
 from ..gen.spades.v1 import lobby_pb2 as lpb
 from ..matches import Registry
 from ..players import Player, PlayerAuth
@@ -319,9 +319,13 @@ class LobbyService:
                 "BAD_MATCH_ID", f"match_id is at most {MAX_MATCH_ID} characters", "match_id"
             )
         wait_s = self._wait_s(request.wait_ms, context)
-        session, seat, digest = await self.registry.seat_of(
-            auth.bearer(context.invocation_metadata()), request.match_id
-        )
+        token = auth.bearer(context.invocation_metadata())
+        if token is not None and token.count(".") == 2:  # a JWT, not <match_id>.<secret>
+            raise unauthenticated(
+                "Rematch takes the seat token of the finished match, not a player credential",
+                "SEAT_TOKEN_REQUIRED",
+            )
+        session, seat, digest = await self.registry.seat_of(token, request.match_id)
         check = access.seat_check(lambda: session.seats, seat, digest)
         structlog.contextvars.bind_contextvars(match_id=session.match_id, seat=seat)
         doc, _ = await self.rematches.ask(session, seat, request.decline)
