@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import grpc
 
 from ..errors import ServiceError
+from ..store.lobby import Tx
 from .context import Context
 from .docs import (
     ACTIVE_TICKET,
@@ -76,6 +77,18 @@ async def read(ctx: Context, player_id: str) -> Presence:
         if table.state in PENDING_TABLE and table.seat_of(player_id) is not None:
             presence.table, presence.table_version = table, bdoc.version
     return presence
+
+
+# A player's document outlives what it points at by a week: then it reads as
+# absent, which is what it would say anyway (nothing pending), and the store
+# does not keep every player who ever came.
+PLAYER_KEEP_MS = 7 * 86_400_000
+
+
+def put(tx: Tx, player_id: str, doc: PlayerDoc) -> None:
+    key = player_key(player_id)
+    tx.put[key] = doc.to_bytes()
+    tx.ttl_ms[key] = PLAYER_KEEP_MS
 
 
 def not_found_ticket(ticket_id: str) -> ServiceError:

@@ -217,7 +217,7 @@ class QuickPlay:
 
     @staticmethod
     def _hold(tx: Tx, player: Player, held: PlayerDoc, ticket_id: str) -> None:
-        tx.put[player_key(player.id)] = PlayerDoc(ticket_id, held.table).to_bytes()
+        presence.put(tx, player.id, PlayerDoc(ticket_id, held.table))
 
     def _write(self, tx: Tx, ticket: TicketDoc, version: int) -> None:
         """Put ``ticket`` (read at ``version``) with its queue and due entries."""

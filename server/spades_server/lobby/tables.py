@@ -261,7 +261,7 @@ class Tables:
             here = await presence.read(ctx, player.id)
             here.refuse_if_busy()
             tx = Tx(expect={player_key(player.id): here.version, table_key(doc.id): 0})
-            tx.put[player_key(player.id)] = PlayerDoc(here.doc.ticket, doc.id).to_bytes()
+            presence.put(tx, player.id, PlayerDoc(here.doc.ticket, doc.id))
             if doc.code:
                 tx.expect[invite_key(doc.code)] = 0
                 tx.put[invite_key(doc.code)] = doc.id.encode()
@@ -310,7 +310,7 @@ class Tables:
                 PLAYER, player.id, player.name, nonce=ctx.seat_keys.new_nonce()
             )
             tx = Tx(expect={player_key(player.id): here.version, table_key(doc.id): version})
-            tx.put[player_key(player.id)] = PlayerDoc(here.doc.ticket, doc.id).to_bytes()
+            presence.put(tx, player.id, PlayerDoc(here.doc.ticket, doc.id))
             if not doc.open_seats():
                 self._begin_start(doc, ctx.now_ms())
             self.write(tx, doc, version)
@@ -354,6 +354,10 @@ class Tables:
             mine = doc.seat_of(player.id)
             if mine is None:
                 raise precondition("NOT_SEATED", "you do not sit at this table", table_id=doc.id)
+            if doc.kind != OPENED:
+                raise denied(
+                    "NOT_JOINABLE", "quick play and rematch seats are left on the match (LeaveSeat)"
+                )
             if doc.state == CLOSED:
                 raise table_closed(doc)
             if doc.state != WAITING:
@@ -365,7 +369,7 @@ class Tables:
                 held = PlayerDoc.from_bytes(pdoc.data)
                 if held.table == doc.id:
                     tx.expect[player_key(player.id)] = pdoc.version
-                    tx.put[player_key(player.id)] = PlayerDoc(held.ticket, "").to_bytes()
+                    presence.put(tx, player.id, PlayerDoc(held.ticket, ""))
             players = [s.player for s in doc.seats if s.state == PLAYER]
             if not players:
                 self._close(doc, "empty", tx)
