@@ -19,6 +19,15 @@ from .._errors import SpadesError
 from .._gen.spades.v1 import spades_pb2 as pb
 from .embedded import EmbeddedServer, ServerUnavailable
 from .lines import LineReader
+from .lobby import (
+    GUEST_PORT,
+    CredentialError,
+    Identity,
+    LobbyFlow,
+    fetch_guest,
+    guest_url,
+    identity_of,
+)
 from .play import PlayLoop, Rejoin
 from .render import Renderer, hint
 from .watch import WatchLoop
@@ -27,6 +36,7 @@ __all__ = ["main"]
 
 PROG: Final = "spades"
 DEFAULT_ADDRESS: Final = "localhost:50051"
+LOBBY_COMMANDS: Final = frozenset({"lobby", "join", "quickplay"})
 BOT_LEVELS: Final[dict[str, pb.BotLevel.ValueType]] = {
     "random": pb.BOT_LEVEL_RANDOM,
     "easy": pb.BOT_LEVEL_EASY,
@@ -78,8 +88,9 @@ class UsageError(Exception):
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG,
-        description="Play Spades in a terminal against bots, watch a match, or step "
-        "through a game record.",
+        description="Play Spades in a terminal against bots or other players (through "
+        "the lobby, quick play or an invite code), watch a match, or step through a game "
+        "record.",
     )
     p.add_argument(
         "--ascii", action="store_true", help="write suits as letters (QS), not symbols (Q♠)"
@@ -151,6 +162,49 @@ def _parser() -> argparse.ArgumentParser:
     )
     _pace(w)
 
+    lo = sub.add_parser(
+        "lobby",
+        help="the tables waiting for players: sit at one, or open one",
+        description="The public tables waiting for players, kept up to date: type a table's "
+        "number to sit at it, `open` to open a table (`open invite` for an invite-only one, "
+        "whose code friends join with `spades join CODE`), q to quit. Once the table has "
+        "started, you play it as `spades play` does. With --preset or --set, only tables of "
+        "those rules are listed (and `open` opens one of them).",
+    )
+    _player(lo)
+    _rules(lo)
+    _pace(lo)
+    _no_pause(lo)
+
+    jo = sub.add_parser(
+        "join",
+        help="sit at an invite-only table by its code",
+        description="Sit at an invite-only table by its invite code (as shown, or read aloud: "
+        "case, spaces and dashes do not matter), wait until it starts, then play it as "
+        "`spades play` does.",
+    )
+    jo.add_argument("code", metavar="CODE", help="the table's invite code, e.g. ABCDE-FGHJK")
+    jo.add_argument("--seat", type=int, metavar="N", help="the seat wanted (default: any)")
+    _player(jo)
+    _pace(jo)
+    _no_pause(jo)
+
+    qp = sub.add_parser(
+        "quickplay",
+        help="ask for a game with other players (bots fill in after a wait)",
+        description="Ask the matchmaker for a game: you are seated with other players who "
+        "asked for the same rules, and bots take the seats nobody took after a wait. With "
+        "--partner, as that player's partner (they ask naming you). Shows the wait (q "
+        "withdraws the ticket), then plays the seat as `spades play` does.",
+    )
+    qp.add_argument(
+        "--partner", metavar="PLAYER_ID", default="", help="play as this player's partner"
+    )
+    _player(qp)
+    _rules(qp)
+    _pace(qp)
+    _no_pause(qp)
+
     r = sub.add_parser(
         "replay",
         help="step through a game record",
@@ -163,6 +217,56 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("file", metavar="FILE", help="the record (JSON)")
     r.add_argument("--no-clear", action="store_true", help="do not clear the screen between steps")
     return p
+
+
+def _player(p: argparse.ArgumentParser) -> None:
+    """Where the lobby is, and who the player is."""
+    p.add_argument(
+        "--address", metavar="HOST:PORT", default=DEFAULT_ADDRESS, help="the server (or Envoy)"
+    )
+    p.add_argument(
+        "--credential",
+        metavar="JWT",
+        help="your player credential, from the game's identity provider [SPADES_CREDENTIAL]",
+    )
+    p.add_argument(
+        "--guest",
+        action="store_true",
+        help="development only: get a guest credential from the web table's server that "
+        f"`make run` starts (POST /api/guest on port {GUEST_PORT} of --address's host)",
+    )
+    p.add_argument("--name", help="with --guest: your name at the table")
+    p.add_argument(
+        "--web",
+        metavar="HOST:PORT",
+        default=os.environ.get("SPADES_WEB_URL"),
+        help=f"with --guest: the web table's server (default: port {GUEST_PORT} of "
+        "--address's host) [SPADES_WEB_URL]",
+    )
+
+
+def _rules(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--preset",
+        metavar="NAME",
+        help="the rules: classic (default), polish, german or bulgarian",
+    )
+    p.add_argument(
+        "--set",
+        dest="options",
+        action="append",
+        default=[],
+        metavar="OPTION=VALUE",
+        help="change one rule of the preset (repeatable), as for `spades play`",
+    )
+
+
+def _no_pause(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--no-pause",
+        action="store_true",
+        help="go on to the next hand without waiting for Enter",
+    )
 
 
 def _pace(p: argparse.ArgumentParser) -> None:
@@ -312,6 +416,54 @@ async def _watch(args: argparse.Namespace, console: Console, renderer: Renderer)
             reader.close()
 
 
+# -- the lobby ---------------------------------------------------------------------------
+
+
+async def _identity(args: argparse.Namespace) -> Identity:
+    if args.guest and args.credential:
+        raise UsageError("--guest or --credential, not both")
+    if args.guest:
+        return await fetch_guest(guest_url(args.address, args.web), args.name)
+    credential = args.credential or os.environ.get("SPADES_CREDENTIAL", "")
+    if not credential:
+        raise UsageError(
+            "the lobby needs your player credential: --credential JWT (or SPADES_CREDENTIAL), "
+            "from the game's identity provider; on a `make run` server, --guest gets one"
+        )
+    return identity_of(credential)
+
+
+async def _lobby(args: argparse.Namespace, console: Console, renderer: Renderer) -> int:
+    if args.pace_ms < 0:
+        raise UsageError("--pace-ms must be 0 or more")
+    if args.command == "join" and args.seat is not None and args.seat < 0:
+        raise UsageError("--seat is a seat number, 0 or more")
+    chosen = getattr(args, "preset", None) is not None or bool(getattr(args, "options", []))
+    rules = parse_options(getattr(args, "options", []), getattr(args, "preset", None) or "classic")
+    me = await _identity(args)
+    async with connect(args.address, credential=me.credential) as client:
+        reader = LineReader().start()
+        try:
+            flow = LobbyFlow(
+                console,
+                client,
+                reader,
+                me,
+                address=args.address,
+                renderer=renderer,
+                pace_s=args.pace_ms / 1000.0,
+                pause_between_hands=not args.no_pause,
+            )
+            flow.greet()
+            if args.command == "join":
+                return await flow.join_code(args.code, args.seat)
+            if args.command == "quickplay":
+                return await flow.quickplay(rules, args.partner)
+            return await flow.browse(rules if chosen else None, rules)
+        finally:
+            reader.close()
+
+
 # -- replay ------------------------------------------------------------------------------
 
 
@@ -386,9 +538,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "replay":
             return _replay(args, console, renderer)
-        runner = _play if args.command == "play" else _watch
+        runner = {"play": _play, "watch": _watch}.get(args.command, _lobby)
         return asyncio.run(_until_signalled(runner(args, console, renderer)))
-    except UsageError as e:
+    except (UsageError, CredentialError) as e:
         console.print(hint(f"{PROG} {args.command}: {e}", "red"))
         return 2
     except ServerUnavailable as e:
@@ -398,6 +550,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         console.print(renderer.refusal(e))
         if e.code.name == "UNAVAILABLE":
             console.print(hint("Is the server running at that address?", "yellow"))
+        elif e.code.name == "UNAUTHENTICATED" and args.command in LOBBY_COMMANDS:
+            console.print(
+                hint(
+                    "The server refused your player credential: get a fresh one (or, on a "
+                    "`make run` server, use --guest).",
+                    "yellow",
+                )
+            )
         return 1
     except KeyboardInterrupt:
         console.print()
