@@ -66,8 +66,17 @@ def test_expected_transcript_is_well_formed(name: str) -> None:
     assert seqs == sorted(set(seqs)), "sequence numbers increase strictly"
     assert all("timeMs" not in d["event"] for d in docs if "event" in d)
     steps = [d["outcome"]["step"] for d in docs if "outcome" in d]
-    assert steps[:2] == ["claim_wrong_token", "claim"]
-    assert steps.count("retry") == steps.count("retry_again") == 1
+    scenario = json.loads((CONFORMANCE / "scenarios" / f"{name}.json").read_text())
+    if "lobby" in scenario:  # placed by quick play, then an invitation
+        assert steps[:3] == ["friend_quickplay", "quickplay", "await_placement"]
+        assert steps[-3:] == ["open_invite_table", "friend_join_by_code", "await_start"]
+        placed = next(
+            d["outcome"] for d in docs if d.get("outcome", {}).get("step") == "await_placement"
+        )
+        assert abs(placed["seat"] - placed["partnerSeat"]) == 2, "the party sits as partners"
+    else:
+        assert steps[:2] == ["claim_wrong_token", "claim"]
+        assert steps.count("retry") == steps.count("retry_again") == 1
 
 
 def test_a_scenario_whose_bot_acts_first_is_refused() -> None:
