@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 from harness import Harness
@@ -18,9 +19,10 @@ def python_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
 
 
-def run_example(code: str, harness: Harness) -> str:
+def run_example(code: str, harness: Harness, **extra: str) -> str:
     env = dict(
         os.environ,
+        **extra,
         SPADES_ADDRESS=harness.address,
         SPADES_OPERATOR_TOKEN=harness.operator_token,
         SPADES_OPERATOR_ADDRESS=harness.operator_address,
@@ -64,3 +66,29 @@ def test_the_synchronous_example_runs(harness: Harness) -> None:
 def test_the_tls_example_runs(tls_harness: Harness) -> None:
     out = run_example(python_blocks()[2], tls_harness).splitlines()
     assert out == ["claimed seat 0", "a spectator sees hand_started", "seat token replaced"]
+
+
+def lobby_example(n: int, harness: Harness, name: str) -> list[str]:
+    """Example ``n`` with a credential of a new player from serve.py."""
+    player_id = f"py-readme-{uuid.uuid4().hex[:8]}"
+    credential = harness.credential(player_id, name)
+    return run_example(python_blocks()[n], harness, SPADES_CREDENTIAL=credential).splitlines()
+
+
+def shown_after(code: str) -> list[str]:
+    """The output the README shows after an example."""
+    text = README.read_text(encoding="utf-8")
+    after = text[text.index(code) + len(code) + len("```") :]  # past its closing fence
+    shown = re.search(r"```\n(.*?)```", after, re.S)
+    assert shown is not None
+    return [line for line in shown.group(1).splitlines() if line != "..."]
+
+
+def test_the_quick_play_example_plays_three_tricks_of_its_match(harness: Harness) -> None:
+    out = lobby_example(3, harness, "Tess")
+    assert out[:2] == shown_after(python_blocks()[3])[:2]
+    assert [line.split(" to ")[0] for line in out[2:]] == ["trick 1", "trick 2", "trick 3"]
+
+
+def test_the_invite_only_table_example_runs(harness: Harness) -> None:
+    assert lobby_example(4, harness, "Host") == shown_after(python_blocks()[4])
