@@ -38,7 +38,7 @@ WORKDIR /src
 # The stubs' generator, in .venv as the Makefile expects it: the versions the
 # project's .venv has (grpcio-tools, mypy-protobuf of the dev extra).
 RUN python -m venv .venv \
-    && .venv/bin/pip install --no-cache-dir grpcio-tools==1.85.1 mypy-protobuf==5.1.0
+    && .venv/bin/pip install --no-cache-dir grpcio-tools==1.85.4 mypy-protobuf==5.1.0
 
 COPY pyproject.toml setup.py README.md Makefile ./
 COPY proto/ proto/
@@ -82,7 +82,7 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/* \
     && python3 -m venv /opt/protoc \
     && /opt/protoc/bin/pip install --no-cache-dir \
-       grpcio-tools==1.85.1 protobuf==7.36.2 googleapis-common-protos==1.76.0
+       grpcio-tools==1.85.4 protobuf==7.36.2 googleapis-common-protos==1.76.0
 
 WORKDIR /src
 # The npm packages first, from the lockfiles alone (a layer that changes only
