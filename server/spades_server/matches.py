@@ -12,7 +12,6 @@ unloaded).
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import re
 import secrets
@@ -25,13 +24,12 @@ import structlog
 
 from spades_engine import Event, Match
 
-from . import access, auth, replica
+from . import access, auth, page_tokens, replica
 from .allowance import SessionLimits
 from .errors import (
     ServiceError,
     denied,
     exhausted,
-    invalid,
     not_found,
     precondition,
     unauthenticated,
@@ -52,31 +50,19 @@ from .store import (
 )
 
 # A page token: "p1." and the count of matches older than the next page's
-# first, in urlsafe base64 so that clients treat it as opaque. Decoded strictly:
-# ASCII digits without sign, space or leading zero, and it must encode back to
-# the very same token, so no spelling but the one issued is accepted.
-_TOKEN_PREFIX = "p1."
-MAX_PAGE_TOKEN = 64
-_TOKEN_BODY = re.compile(r"p1\.[1-9][0-9]{0,18}")
+# first (page_tokens: opaque, strictly read). ASCII digits without sign,
+# space or leading zero, so no spelling but the one issued is accepted.
+_TOKEN_BODY = re.compile(r"p1\.([1-9][0-9]{0,18})")
 
 
 def _page_token(end: int) -> str:
-    return base64.urlsafe_b64encode(f"{_TOKEN_PREFIX}{end}".encode()).decode().rstrip("=")
+    return page_tokens.encode(f"p1.{end}")
 
 
 def _page_end(token: str, count: int) -> int:
-    bad = invalid("BAD_PAGE_TOKEN", "page_token is not one this server gave", "page_token")
-    if len(token) > MAX_PAGE_TOKEN or not token.isascii():
-        raise bad
-    try:
-        body = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode("ascii")
-    except (ValueError, UnicodeDecodeError):
-        raise bad from None
-    if not _TOKEN_BODY.fullmatch(body):
-        raise bad
-    end = int(body.removeprefix(_TOKEN_PREFIX))
-    if _page_token(end) != token or end > count:
-        raise bad  # another spelling, or a position this server never reached
+    end = int(page_tokens.decode(token, _TOKEN_BODY)[1])
+    if end > count:
+        raise page_tokens.bad_token()  # a position this server never reached
     return end
 
 

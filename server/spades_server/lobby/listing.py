@@ -12,10 +12,10 @@ table with itself changes nothing).
 from __future__ import annotations
 
 import asyncio
-import base64
 import re
 from collections.abc import Awaitable, Callable
 
+from .. import page_tokens
 from ..errors import invalid
 from ..gen.spades.v1 import lobby_pb2 as lpb
 from .context import Context
@@ -25,25 +25,15 @@ from .tables import table_pb
 
 DEFAULT_PAGE = 50
 MAX_PAGE = 500
-MAX_PAGE_TOKEN = 128
 _TOKEN = re.compile(r"c1\.(\d{1,16})\.([0-9a-f]{1,64})")
 
 
 def _page_token(score: float, member: str) -> str:
-    return base64.urlsafe_b64encode(f"c1.{int(score)}.{member}".encode()).decode().rstrip("=")
+    return page_tokens.encode(f"c1.{int(score)}.{member}")
 
 
 def _position(token: str) -> tuple[int, str]:
-    bad = invalid("BAD_PAGE_TOKEN", "page_token is not one this server gave", "page_token")
-    if len(token) > MAX_PAGE_TOKEN or not token.isascii():
-        raise bad
-    try:
-        body = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode("ascii")
-    except (ValueError, UnicodeDecodeError):
-        raise bad from None
-    m = _TOKEN.fullmatch(body)
-    if m is None:
-        raise bad
+    m = page_tokens.decode(token, _TOKEN)
     return int(m[1]), m[2]
 
 
