@@ -24,7 +24,7 @@ import structlog
 
 from spades_engine import Event, Match
 
-from . import access, auth, page_tokens, replica
+from . import access, auth, page_tokens, replica, tasks
 from .allowance import SessionLimits
 from .errors import (
     ServiceError,
@@ -109,6 +109,7 @@ class Registry:
         self.shared = self.shared_store is not None
         self.due_poll_s = 0.25
         self._due_task: asyncio.Task[None] | None = None
+        self._closed = False
         self._touched: dict[str, float] = {}  # match id -> monotonic time of its last use
         # Counted when scraped: recounting on every change cost O(matches) per
         # CreateMatch (bench/server.py --idle-matches 10000: 166 creations/s
@@ -168,7 +169,7 @@ class Registry:
     async def _due_loop(self) -> None:
         lease_ms = max(1000, self.limits.takeover_ms)
         sweep_at = time.monotonic()
-        while True:
+        while not self._closed:
             await asyncio.sleep(self.due_poll_s)
             try:
                 claims = await self._shared.claim_due(_now_ms(), lease_ms)
@@ -498,10 +499,8 @@ class Registry:
             return pb.MatchSummary(match_id=match_id, last_seq=session.last_seq, winner=-1)
 
     async def close(self) -> None:
-        if self._due_task is not None:
-            self._due_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._due_task
+        self._closed = True
+        await tasks.stop(self._due_task)
         for timer in self._unloads.values():
             timer.cancel()
         self._unloads.clear()

@@ -24,6 +24,7 @@ import secrets
 
 import structlog
 
+from .. import tasks
 from ..errors import invalid, precondition
 from ..gen.spades.v1 import lobby_pb2 as lpb
 from ..players import Player
@@ -371,6 +372,7 @@ class Matchmaker:
         self._wake = asyncio.Event()
         self._rescan = True
         self._task: asyncio.Task[None] | None = None
+        self._closed = False
 
     def start(self) -> None:
         self.ctx.feed.subscribe(self._on_change)
@@ -385,7 +387,7 @@ class Matchmaker:
             self._wake.set()
 
     async def _run(self) -> None:
-        while True:
+        while not self._closed:
             try:
                 if self._rescan:
                     self._rescan = False
@@ -420,7 +422,5 @@ class Matchmaker:
                 await self._wake.wait()
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        self._closed = True
+        await tasks.stop(self._task)

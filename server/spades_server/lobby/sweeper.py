@@ -12,6 +12,7 @@ import contextlib
 
 import structlog
 
+from .. import tasks
 from ..errors import ServiceError
 from ..store import StoreError
 from ..store.lobby import Tx
@@ -32,12 +33,13 @@ class Sweeper:
         self.quickplay = quickplay
         self.every_s = every_s
         self._task: asyncio.Task[None] | None = None
+        self._closed = False
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def _run(self) -> None:
-        while True:
+        while not self._closed:
             await asyncio.sleep(self.every_s)
             try:
                 await self.sweep()
@@ -61,7 +63,5 @@ class Sweeper:
                     await self.ctx.store.commit(Tx(zrem=[(DUE, member)]))
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        self._closed = True
+        await tasks.stop(self._task)

@@ -40,6 +40,7 @@ import redis.asyncio as aioredis
 import redis.exceptions as rex
 import structlog
 
+from .. import tasks
 from .base import StoreError
 from .lobby import DEFAULT_FEED_KEEP, Doc, FeedCallback, FeedPage, LobbyStore, Tx
 from .lobby_memory import call_back, check_feed_keep, check_key, check_tx, ttl_of
@@ -281,12 +282,13 @@ class _Follower:
             # Longer than a blocked read, or every quiet second would be an error.
             socket_timeout=BLOCK_MS / 1000 + connect_s,
         )
+        self.closed = False
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def _run(self) -> None:
         last: int | None = self.after  # the last number passed on
         failing = False
-        while True:
+        while not self.closed:
             try:
                 if last is None:
                     last = await self._end()  # "from now on"
@@ -331,12 +333,10 @@ class _Follower:
 
     async def close(self) -> None:
         self.callbacks.clear()
-        self._task.cancel()
+        self.closed = True
         # Bounded, as RedisStore.close: a connection stuck on a Redis that went
         # away must not hold the process's exit.
-        with contextlib.suppress(asyncio.CancelledError, TimeoutError, Exception):
-            async with asyncio.timeout(3):
-                await self._task
+        await tasks.stop(self._task)
         with contextlib.suppress(TimeoutError, rex.RedisError, OSError):
             async with asyncio.timeout(3):
                 await self.redis.aclose()

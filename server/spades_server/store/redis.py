@@ -52,6 +52,7 @@ import redis.asyncio as aioredis
 import redis.exceptions as rex
 import structlog
 
+from .. import tasks
 from .base import (
     LoadedMatch,
     MatchExists,
@@ -515,6 +516,7 @@ class _Follower:
         self.channels: dict[bytes, str] = {}
         self.pubsub = store._redis.pubsub(ignore_subscribe_messages=True)
         self._changed = asyncio.Event()
+        self.closed = False
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def add(self, match_id: str) -> None:
@@ -534,7 +536,7 @@ class _Follower:
 
     async def _run(self) -> None:
         broken = False
-        while True:
+        while not self.closed:
             if not self.channels:
                 self._changed.clear()
                 await self._changed.wait()
@@ -562,9 +564,8 @@ class _Follower:
                 self.on_append(match_id, int(msg["data"]))
 
     async def close(self) -> None:
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await self._task
+        self.closed = True
+        await tasks.stop(self._task)
         with contextlib.suppress(Exception):
             await self.pubsub.aclose()  # type: ignore[no-untyped-call,unused-ignore]
 
