@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
+import time
 
 import structlog
 
@@ -359,18 +360,23 @@ class QuickPlay:
 
 
 class Matchmaker:
-    """This replica's matchmaking loop: the queues with tickets (learned from
-    the feed, and at start from the store), each looked at when a ticket
-    arrives or its oldest ticket's bots are due."""
+    """This replica's matchmaking loop. A queue is looked at when a ticket
+    joins it (the feed says so, whichever replica queued it) and when its
+    oldest ticket's bots fall due, and not otherwise: a pass costs what
+    changed, not every queue there is. Every queue ever used is looked at
+    again at start, after a gap in the feed, and every ``rescan_s``."""
 
-    def __init__(self, ctx: Context, quickplay: QuickPlay, idle_s: float = 1.0) -> None:
+    def __init__(
+        self, ctx: Context, quickplay: QuickPlay, idle_s: float = 1.0, rescan_s: float = 30.0
+    ) -> None:
         self.ctx = ctx
         self.quickplay = quickplay
         self.idle_s = idle_s
-        self.queues: set[str] = set()
+        self.rescan_s = rescan_s
+        self.dirty: set[str] = set()  # queues a ticket joined since the last pass
         self.due: dict[str, int] = {}  # queue -> when its bots are due
         self._wake = asyncio.Event()
-        self._rescan = True
+        self._rescan_at = 0.0  # monotonic: now
         self._task: asyncio.Task[None] | None = None
         self._closed = False
 
@@ -380,23 +386,23 @@ class Matchmaker:
 
     def _on_change(self, change: Change | None) -> None:
         if change is None:
-            self._rescan = True  # the feed had a gap: look at every queue
+            self._rescan_at = 0.0  # the feed had a gap: look at every queue
             self._wake.set()
         elif change.ticket is not None and change.ticket.state == SEARCHING:
-            self.queues.add(change.ticket.rules_key)
+            self.dirty.add(change.ticket.rules_key)
             self._wake.set()
 
     async def _run(self) -> None:
         while not self._closed:
             try:
-                if self._rescan:
-                    self._rescan = False
+                if time.monotonic() >= self._rescan_at:
+                    self._rescan_at = time.monotonic() + self.rescan_s
                     known = await self.ctx.store.zrange(QUEUES, float("-inf"), float("inf"))
-                    self.queues.update(k for k, _ in known)
+                    self.dirty.update(k for k, _ in known)
                 await self._pass()
             except StoreError as e:
                 log.warning("matchmaking paused: the store did not answer", error=str(e))
-                self._rescan = True
+                self._rescan_at = 0.0
                 await asyncio.sleep(self.idle_s)
             except Exception:
                 log.exception("matchmaking failed")
@@ -405,15 +411,23 @@ class Matchmaker:
 
     async def _pass(self) -> None:
         self._wake.clear()
-        for key in list(self.queues):
-            due = await self.quickplay.place(key)
+        now = self.ctx.now_ms()
+        keys = self.dirty | {k for k, at in self.due.items() if at <= now}
+        self.dirty = set()
+        for key in keys:
+            try:
+                due = await self.quickplay.place(key)
+            except BaseException:
+                self.dirty.add(key)  # looked at again next time
+                raise
             if due is None:
-                self.queues.discard(key)
                 self.due.pop(key, None)
             else:
                 self.due[key] = due
 
     async def _sleep(self) -> None:
+        if self.dirty:
+            return
         now = self.ctx.now_ms()
         until = min(self.due.values(), default=now + int(self.idle_s * 1000))
         timeout = min(self.idle_s, max(0.01, (until - now) / 1000))
