@@ -10,7 +10,7 @@ signed HS256 with a secret made for the run, with quick play's bot wait
 (``--quickplay-bot-wait-seconds``) of 10 minutes, so that every table this
 bench sees is filled by players, never by bots.
 
-Parts, on each configuration:
+Parts, on each configuration (memory first, then quick play):
 
 * **quickplay**: ``--players`` players (1,000) ask for quick play at once
   (``--concurrency`` calls in flight at most), each through a replica taken
@@ -23,7 +23,8 @@ Parts, on each configuration:
   that says ``PLACED`` (with the seat token); tickets placed per second,
   from the first ticket to the last table; and the check that every player
   sits once, at seats 0-3 of a table of four.
-* **memory**: ``--waiting`` players (2,000) each open a public table
+* **memory** (first, on fresh servers, after a warm-up of a quarter as many
+  of each): ``--waiting`` players (2,000) each open a public table
   (``OpenTable``, one player, three open seats) and as many ask for quick
   play each with rules of their own (``target_score`` 1,000 + i, so no queue
   ever has a second ticket and none is placed): the growth of the servers'
@@ -185,6 +186,11 @@ async def memory(cfg: Config, n: int, concurrency: int) -> dict[str, Any]:
         async with gate:
             return await call(cfg, "QuickPlay", lpb.QuickPlayRequest(ruleset=rules), md)
 
+    # A warm-up of each (not counted): first calls fill caches and pools, and
+    # the feed's ring of recent changes (``lobby.feed.RING``) fills up.
+    warm = max(1, n // 4)
+    await asyncio.gather(*(open_table(n + i) for i in range(warm)))
+    await asyncio.gather(*(ask(n + i) for i in range(warm)))
     rss0, used0 = await settle()
     tables = await asyncio.gather(*(open_table(i) for i in range(n)))
     rss1, used1 = await settle()
@@ -213,8 +219,8 @@ async def memory(cfg: Config, n: int, concurrency: int) -> dict[str, Any]:
 async def measure(cfg: Config, args: argparse.Namespace) -> dict[str, Any]:
     cfg.channels = [grpc.aio.insecure_channel(a) for a in cfg.addresses]
     try:
-        qp = await quickplay(cfg, args.players, args.concurrency)
         mem = await memory(cfg, args.waiting, args.concurrency)
+        qp = await quickplay(cfg, args.players, args.concurrency)
     finally:
         for ch in cfg.channels:
             await ch.close(None)
