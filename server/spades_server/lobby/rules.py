@@ -55,7 +55,3 @@ def key_of(resolved: pb.ResolvedRuleset) -> str:
 def of_engine(rules: Ruleset) -> Rules:
     """Rules known only as the engine's (a match's, for its rematch)."""
     return from_request(convert.ruleset_to_pb(rules))
-
-
-def seats_of(rules: Rules) -> int:
-    return rules.engine.players
