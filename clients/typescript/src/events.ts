@@ -3,13 +3,13 @@
 // long polls where streams stall (an HTTP stack or a proxy that buffers a
 // response until it ends): for clients without the bidirectional Play call
 // (browsers through gRPC-Web or Connect), which act with SeatClient.submitAction.
-import { Code, type CallOptions } from "@connectrpc/connect";
-import { backoffDelay, canceled, connectionLost, isTransient, nextAttempt, resolveRetry, sleep, type ResolvedRetry, type RetryOptions } from "./backoff.js";
+import type { CallOptions } from "@connectrpc/connect";
+import { sleep, type RetryOptions } from "./backoff.js";
 import type { SeatClient, SpadesClient } from "./client.js";
-import { SpadesError } from "./errors.js";
+import type { SpadesError } from "./errors.js";
 import type { MatchEvent, PollEventsResponse } from "./gen/spades/v1/spades_pb.js";
-import { AsyncQueue } from "./queue.js";
 import type { ReconnectInfo } from "./session.js";
+import { Watch, type WatchOptions, type WatchSource } from "./watch.js";
 
 export interface EventStreamOptions {
   /** Deliver the events after this sequence number (default 0: from the start). */
@@ -40,8 +40,6 @@ export interface EventStreamTraits {
   quietCallsGetThrough?: boolean;
 }
 
-type State = "open" | "closed" | "failed";
-
 /**
  * Events of a match in sequence order, each once, over one server-streaming
  * call at a time (streamEvents, spectate) or one loop of long polls at a time
@@ -54,150 +52,50 @@ type State = "open" | "closed" | "failed";
  * that grows exponentially with jitter, up to `retry.maxAttempts` attempts in
  * a row that did not get through. A refusal (a bad token, an unknown match)
  * ends the stream with its SpadesError. `close()` ends it quietly.
+ *
+ * It is a Watch (watch.ts) whose versions are the events' sequence numbers:
+ * the lobby's watches and the event streams resume by the same code.
  */
 export class EventStream implements AsyncIterable<MatchEvent> {
-  private readonly events = new AsyncQueue<MatchEvent>();
-  private readonly retry: ResolvedRetry;
-  private readonly call = new AbortController();
-  private state: State = "open";
-  private seq: bigint;
-  private reconnectCount = 0;
-  private settleEnded!: (error: SpadesError | undefined) => void;
-  private readonly onAbort: () => void;
+  private readonly watch: Watch<MatchEvent>;
 
   /** Resolves once the stream is over: with undefined after close(), with the error that ended it otherwise. */
   readonly ended: Promise<SpadesError | undefined>;
 
-  private readonly quietCallsGetThrough: boolean;
-
-  constructor(
-    private readonly open: OpenEvents,
-    private readonly options: EventStreamOptions = {},
-    traits: EventStreamTraits = {},
-  ) {
-    this.retry = resolveRetry(options.retry);
-    this.quietCallsGetThrough = traits.quietCallsGetThrough ?? true;
-    this.seq = options.afterSeq ?? 0n;
-    this.ended = new Promise((resolve) => {
-      this.settleEnded = resolve;
-    });
-    this.onAbort = () => this.fail(canceled(options.signal));
-    if (options.signal?.aborted) {
-      queueMicrotask(this.onAbort);
-    } else {
-      options.signal?.addEventListener("abort", this.onAbort, { once: true });
-      void this.run();
+  constructor(open: OpenEvents, options: EventStreamOptions = {}, traits: EventStreamTraits = {}) {
+    const { onReconnect, afterSeq, ...rest } = options;
+    const source: WatchSource<{ readonly events: readonly MatchEvent[] }, MatchEvent> = {
+      open,
+      take: (res) => res.events.map((event) => ({ item: event, version: event.seq })),
+      quietCallsGetThrough: traits.quietCallsGetThrough ?? true,
+      // The server never ends these calls by itself; a proxy's timeout may.
+      endedMessage: "the event stream ended",
+    };
+    const watchOptions: WatchOptions & { afterVersion?: bigint } = { ...rest, afterVersion: afterSeq ?? 0n };
+    if (onReconnect) {
+      watchOptions.onReconnect = (info) => onReconnect({ attempt: info.attempt, delayMs: info.delayMs, error: info.error, afterSeq: info.afterVersion });
     }
+    this.watch = new Watch<MatchEvent>(source, watchOptions);
+    this.ended = this.watch.ended;
   }
 
   /** The sequence number of the last event delivered (afterSeq before any). */
   get lastSeq(): bigint {
-    return this.seq;
+    return this.watch.version;
   }
 
   /** How many times the stream has opened a new call. */
   get reconnects(): number {
-    return this.reconnectCount;
+    return this.watch.reconnects;
   }
 
   [Symbol.asyncIterator](): AsyncIterator<MatchEvent> {
-    return this.events[Symbol.asyncIterator]();
+    return this.watch[Symbol.asyncIterator]();
   }
 
   /** Ends the stream: the current call is cancelled and the iterator ends after the events delivered so far. */
   close(): void {
-    if (this.state !== "open") {
-      return;
-    }
-    this.state = "closed";
-    this.teardown();
-    this.events.end();
-    this.settleEnded(undefined);
-  }
-
-  private async run(): Promise<void> {
-    let attempt = 0;
-    for (;;) {
-      const call = new AbortController();
-      const stop = (): void => call.abort();
-      this.call.signal.addEventListener("abort", stop, { once: true });
-      let error: SpadesError;
-      let answered = false;
-      const openedAt = Date.now();
-      const connected = (): void => {
-        if (!answered) {
-          answered = true;
-          this.options.onConnected?.();
-        }
-      };
-      try {
-        const responses = this.open(this.seq, { signal: call.signal, onHeader: connected });
-        for await (const res of responses) {
-          connected();
-          attempt = 0;
-          for (const event of res.events) {
-            if (event.seq <= this.seq) {
-              continue; // delivered before a reconnection
-            }
-            this.seq = event.seq;
-            this.events.push(event);
-          }
-          if (this.state !== "open") {
-            return;
-          }
-        }
-        // The server never ends these calls by itself; a proxy's timeout may.
-        error = new SpadesError(Code.Unavailable, "the event stream ended");
-      } catch (e) {
-        if (this.state !== "open") {
-          return;
-        }
-        error = connectionLost(SpadesError.from(e));
-      } finally {
-        this.call.signal.removeEventListener("abort", stop);
-        call.abort();
-      }
-      if (this.state !== "open") {
-        return;
-      }
-      if (!isTransient(error)) {
-        this.fail(error);
-        return;
-      }
-      const stayedUp = this.quietCallsGetThrough && Date.now() - openedAt >= this.retry.resetAfterMs;
-      const next = nextAttempt(attempt, error, answered || stayedUp, this.retry);
-      if (next instanceof SpadesError) {
-        this.fail(next);
-        return;
-      }
-      attempt = next;
-      const delayMs = backoffDelay(attempt, this.retry);
-      this.options.onReconnect?.({ attempt, delayMs, error, afterSeq: this.seq });
-      try {
-        await sleep(delayMs, this.call.signal);
-      } catch {
-        return; // closed or aborted meanwhile
-      }
-      if (this.state !== "open") {
-        return;
-      }
-      this.reconnectCount++;
-    }
-  }
-
-  private fail(error: SpadesError): void {
-    if (this.state !== "open") {
-      return;
-    }
-    this.state = "failed";
-    this.teardown();
-    this.events.fail(error);
-    this.settleEnded(error);
-  }
-
-  private teardown(): void {
-    this.options.signal?.removeEventListener("abort", this.onAbort);
-    this.call.abort();
+    this.watch.close();
   }
 }
 

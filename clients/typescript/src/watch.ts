@@ -70,8 +70,11 @@ export interface Taken<T> {
 export interface WatchSource<R, T> {
   /** One call: its answers, from `afterVersion` (the last version delivered, or the one asked for). */
   open(afterVersion: bigint, call: CallOptions): AsyncIterable<R>;
-  /** The item of an answer and its version (no item: nothing to deliver, e.g. an empty long poll). */
-  take(res: R): Taken<T>;
+  /**
+   * The item of an answer and its version (no item: nothing to deliver, e.g.
+   * an empty long poll), or a batch of them in order (a match's events).
+   */
+  take(res: R): Taken<T> | readonly Taken<T>[];
   /** Whether an item is the last one there will be (a table started or closed, a ticket placed or cancelled). */
   final?(item: T): boolean;
   /**
@@ -80,6 +83,8 @@ export interface WatchSource<R, T> {
    * answer within their wait).
    */
   quietCallsGetThrough: boolean;
+  /** The message of the UNAVAILABLE a call that ended by itself counts as. */
+  endedMessage?: string;
 }
 
 type State = "open" | "closed" | "failed";
@@ -179,26 +184,28 @@ export class Watch<T> implements AsyncIterable<T> {
         for await (const res of this.source.open(this.at, { signal: call.signal, onHeader: connected })) {
           connected();
           attempt = 0;
-          const { item, version } = this.source.take(res);
-          if (version <= this.at) {
-            continue; // delivered before a reconnection, or nothing new
-          }
-          this.at = version;
-          if (item === undefined) {
-            continue;
-          }
-          this.last = item;
-          this.items.push(item);
-          if (this.source.final?.(item)) {
-            this.close();
-            return;
+          const taken = this.source.take(res);
+          for (const { item, version } of Array.isArray(taken) ? taken : [taken as Taken<T>]) {
+            if (version <= this.at) {
+              continue; // delivered before a reconnection, or nothing new
+            }
+            this.at = version;
+            if (item === undefined) {
+              continue;
+            }
+            this.last = item;
+            this.items.push(item);
+            if (this.source.final?.(item)) {
+              this.close();
+              return;
+            }
           }
           if (this.state !== "open") {
             return;
           }
         }
         // A watch of a table or ticket ends once final; a proxy's timeout may end one sooner.
-        error = new SpadesError(Code.Unavailable, "the watch's call ended");
+        error = new SpadesError(Code.Unavailable, this.source.endedMessage ?? "the watch's call ended");
       } catch (e) {
         if (this.state !== "open") {
           return;
