@@ -48,6 +48,7 @@ import json
 import multiprocessing
 import os
 import platform
+import random
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -158,6 +159,7 @@ class Control:
 
     streams: int
     bidi: bool  # acts are messages on a Play call, not Act calls
+    think_s: float = 0.0  # mean wait before each act (0: act at once)
     start: float = float("inf")  # measured span of the current phase
     end: float = float("inf")
     stopping: bool = False
@@ -230,6 +232,8 @@ class Client:
             await c.gate.wait()  # closed between action phases
             if c.stopping:
                 return
+            if c.think_s:
+                await asyncio.sleep(random.uniform(0.5, 1.5) * c.think_s)
             c.in_flight += 1
             try:
                 ok = await self.one_action(table)
@@ -307,17 +311,22 @@ class Client:
             c.errors.append("the client loops did not stop in time")
 
 
-def client_process(conn: Connection, port: int, matches: int, streams: int, bidi: bool) -> None:
-    asyncio.run(_client(conn, port, matches, streams, bidi))
+def client_process(
+    conn: Connection, port: int, matches: int, streams: int, bidi: bool, think_s: float
+) -> None:
+    asyncio.run(_client(conn, port, matches, streams, bidi, think_s))
 
 
-async def _client(conn: Connection, port: int, matches: int, streams: int, bidi: bool) -> None:
+async def _client(
+    conn: Connection, port: int, matches: int, streams: int, bidi: bool, think_s: float
+) -> None:
     loop = asyncio.get_running_loop()
     async with grpc.aio.insecure_channel(
         f"127.0.0.1:{port}",
         options=[("grpc.use_local_subchannel_pool", 1), ("grpc.enable_retries", 0)],
     ) as channel:
         client = Client(channel, matches, streams, bidi)
+        client.control.think_s = think_s
         await client.open()
         conn.send("ready")
         phases: dict[str, Callable[..., Awaitable[tuple[int, float]]]] = {
@@ -402,7 +411,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     try:
         port = recv(sconn, 30, "server")
         bidi = args.act == "bidi"
-        client, cconn = start_child(ctx, client_process, port, args.matches, args.streams, bidi)
+        client, cconn = start_child(
+            ctx, client_process, port, args.matches, args.streams, bidi, args.think_ms / 1000
+        )
         if recv(cconn, 90, "client") != "ready":
             raise RuntimeError("the client failed to open its streams")
         assert server.pid is not None and client.pid is not None  # both started
@@ -428,6 +439,7 @@ def results(
         "matches": args.matches,
         "streams_per_match": args.streams,
         "act": args.act,
+        "think_ms": args.think_ms,
         "rounds": args.rounds,
         "acts": acts.count,
         "act_seconds": acts.measured,
@@ -468,6 +480,12 @@ def cpu_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
+def cpu_us(r: dict[str, Any], usage: str, rate: str) -> float:
+    """Server CPU time per act or per Ping, in microseconds: its share of one
+    core over the phases divided by their rate."""
+    return float(r[usage]["server"]) / 100 / r[rate] * 1e6 if r[rate] else float("nan")
+
+
 def print_result(r: dict[str, Any]) -> None:
     print_table(
         [
@@ -480,6 +498,11 @@ def print_result(r: dict[str, Any]) -> None:
             ("act + fan-out to K streams, acts/s", f"{r['acts_per_second']:,.0f}"),
             ("Ping calls/s (M callers)", f"{r['ping_calls_per_second']:,.0f}"),
             ("acts/s / Ping calls/s", f"{100 * r['ratio']:.1f} %"),
+            ("server CPU per act, us", f"{cpu_us(r, 'cpu_percent_acts', 'acts_per_second'):.0f}"),
+            (
+                "server CPU per Ping, us",
+                f"{cpu_us(r, 'cpu_percent_ping', 'ping_calls_per_second'):.0f}",
+            ),
             *cpu_rows(r),
         ]
     )
@@ -512,6 +535,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default="unary",
         help="an act is a unary Act call beside K server streams (unary, the default), or a "
         "message on one of K bidirectional Play calls (bidi)",
+    )
+    ap.add_argument(
+        "--think-ms",
+        type=float,
+        default=0.0,
+        help="each actor waits a uniformly random 0.5 to 1.5 times this before each act (0)",
     )
     ap.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
     args = ap.parse_args(argv)
