@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import functools
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -19,6 +20,7 @@ from typing import Any, TypeVar
 
 import grpc
 import structlog
+from prometheus_client import Counter
 
 from spades_engine import Action, IllegalAction, Match, Phase, parse_action
 from spades_engine.record import record_of
@@ -49,6 +51,15 @@ log = structlog.get_logger("spades.session")
 
 
 _SEQ_MASK = (1 << 32) - 1
+
+
+@functools.cache
+def _action_counter(kind: str, by: str) -> Counter:
+    """``ACTIONS`` for one type of action by one kind of player, looked up once:
+    ``labels`` takes a lock and builds a key on every call."""
+    return ACTIONS.labels(kind, by)
+
+
 _T = TypeVar("_T")
 # How often a call decides again after losing a race to another replica
 # (a shared store) before it gives up with UNAVAILABLE.
@@ -399,7 +410,7 @@ class Session:
         # The action that ends the match stores its summary (see meta).
         await self.append(payloads, stored, meta=took_back or self.match.is_over)
         self.answer(stored)
-        ACTIONS.labels(type(action).__name__, by).inc()
+        _action_counter(type(action).__name__, by).inc()
         self._maybe_snapshot()
         self.after_change()
         return first, last
