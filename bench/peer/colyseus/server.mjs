@@ -171,7 +171,7 @@ class SpadesRoom extends Room {
     const seat = this.actor(client, "playing");
     if (seat === null) return;
     const card = message?.card;
-    if (!Number.isInteger(card) || card < 0 || card > 51) return this.refuse(client, "bad card");
+    if (!Number.isInteger(card) || card < 1 || card > 52) return this.refuse(client, "bad card");
     const s = this.state;
     const me = s.seats[seat];
     const why = refusal(me.hand, card, s.trick, s.spadesBroken);

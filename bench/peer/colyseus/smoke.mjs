@@ -99,6 +99,8 @@ const notMine = allCards.find((c) => !myHand().includes(c));
 await refused(t, "play", { card: notMine }, "a card not in hand");
 const spade = myHand().find((c) => suitOf(c) === 3);
 if (spade !== undefined && myHand().some((c) => suitOf(c) !== 3)) await refused(t, "play", { card: spade }, "a spade led before spades are broken");
+const played = rooms.map((r, i) => Array.from(r.state.seats[seatOf[i]].hand));
+let handsInSync = true;
 let offSuitTested = false;
 let tricksPlayed = 0;
 const handNo = st().handNo;
@@ -115,10 +117,16 @@ while (st().handNo === handNo) {
     }
   }
   const legal = legalCards(hand, trick, st().spadesBroken);
-  await accepted(i, "play", { card: legal[0] });
+  // Play the last legal card, so that cards leave from the middle of hands.
+  const card = legal[legal.length - 1];
+  const want = played[i].filter((c) => c !== card);
+  await accepted(i, "play", { card });
+  played[i] = want;
+  if (Array.from(rooms[i].state.seats[seatOf[i]].hand).join() !== want.join() && st().handNo === handNo) handsInSync = false;
   if (trick.length === 3) tricksPlayed++;
 }
 check(tricksPlayed === 13, "13 tricks played");
+check(handsInSync, "each seat's decoded hand matched its cards left after every play");
 check(st().seats.reduce((a, s) => a + s.tricks, 0) === 0 && st().phase === "bidding" && st().handNo === handNo + 1, "next hand dealt at once");
 check(st().scores[0] !== 0 || st().scores[1] !== 0, `scored: ${Array.from(st().scores)} bags ${Array.from(st().bags)}`);
 for (let i = 0; i < 4; i++) {

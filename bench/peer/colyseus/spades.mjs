@@ -1,10 +1,14 @@
 // Rules shared by server.mjs and loadgen.mjs: cards, the seeded PRNG, legal
-// moves. A card is 0..51: suit = floor(card / 13) (0 clubs, 1 diamonds,
-// 2 hearts, 3 spades), rank = card % 13 (0 is the two, 12 the ace).
+// moves. A card is 1..52: suit = floor((card - 1) / 13) (0 clubs, 1 diamonds,
+// 2 hearts, 3 spades), rank = (card - 1) % 13 (0 is the two, 12 the ace).
+// Not 0..51: @colyseus/schema 3.0.76 loses a 0 pushed into an ArraySchema in
+// the patch that emptied it by splice (the last card played and the next
+// hand dealt at once); the client then decodes the next value in its place
+// (README.md, "A schema bug").
 
 export const SPADES = 3;
-export const suitOf = (card) => Math.floor(card / 13);
-export const rankOf = (card) => card % 13;
+export const suitOf = (card) => Math.floor((card - 1) / 13);
+export const rankOf = (card) => (card - 1) % 13;
 
 // mulberry32: a small seeded PRNG, floats in [0, 1).
 export function prng(seed) {
@@ -20,7 +24,7 @@ export function prng(seed) {
 
 // Four hands of 13 cards, each sorted, from a Fisher-Yates shuffle.
 export function deal(random) {
-  const deck = Array.from({ length: 52 }, (_, i) => i);
+  const deck = Array.from({ length: 52 }, (_, i) => i + 1);
   for (let i = 51; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
     const t = deck[i];
