@@ -25,6 +25,12 @@ const port = 20000 + Math.floor(Math.random() * 20000);
 const server = spawn(process.execPath, [fileURLToPath(new URL("server.mjs", import.meta.url)), "--port", String(port)], {
   stdio: ["ignore", "pipe", "inherit"],
 });
+// Never leave the server behind, whatever fails below.
+process.on("exit", () => server.kill("SIGKILL"));
+process.on("uncaughtException", (e) => {
+  console.error(e);
+  process.exit(1);
+});
 const first = await new Promise((resolve, reject) => {
   server.once("exit", (code) => reject(new Error(`server exited ${code}`)));
   createInterface({ input: server.stdout }).once("line", resolve);
