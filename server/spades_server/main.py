@@ -203,6 +203,23 @@ OPTIONS = (
         int,
     ),
     _Opt(
+        "--max-waiting-calls",
+        "SPADES_MAX_WAITING_CALLS",
+        "500",
+        "calls open at once that have not sent their request yet (a Play call: its `open`); "
+        "one more ends the call that has waited longest with INVALID_ARGUMENT "
+        "REQUEST_EXPECTED (OPEN_EXPECTED)",
+        int,
+    ),
+    _Opt(
+        "--max-pending-calls",
+        "SPADES_MAX_PENDING_CALLS",
+        "1000",
+        "calls of one method that gRPC holds before the server has taken them up; past it, "
+        "gRPC cancels new ones (CANCELLED)",
+        int,
+    ),
+    _Opt(
         "--max-calls-per-connection",
         "SPADES_MAX_CALLS_PER_CONNECTION",
         "1000",
@@ -450,6 +467,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         p.error("--redis-prefix must be 1 to 64 letters, digits, '_', '.' or '-'")
     for flag in (
         "max_calls",
+        "max_waiting_calls",
+        "max_pending_calls",
         "max_calls_per_connection",
         "max_matches",
         "max_message_bytes",
@@ -590,6 +609,12 @@ def grpc_options(args: argparse.Namespace) -> list[tuple[str, int]]:
         ("grpc.max_receive_message_length", args.max_message_bytes),
         ("grpc.max_send_message_length", 64 * 1024 * 1024),
         ("grpc.max_concurrent_streams", args.max_calls_per_connection),
+        # Calls gRPC queues before the event loop takes them up (per method): a
+        # flood past the loop's pace is cancelled there, before any Python runs
+        # for it, instead of holding memory (gRPC's own 1000 to 3000 held about
+        # 30 MB more of 10,000 calls over 100 connections: bench/hung_calls.py).
+        ("grpc.server.max_pending_requests", args.max_pending_calls),
+        ("grpc.server.max_pending_requests_hard_limit", args.max_pending_calls),
         # Clients may keep idle connections alive with pings this far apart.
         ("grpc.keepalive_permit_without_calls", 1),
         ("grpc.http2.min_ping_interval_without_data_ms", _ms(args.min_client_ping_seconds)),
@@ -666,7 +691,11 @@ async def serve(args: argparse.Namespace) -> None:
     registry.start()
     operator_token = args.operator_token or secrets.token_urlsafe(24)
 
-    calls.configure(request_timeout_s=args.request_timeout_seconds, max_calls=args.max_calls)
+    calls.configure(
+        request_timeout_s=args.request_timeout_seconds,
+        max_calls=args.max_calls,
+        max_waiting=args.max_waiting_calls,
+    )
     server = grpc.aio.server(options=grpc_options(args))
     add_to_server(
         SpadesService(

@@ -13,13 +13,12 @@ import itertools
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import grpc
 import structlog
 from google.protobuf import message_factory
 from google.protobuf.descriptor import MethodDescriptor
-from grpc_status import rpc_status
 
 from spades_engine import (
     ActionParseError,
@@ -123,7 +122,7 @@ async def refuse(
     err = service_error(exc)
     if err.code is grpc.StatusCode.INTERNAL:
         log.exception("rpc failed", method=name)
-    else:
+    elif not calls.ended_by_server():  # those are counted in one line a second
         log.info("rpc refused", method=name, code=err.code.name, reason=err.reason)
     return err
 
@@ -170,8 +169,9 @@ def unary(
         except Exception as exc:
             err = await refuse(context, name, exc)
             code = err.code.name
-            await context.abort_with_status(rpc_status.to_status(err.to_status()))
-            raise  # abort_with_status always raises; this keeps type checkers honest
+            await calls.refuse_call(context, err)
+            # No response is sent: gRPC raises the abort again (calls.refuse_call).
+            return cast(Resp, None)
         finally:
             (ok_count if code == "OK" else RPCS.labels(name, code)).inc()
             latency.observe(time.perf_counter() - t0)
@@ -222,7 +222,7 @@ def streaming(
                 return
             err = await refuse(context, name, exc)
             code = err.code.name
-            await context.abort_with_status(rpc_status.to_status(err.to_status()))
+            await calls.refuse_call(context, err)
         finally:
             OPEN_STREAMS.dec()
             RPCS.labels(name, code).inc()
