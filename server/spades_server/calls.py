@@ -256,17 +256,19 @@ async def receive(read: Read, parse: Callable[[bytes], Any], type_name: str) -> 
     if type(raw) is bytes:
         return parse_request(raw, parse, type_name)
     if raw is TIMED_OUT:
-        raise invalid("REQUEST_EXPECTED", _timed_out_message(REQUEST_WAIT))
+        raise invalid("REQUEST_EXPECTED", timed_out_message(REQUEST_WAIT))
     raise invalid("REQUEST_EXPECTED", "the call ended without its request")
 
 
-def _timed_out_message(wait: RequestWait) -> str:
+def timed_out_message(wait: RequestWait, first: str = "a call sends its request") -> str:
+    """Why the server ended a call's wait for its first message; ``first``
+    says what that message is, for a wait that ran out of time."""
     if _ENDED_BY_SERVER.get() == _ROOM:
         return (
             f"the server holds at most {wait.max_waiting} calls that have not sent their "
-            "request, and this one had waited longest"
+            "first message, and this one had waited longest"
         )
-    return f"a call sends its request within {wait.timeout_s:g} s"
+    return f"{first} within {wait.timeout_s:g} s"
 
 
 def parse_request(raw: bytes, parse: Callable[[bytes], Any], type_name: str) -> Any:

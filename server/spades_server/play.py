@@ -55,10 +55,8 @@ async def first_request(read: Read) -> pb.PlayOpen | None:
     must come within the time any call has to send its request."""
     raw = await calls.REQUEST_WAIT.read(read)
     if raw is calls.TIMED_OUT:
-        timeout = calls.REQUEST_WAIT.timeout_s
-        raise invalid(
-            "OPEN_EXPECTED", f"a Play call starts with `open` within {timeout:g} s", "open"
-        )
+        why = calls.timed_out_message(calls.REQUEST_WAIT, "a Play call starts with `open`")
+        raise invalid("OPEN_EXPECTED", why, "open")
     if raw is grpc.aio.EOF:
         return None
     first: pb.PlayRequest = calls.parse_request(raw, _parse, _TYPE)

@@ -399,6 +399,37 @@ def test_past_max_waiting_calls_the_longest_waiting_call_is_ended(make_server: A
         assert after < 5, after  # at once, not after the 30 s timeout
 
 
+def test_a_play_call_ended_to_make_room_says_so(make_server: Any) -> None:
+    """A Play call that has not sent `open` is a waiting call like any other:
+    past --max-waiting-calls the oldest ends with OPEN_EXPECTED, and its
+    message says why (room, not the timeout)."""
+    srv = make_server("--request-timeout-seconds", "30", "--max-waiting-calls", "1")
+
+    async def two_calls() -> tuple[Failure, float]:
+        async with grpc.aio.insecure_channel(
+            f"127.0.0.1:{srv.port}", options=[("grpc.use_local_subchannel_pool", 1)]
+        ) as ch:
+            await asyncio.wait_for(ch.channel_ready(), RPC_TIMEOUT)
+            play = ch.stream_stream(SERVICE + "Play")
+            t0 = time.monotonic()
+            first = play(timeout=RPC_TIMEOUT)
+            await asyncio.sleep(0.2)
+            second = play(timeout=RPC_TIMEOUT)
+            try:
+                await asyncio.wait_for(first.read(), RPC_TIMEOUT)
+                raise AssertionError("the first call was not ended")
+            except grpc.aio.AioRpcError as err:
+                return aio_failure(err), time.monotonic() - t0
+            finally:
+                second.cancel()
+
+    failure, after = asyncio.run(two_calls())
+    assert (failure.code, failure.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "OPEN_EXPECTED")
+    assert "at most 1 calls" in failure.message, failure
+    assert "waited longest" in failure.message, failure
+    assert after < 5, after
+
+
 def test_a_quiet_play_call_outlives_every_idle_limit(make_server: Any) -> None:
     """The request timeout is for a call's first message only; the server's
     keepalive pings and connection idle limit leave a quiet Play call open."""
