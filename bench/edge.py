@@ -20,6 +20,9 @@ Configurations (``--configs``):
   SQLite (synchronous FULL) before its answer leaves the core;
 * ``noop``: the core answers each action with fixed bytes, no engine: the
   edge's and the link's own cost;
+* ``edge-self``: no core and no link: the edge answers each action itself with
+  the same fixed bytes (``edge --self-answer``): a Go gRPC server's own floor
+  for this load, as bench/grpc_floor.py is grpc.aio's;
 * ``colyseus``: the Colyseus 0.16 peer of bench/peer/colyseus (its server.mjs
   and loadgen.mjs, the same contract), run here for a figure taken on the same
   machine at the same time; skipped when its node_modules are missing.
@@ -31,7 +34,7 @@ of the edge and the core before and after ``--memory-tables`` tables of four
 connected seats (the load generator's hold mode), per table.
 
     .venv/bin/python bench/edge.py [--seconds 10] [--warmup-s 3] [--rounds 1]
-        [--configs engine,grpc-link,sqlite,noop,colyseus] [--scenarios saturated,paced]
+        [--configs engine,grpc-link,sqlite,noop,edge-self,colyseus] [--scenarios saturated,paced]
         [--memory-tables 200] [--linger-us 0] [--json PATH]
 """
 
@@ -62,7 +65,7 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 # Colyseus 0.16 on Node 20, server CPU seconds per 1,000 actions, as issue 25
 # measured it: 50 tables saturated, 100 tables paced at 100 ms think time.
 COLYSEUS_ISSUE_S_PER_1K = {"saturated": 0.056, "paced": 0.118}
-CONFIGS = ("engine", "grpc-link", "sqlite", "noop", "colyseus")
+CONFIGS = ("engine", "grpc-link", "sqlite", "noop", "edge-self", "colyseus")
 SCENARIOS = ("saturated", "paced")
 LATENCIES = ("acting_p50_ms", "acting_p99_ms", "others_p50_ms", "others_p99_ms")
 
@@ -166,6 +169,11 @@ class Stack:
             raise
 
     def _start_edge(self, config: str, logdir: Path, linger_us: int) -> None:
+        if config == "edge-self":
+            argv = [str(BIN / "edge"), "--listen", "127.0.0.1:0", "--self-answer"]
+            edge = self.procs["edge"] = Proc("edge", argv, logdir)
+            self.address = listening(edge)
+            return
         link = "grpc" if config == "grpc-link" else "socket"
         argv = [sys.executable, str(EDGE_DIR / "core.py"), "--listen", "127.0.0.1:0"]
         argv += ["--link", link]
@@ -193,7 +201,7 @@ class Stack:
             argv = ["node", str(PEER_DIR / "loadgen.mjs"), "--url", self.address]
         else:
             argv = [str(BIN / "load"), "--addr", self.address]
-            if self.config == "noop":
+            if self.config in ("noop", "edge-self"):
                 argv.append("--noop")
         return [*argv, "--tables", str(tables), "--think-ms", f"{think_ms:g}"]
 

@@ -1,7 +1,7 @@
 // Command edge is the prototype of a compiled edge in front of the Python core:
 // it holds the clients' Play calls (spades.v1.SpadesService/Play, one per seat)
-// and multiplexes them over one bidirectional "link" call to the core
-// (spades.edge.v1.Link/Connect, bench/edge/proto/link.proto).
+// and multiplexes them over one link to the core (bench/edge/core.py), whose
+// messages are bench/edge/proto/link.proto's LinkUp and LinkDown.
 //
 // The edge never parses a client's message or an event: a client's message goes
 // up as the bytes it sent, tagged with the connection's id, and what the core
@@ -10,12 +10,21 @@
 // before they reach the edge. The client-facing server uses a codec that moves
 // bytes as they are.
 //
-// Batching: the edge keeps at most --window LinkUps in flight (the core answers
-// each with one LinkDown); what clients send meanwhile queues and goes up as
-// one LinkUp, so the core's per-message cost is shared by many actions when it
-// is busy, and an idle core answers each action at once.
+// The link: --link socket (default), the messages framed by their length on one
+// TCP (or unix:PATH) connection; or --link grpc, one bidirectional gRPC call
+// (spades.edge.v1.Link/Connect). The core answers each LinkUp with one LinkDown;
+// the edge keeps at most --window LinkUps in flight and sends what clients sent
+// meanwhile as one LinkUp, so a busy core handles many actions per message and
+// an idle one answers each action at once; --linger-us waits that long for more
+// before a LinkUp (CPU for latency, at low load).
 //
-//	edge --listen 127.0.0.1:7000 --core 127.0.0.1:7001 [--window 2] [--max-batch 512]
+// --procs (GOMAXPROCS) is 1: the work is I/O, and with more Ps each wake-up
+// spreads over more threads. Fixed HTTP/2 windows (no --bdp) keep grpc-go from
+// sending a BDP PING for every burst it reads.
+//
+//	edge --listen 127.0.0.1:7000 --core 127.0.0.1:7001 [--link socket|grpc]
+//	     [--window 2] [--max-batch 512] [--linger-us 0] [--procs 1]
+//	edge --listen 127.0.0.1:7000 --self-answer   # diagnostic: no core (self.go)
 package main
 
 import (
@@ -142,6 +151,7 @@ type edge struct {
 	window   int
 	maxBatch int
 	linger   time.Duration
+	self     *selfAnswer // --self-answer: no link, no core
 
 	// Link flow: LinkUps sent and not answered yet.
 	flowMu   sync.Mutex
@@ -190,6 +200,23 @@ func (e *edge) play(_ any, stream grpc.ServerStream) error {
 		e.ups <- &linkpb.Up{Conn: c.id, Closed: true}
 	}()
 	credential := bearer(ctx)
+	if e.self != nil {
+		go func() {
+			var table *selfTable
+			for {
+				var msg frames
+				if err := stream.RecvMsg(&msg); err != nil {
+					return
+				}
+				if table == nil {
+					table = e.self.open(c, credential)
+				} else {
+					e.self.act(c, table)
+				}
+			}
+		}()
+		return c.writeLoop(ctx)
+	}
 	go func() {
 		first := true
 		for {
@@ -205,6 +232,21 @@ func (e *edge) play(_ any, stream grpc.ServerStream) error {
 		}
 	}()
 	return c.writeLoop(ctx)
+}
+
+func startLink(e *edge, link link) {
+	go func() {
+		if err := e.sendLoop(link); err != nil {
+			log.Fatalf("link send: %v", err)
+		}
+	}()
+	go func() {
+		err := e.recvLoop(link)
+		if err == io.EOF {
+			log.Fatalf("link: the core ended it")
+		}
+		log.Fatalf("link receive: %v", err)
+	}()
 }
 
 // link is the call to the core: a gRPC bidirectional call, or a socket.
@@ -386,6 +428,7 @@ func main() {
 	window := flag.Int("window", 2, "LinkUps in flight before the edge batches")
 	maxBatch := flag.Int("max-batch", 512, "most client messages in one LinkUp")
 	linkKind := flag.String("link", "socket", "how the link to the core is carried: grpc | socket")
+	self := flag.Bool("self-answer", false, "diagnostic: answer every action with fixed bytes, no core")
 	lingerUs := flag.Int("linger-us", 0, "wait this long for more client messages before a LinkUp")
 	lean := flag.Bool("lean", true, "pooled write buffers and small read buffers per connection")
 	readBuffer := flag.Int("read-buffer", 4096, "per-connection read buffer with --lean")
@@ -396,6 +439,9 @@ func main() {
 	log.SetFlags(0)
 	log.SetPrefix("edge: ")
 	runtime.GOMAXPROCS(*procs)
+	if *self {
+		*linkKind = "none"
+	}
 
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -409,6 +455,10 @@ func main() {
 	e := newEdge(*window, *maxBatch, time.Duration(*lingerUs)*time.Microsecond)
 	var link link
 	switch *linkKind {
+	case "none": // --self-answer
+		if !*self {
+			log.Fatalf("--link none is for --self-answer")
+		}
 	case "grpc":
 		opts := []grpc.DialOption{
 			grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -435,18 +485,11 @@ func main() {
 	default:
 		log.Fatalf("--link: grpc or socket, not %q", *linkKind)
 	}
-	go func() {
-		if err := e.sendLoop(link); err != nil {
-			log.Fatalf("link send: %v", err)
-		}
-	}()
-	go func() {
-		err := e.recvLoop(link)
-		if err == io.EOF {
-			log.Fatalf("link: the core ended it")
-		}
-		log.Fatalf("link receive: %v", err)
-	}()
+	if *self {
+		e.self = newSelfAnswer()
+	} else {
+		startLink(e, link)
+	}
 
 	lis, err := net.Listen("tcp", *listen)
 	if err != nil {
