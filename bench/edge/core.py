@@ -481,9 +481,9 @@ class Answerer:
         self.link_ups = 0
         self.items = 0
 
-    def answer(self, raws: list[bytes]) -> tuple[bytes, asyncio.Future[None] | None]:
+    def answer(self, raws: list[bytes]) -> tuple[bytes, Rows]:
         """One LinkDown answering ``raws`` (one LinkUp or several that arrived
-        together), and the commit it must wait for (None: send it now)."""
+        together), and the rows to store before it may leave."""
         downs: list[bytes] = []
         rows = Rows()
         for raw in raws:
@@ -496,10 +496,29 @@ class Answerer:
                 rows.matches += more_rows.matches
                 rows.events += more_rows.events
                 rows.actions += more_rows.actions
-        committed = None
-        if self.store is not None and rows:
-            committed = asyncio.ensure_future(self.store.run(rows.write))
-        return link_down(len(raws), downs), committed
+        return link_down(len(raws), downs), rows
+
+    def answer_async(self, raws: list[bytes]) -> tuple[bytes, asyncio.Future[None] | None]:
+        """``answer``, and the commit of its rows the LinkDown must wait for
+        (None: nothing to store, send it now)."""
+        down, rows = self.answer(raws)
+        if self.store is None or not rows:
+            return down, None
+        return down, asyncio.ensure_future(self.store.run(rows.write))
+
+
+def split_frames(buffer: bytearray) -> list[bytes]:
+    """The whole length-prefixed frames at the start of ``buffer``, removed from it."""
+    frames: list[bytes] = []
+    pos, end = 0, len(buffer)
+    while end - pos >= 4:
+        n = int.from_bytes(buffer[pos : pos + 4], "little")
+        if end - pos - 4 < n:
+            break
+        frames.append(bytes(buffer[pos + 4 : pos + 4 + n]))
+        pos += 4 + n
+    del buffer[:pos]
+    return frames
 
 
 class GrpcLink:
@@ -509,7 +528,7 @@ class GrpcLink:
         self.answerer = answerer
 
     async def connect(self, _requests: Any, context: grpc.aio.ServicerContext[Any, Any]) -> None:
-        read, write, answer = context.read, context.write, self.answerer.answer
+        read, write, answer = context.read, context.write, self.answerer.answer_async
         if self.answerer.store is None:
             while (raw := await read()) is not grpc.aio.EOF:
                 await write(answer([raw])[0])
@@ -551,20 +570,11 @@ class SocketLink(asyncio.Protocol):
             self.writer = asyncio.get_running_loop().create_task(self._write_committed())
 
     def data_received(self, data: bytes) -> None:
-        buffer = self.buffer
-        buffer += data
-        raws: list[bytes] = []
-        pos, end = 0, len(buffer)
-        while end - pos >= 4:
-            n = int.from_bytes(buffer[pos : pos + 4], "little")
-            if end - pos - 4 < n:
-                break
-            raws.append(bytes(buffer[pos + 4 : pos + 4 + n]))
-            pos += 4 + n
-        del buffer[:pos]
+        self.buffer += data
+        raws = split_frames(self.buffer)
         if not raws:
             return
-        data, committed = self.answerer.answer(raws)
+        data, committed = self.answerer.answer_async(raws)
         if self.writer is None:
             assert self.transport is not None
             self.transport.write(len(data).to_bytes(4, "little") + data)
