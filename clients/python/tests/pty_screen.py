@@ -95,8 +95,15 @@ class Terminal:
         while self._pump(0.1):
             if time.monotonic() > deadline:
                 raise AssertionError(f"spades still running after {timeout:g} s:\n{self.screen()}")
-        self.child.close()
+        # The pty ends before the process does: a Python interpreter still shutting
+        # down its gRPC threads on a busy machine takes longer than the tenth of a
+        # second pexpect's close() grants before it kills, which reads as no status.
+        while self.child.isalive():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"spades closed its terminal but ran on past {timeout:g} s")
+            time.sleep(0.05)
         status = self.child.exitstatus
+        self.child.close()
         return -1 if status is None else int(status)
 
     # -- typing --------------------------------------------------------------------------
