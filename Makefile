@@ -116,6 +116,10 @@ bench: install redis-server
 	$(PYTHON) bench/replicas.py
 	$(PYTHON) bench/soak.py
 	$(PYTHON) bench/lobby.py
+	cd bench/peer/colyseus && npm ci --no-audit --no-fund --silent
+	$(MAKE) --no-print-directory $(TS_BUILT)
+	$(PYTHON) bench/peer.py
+	$(PYTHON) bench/action_profile.py
 
 # The server, Envoy and the web table (python -m spades_server.stack): prints
 # the one URL to open and the operator token; Ctrl-C stops all three. The

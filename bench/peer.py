@@ -325,8 +325,16 @@ def run_load(
         "other_cpu_pct": 100.0 * other / wall,
         **{k: end.get(k) for k in LATENCIES},
         "errors": int(end["errors"]),
+        "error_notes": error_notes(workdir / "loadgen.log") if int(end["errors"]) else [],
         "hands": int(end.get("hands", 0)),
     }
+
+
+def error_notes(log_path: Path, keep: int = 10) -> list[str]:
+    """What the load generator said about its errors (its log lives in a temporary
+    folder that is gone once the bench ends)."""
+    lines = tail(log_path, 20_000).splitlines()
+    return [line for line in lines if "spades-load:" in line or "loadgen:" in line][-keep:]
 
 
 # -- memory ------------------------------------------------------------------------------
@@ -686,6 +694,9 @@ def main(argv: list[str] | None = None) -> int:
     errors = sum(r["errors"] for r in runs)
     if errors:
         print(f"ERRORS: {errors} refusals or disconnects in the measured windows")
+        for r in runs:
+            for note in r.get("error_notes", []):
+                print(f"  {r['scenario']} round {r['round']} {r['server']}: {note}")
     for f in failures:
         print(f"FAILED: {f.splitlines()[0]}")
     if args.json:
