@@ -9,7 +9,9 @@ BUF_VERSION := 1.75.0
 BUF := build/tools/node_modules/.bin/buf
 GEN := server/spades_server/gen
 PROTO := proto/spades/v1/spades.proto proto/spades/v1/lobby.proto
-STUBS := $(GEN)/spades/v1/spades_pb2.py $(GEN)/spades/v1/lobby_pb2.py
+# The edge's link (docs/architecture.md): the server's alone, not the clients'.
+EDGE_PROTO := proto/spades/edge/v1/link.proto
+STUBS := $(GEN)/spades/v1/spades_pb2.py $(GEN)/spades/v1/lobby_pb2.py $(GEN)/spades/edge/v1/link_pb2.py
 export PYTHONHASHSEED := 0
 
 .PHONY: install proto test lint buf envoy-config bench run clean test-clients lint-clients redis-server
@@ -38,7 +40,7 @@ $(INSTALLED): pyproject.toml setup.py $(ENGINE_SOURCES)
 	touch $@
 
 # Generated code is never committed: it is made from proto/ here, so it cannot drift.
-$(STUBS): $(PROTO) $(INSTALLED)
+$(STUBS): $(PROTO) $(EDGE_PROTO) $(INSTALLED)
 	$(MAKE) proto
 
 proto:
@@ -48,9 +50,9 @@ proto:
 	  --plugin=protoc-gen-mypy_grpc=$(VENV)/bin/protoc-gen-mypy_grpc \
 	  --python_out=$(GEN) --grpc_python_out=$(GEN) \
 	  --mypy_out=$(GEN) --mypy_grpc_out=$(GEN) \
-	  $(PROTO)
+	  $(PROTO) $(EDGE_PROTO)
 	find $(GEN) -type d -exec touch {}/__init__.py \;
-	find $(GEN) -name '*.py*' -exec sed -i 's/^from spades\.v1 import/from spades_server.gen.spades.v1 import/; s/^import spades\.v1\./import spades_server.gen.spades.v1./' {} +
+	find $(GEN) -name '*.py*' -exec sed -i 's/^from spades\.v1 import/from spades_server.gen.spades.v1 import/; s/^import spades\.v1\./import spades_server.gen.spades.v1./; s/^from spades\.edge\.v1 import/from spades_server.gen.spades.edge.v1 import/' {} +
 
 # The whole suite on the build installed (compiled where a C compiler exists),
 # then the engine's suite again on the pure-Python build; the differential test

@@ -2,7 +2,7 @@
 """The Python core behind the edge prototype (bench/edge/README.md).
 
 A grpc.aio server with one method, ``spades.edge.v1.Link/Connect``
-(proto/link.proto): the edge sends what its clients sent, each message tagged
+(proto/spades/edge/v1/link.proto): the edge sends what its clients sent, each message tagged
 with its connection's id, and the core answers every ``LinkUp`` with one
 ``LinkDown`` holding, per audience, the bytes the edge writes to that
 audience's connections. The core holds the matches and does all of the rules
@@ -43,11 +43,9 @@ import contextlib
 import gc
 import hashlib
 import hmac
-import importlib
 import os
 import signal
 import sqlite3
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -67,7 +65,6 @@ from spades_engine import Match, preset
 
 HERE = Path(__file__).resolve().parent
 GEN = HERE / "gen"
-PROTO = HERE / "proto" / "link.proto"
 SERVICE = "spades.edge.v1.Link"
 MAX_ACTION_ID = 64  # as the server's service.MAX_ACTION_ID
 SEATS = 4
@@ -76,26 +73,11 @@ _SEQ_MASK = (1 << 32) - 1
 
 
 def link_stubs() -> ModuleType:
-    """``link_pb2``, generated into ``gen/`` by grpcio-tools' protoc when missing
-    or older than link.proto."""
-    out = GEN / "link_pb2.py"
-    if not out.exists() or out.stat().st_mtime < PROTO.stat().st_mtime:
-        GEN.mkdir(exist_ok=True)
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "grpc_tools.protoc",
-                f"-I{PROTO.parent}",
-                f"--python_out={GEN}",
-                f"--pyi_out={GEN}",
-                PROTO.name,
-            ],
-            check=True,
-        )
-    if str(GEN) not in sys.path:
-        sys.path.insert(0, str(GEN))
-    return importlib.import_module("link_pb2")
+    """``link_pb2``: the server's module, generated from
+    proto/spades/edge/v1/link.proto by ``make install``."""
+    from spades_server.gen.spades.edge.v1 import link_pb2
+
+    return link_pb2
 
 
 # -- the LinkDown, framed by hand -----------------------------------------------------

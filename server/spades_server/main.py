@@ -23,6 +23,7 @@ from prometheus_client import start_http_server
 
 from . import calls
 from .allowance import SessionLimits
+from .edge_link import EdgeListener
 from .gen.spades.v1 import lobby_pb2 as lpb
 from .gen.spades.v1 import spades_pb2 as pb
 from .lobby.assemble import start_lobby
@@ -301,6 +302,13 @@ OPTIONS = (
         "0",
         "pause before a bot acts, for humans to follow",
         int,
+    ),
+    _Opt(
+        "--edge-link",
+        "SPADES_EDGE_LINK",
+        "",
+        "also serve Play calls held by an edge process, which connects here "
+        "(host:port, port 0 for any, or unix:PATH; docs/architecture.md). Empty: off",
     ),
     _Opt(
         "--grace-seconds",
@@ -697,15 +705,13 @@ async def serve(args: argparse.Namespace) -> None:
         max_waiting=args.max_waiting_calls,
     )
     server = grpc.aio.server(options=grpc_options(args))
-    add_to_server(
-        SpadesService(
-            registry,
-            operator_token,
-            args.poll_max_wait_ms,
-            operator_needs_client_cert=bool(args.tls_client_ca),
-        ),
-        server,
+    spades = SpadesService(
+        registry,
+        operator_token,
+        args.poll_max_wait_ms,
+        operator_needs_client_cert=bool(args.tls_client_ca),
     )
+    add_to_server(spades, server)
     lobby = await start_lobby(
         store,
         registry,
@@ -751,6 +757,9 @@ async def serve(args: argparse.Namespace) -> None:
     )
     if not args.operator_token:
         print(f"operator token: {operator_token}", flush=True)
+    edges = EdgeListener(spades.Play)
+    if args.edge_link:
+        print(f"edge link at {await edges.start(args.edge_link)}", flush=True)
 
     observe_gc_pauses()
     tune_gc()
@@ -767,6 +776,7 @@ async def serve(args: argparse.Namespace) -> None:
     await registry.close()  # refuse new actions, end streams with UNAVAILABLE
     log.info("matches closed")
     await server.stop(args.grace_seconds)
+    await edges.stop()
     log.info("calls ended")
     calls.REQUEST_WAIT.stop()
     await store.close()

@@ -1,7 +1,7 @@
 // Command edge is the prototype of a compiled edge in front of the Python core:
 // it holds the clients' Play calls (spades.v1.SpadesService/Play, one per seat)
 // and multiplexes them over one link to the core (bench/edge/core.py), whose
-// messages are bench/edge/proto/link.proto's LinkUp and LinkDown.
+// messages are proto/spades/edge/v1/link.proto's LinkUp and LinkDown.
 //
 // The edge never parses a client's message or an event: a client's message goes
 // up as the bytes it sent, tagged with the connection's id, and what the core
