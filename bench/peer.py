@@ -7,7 +7,13 @@ Three servers, each a subprocess on a loopback port, a fresh one for every run:
   one room a table, each seat's hand hidden by a StateView, a patch per action;
   bench/peer/colyseus/README.md);
 * **memory**: ours, ``python -m spades_server.main --store memory``;
-* **sqlite**: ours on the embedded SQLite store (synchronous FULL),
+* **sqlite**: ours on the embedded SQLite store (synchronous FULL);
+* **edge**, **edge-sqlite**: the same two behind the prototype's Go edge
+  (bench/edge/, docs/architecture.md "Past the Python gRPC floor"): the server
+  started with ``--edge-link``, the edge holding the seats' ``Play`` calls
+  (CreateMatch and ClaimSeat still go to the server); server CPU and memory
+  are both processes' together. Built with ``go build`` when Go is here,
+  skipped otherwise;
 
 ours started exactly as bench/server.py starts it (its ``start_server``: a rate
 limit of 1,000,000 actions a second, so that it never refuses). Each is driven
@@ -38,7 +44,7 @@ every other process of the machine (a warning above 10 % of a core).
 
     cd bench/peer/colyseus && npm ci
     .venv/bin/python bench/peer.py [--rounds 3] [--seconds 15] [--warmup-s 5]
-        [--only colyseus,memory,sqlite] [--scenario saturated,paced,memory]
+        [--only colyseus,memory,sqlite,edge,edge-sqlite] [--scenario saturated,paced,memory]
         [--tables N] [--memory-tables 200] [--json PATH]
 """
 
@@ -46,11 +52,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import math
 import os
 import platform
 import queue
+import shutil
 import socket
 import statistics
 import subprocess
@@ -72,8 +80,16 @@ COLYSEUS = PEER / "colyseus"
 OURS_LOADGEN = PEER / "spades-load.mjs"
 TS_CLIENT = ROOT / "clients" / "typescript" / "dist" / "src" / "index.js"
 
-SERVERS = ("colyseus", "memory", "sqlite")
-LABELS = {"colyseus": "Colyseus", "memory": "ours memory", "sqlite": "ours SQLite"}
+SERVERS = ("colyseus", "memory", "sqlite", "edge", "edge-sqlite")
+LABELS = {
+    "colyseus": "Colyseus",
+    "memory": "ours memory",
+    "sqlite": "ours SQLite",
+    "edge": "edge+memory",
+    "edge-sqlite": "edge+SQLite",
+}
+EDGE_DIR = ROOT / "bench" / "edge"
+EDGE_BIN = EDGE_DIR / "bin" / "edge"
 SCENARIOS = ("saturated", "paced", "memory")
 # scenario -> (tables, think ms)
 LOADS = {"saturated": (50, 0.0), "paced": (100, 100.0)}
@@ -128,23 +144,85 @@ def stop_process(proc: subprocess.Popen[str], timeout: float = 15.0) -> None:
 @dataclass
 class RunningServer:
     kind: str
-    pid: int  # the server process itself, whose CPU and memory are read
+    pids: list[int]  # the server's processes themselves, whose CPU and memory are read
     url: str  # what its load generator's --url takes
     stop: Callable[[], None]
+    play_url: str = ""  # where its Play calls go, if not to url (an edge)
+
+    def cpu_seconds(self) -> list[float]:
+        """Each process's (the server, then the edge if any)."""
+        return [proc_cpu_seconds(pid) for pid in self.pids]
+
+    def rss_kib(self) -> int:
+        return sum(rss_kib(pid) for pid in self.pids)
 
 
 def start(kind: str, workdir: Path) -> RunningServer:
     """A fresh server of this kind, listening on a loopback port."""
     if kind == "colyseus":
         return start_colyseus(workdir)
-    server = start_server(kind, workdir, [], None)  # bench/server.py's own start
+    store = {"edge": "memory", "edge-sqlite": "sqlite"}.get(kind, kind)
+    link = ["--edge-link", "127.0.0.1:0"] if kind.startswith("edge") else []
+    server = start_server(store, workdir, link, None)  # bench/server.py's own start
     # Popen ran the interpreter itself (no shell, no wrapper): its pid is the
     # server's. Checked, since every figure is read from it.
     cmdline = Path(f"/proc/{server.pid}/cmdline").read_bytes().split(b"\0")
     if b"spades_server.main" not in cmdline:
         server.stop()
         raise RuntimeError(f"pid {server.pid} is not the server: {cmdline!r}")
-    return RunningServer(kind, server.pid, server.address, server.stop)
+    running = RunningServer(kind, [server.pid], server.address, server.stop)
+    if link:
+        return start_edge(running, server.proc, workdir)
+    return running
+
+
+def start_edge(server: RunningServer, proc: subprocess.Popen[str], workdir: Path) -> RunningServer:
+    """The Go edge in front of a server started with --edge-link."""
+    assert proc.stdout is not None
+    core = ""
+    for _ in range(5):  # after the ready line: the operator token, then the link's
+        line = proc.stdout.readline()
+        if line.startswith("edge link at "):
+            core = line.split()[-1]
+            break
+    if not core:
+        server.stop()
+        raise RuntimeError("the server printed no edge link address")
+    port = free_port()
+    log_path = workdir / "edge.log"
+    cmd = [str(EDGE_BIN), "--listen", f"127.0.0.1:{port}", "--core", core]
+    with log_path.open("w") as log:
+        edge = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 10
+    while "listening" not in tail(log_path):
+        if edge.poll() is not None or time.monotonic() > deadline:
+            stop_process(edge)
+            server.stop()
+            raise RuntimeError(f"the edge did not start:\n{tail(log_path)}")
+        time.sleep(0.05)
+
+    def stop() -> None:
+        stop_process(edge)
+        server.stop()
+
+    return RunningServer(
+        server.kind, [*server.pids, edge.pid], server.url, stop, f"127.0.0.1:{port}"
+    )
+
+
+@functools.cache
+def edge_missing() -> str | None:
+    """Builds the edge (``go build``, once a run); None when done, or why it cannot run."""
+    if shutil.which("go") is None:
+        return "no go on PATH"
+    result = subprocess.run(
+        ["go", "build", "-o", str(EDGE_BIN), "./edge"],
+        cwd=EDGE_DIR,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return None if result.returncode == 0 else f"go build failed: {result.stderr[-500:]}"
 
 
 def start_colyseus(workdir: Path) -> RunningServer:
@@ -166,19 +244,20 @@ def start_colyseus(workdir: Path) -> RunningServer:
         stop_process(proc)
         raise RuntimeError(f"colyseus server says pid {ready.get('pid')}, started {proc.pid}")
     return RunningServer(
-        "colyseus", proc.pid, f"ws://127.0.0.1:{ready['port']}", lambda: stop_process(proc)
+        "colyseus", [proc.pid], f"ws://127.0.0.1:{ready['port']}", lambda: stop_process(proc)
     )
 
 
 class LoadGen:
     """A load generator subprocess: its contract's JSON lines, read as they come."""
 
-    def __init__(self, kind: str, url: str, flags: list[str], log_path: Path) -> None:
+    def __init__(self, kind: str, server: RunningServer, flags: list[str], log_path: Path) -> None:
+        url = server.url
         if kind == "colyseus":
             cmd = ["node", str(COLYSEUS / "loadgen.mjs"), "--url", url, *flags]
         else:
             cmd = ["node", str(OURS_LOADGEN), "--url", url, "--operator-token", OPERATOR_TOKEN]
-            cmd += flags
+            cmd += [*flags, *(("--play-url", server.play_url) if server.play_url else ())]
         self.log_path = log_path
         with log_path.open("w") as log:
             self.proc = subprocess.Popen(
@@ -252,15 +331,19 @@ class Marks:
     """CPU seconds of the server, the load generator and the machine, at one moment."""
 
     t: float
-    server: float
+    server_parts: list[float]  # each of the server's processes
     loadgen: float
     machine: float
 
+    @property
+    def server(self) -> float:
+        return sum(self.server_parts)
+
     @classmethod
-    def read(cls, server_pid: int, loadgen_pid: int) -> Marks:
+    def read(cls, server: RunningServer, loadgen_pid: int) -> Marks:
         return cls(
             time.monotonic(),
-            proc_cpu_seconds(server_pid),
+            server.cpu_seconds(),
             proc_cpu_seconds(loadgen_pid),
             machine_busy_seconds(),
         )
@@ -284,12 +367,12 @@ def run_load(
     server = start(kind, workdir)
     gen: LoadGen | None = None
     try:
-        gen = LoadGen(kind, server.url, flags, workdir / "loadgen.log")
+        gen = LoadGen(kind, server, flags, workdir / "loadgen.log")
         gen.expect("ready", SETUP_TIMEOUT_S)
         gen.expect("measure-start", warmup + EVENT_SLACK_S)
-        first = Marks.read(server.pid, gen.pid)
+        first = Marks.read(server, gen.pid)
         end = gen.expect("measure-end", args.seconds + EVENT_SLACK_S)
-        last = Marks.read(server.pid, gen.pid)
+        last = Marks.read(server, gen.pid)
         code = gen.finish()
     finally:
         if gen is not None:
@@ -318,6 +401,10 @@ def run_load(
         "actions_per_s": n / wall,
         "server_cpu_s": server_cpu,
         "server_cpu_s_per_1000": per_1000(server_cpu),
+        # the Python server's, then the edge's (edge kinds)
+        "server_cpu_s_per_1000_parts": [
+            per_1000(b - a) for a, b in zip(first.server_parts, last.server_parts, strict=True)
+        ],
         "server_cpu_pct": 100.0 * server_cpu / wall,
         "loadgen_cpu_s": loadgen_cpu,
         "loadgen_cpu_s_per_1000": per_1000(loadgen_cpu),
@@ -357,7 +444,7 @@ def run_memory(kind: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]
 
     def loadgen(tables: int, name: str) -> LoadGen:
         flags = ["--tables", str(tables), "--seed", str(args.seed), "--mode", "hold"]
-        gen = LoadGen(kind, server.url, flags, workdir / f"{name}.log")
+        gen = LoadGen(kind, server, flags, workdir / f"{name}.log")
         gens.append(gen)
         return gen
 
@@ -371,17 +458,17 @@ def run_memory(kind: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]
         warm.send("exit")
         warm.finish()
         time.sleep(settle)
-        idle = rss_kib(server.pid)
+        idle = server.rss_kib()
         gen = loadgen(n, "hold")
         t0 = time.monotonic()
         hold(gen, n)
         seat_seconds = time.monotonic() - t0
         time.sleep(settle)
-        connected = rss_kib(server.pid)
+        connected = server.rss_kib()
         gen.send("disconnect")
         gen.expect("disconnected", EVENT_SLACK_S)
         time.sleep(settle)
-        gone = rss_kib(server.pid)
+        gone = server.rss_kib()
         gen.send("exit")
         gen.finish()
     finally:
@@ -488,6 +575,7 @@ def print_raw(runs: list[dict[str, Any]]) -> None:
         "actions",
         "actions/s",
         "srv s/1k",
+        "py/edge",
         "srv %",
         "gen %",
         "other %",
@@ -506,6 +594,9 @@ def print_raw(runs: list[dict[str, Any]]) -> None:
             f"{r['actions']:,}",
             fmt(r["actions_per_s"], 0),
             fmt(r["server_cpu_s_per_1000"], 3),
+            "/".join(fmt(x, 3) for x in r["server_cpu_s_per_1000_parts"])
+            if len(r["server_cpu_s_per_1000_parts"]) > 1
+            else "-",
             fmt(r["server_cpu_pct"], 0),
             fmt(r["loadgen_cpu_pct"], 0),
             fmt(r["other_cpu_pct"], 0),
@@ -594,7 +685,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--only",
         type=lambda v: split_list(v, SERVERS, "--only"),
         default=list(SERVERS),
-        help="servers, comma-separated: colyseus,memory,sqlite (all)",
+        help="servers, comma-separated: colyseus,memory,sqlite,edge,edge-sqlite (all)",
     )
     ap.add_argument(
         "--scenario",
@@ -638,6 +729,8 @@ def check_setup(kinds: list[str]) -> list[str]:
             print(f"skipped colyseus: no {COLYSEUS / 'node_modules'} (cd {COLYSEUS} && npm ci)")
         elif k != "colyseus" and not TS_CLIENT.is_file():
             print(f"skipped {k}: no {TS_CLIENT} (make clients/typescript/dist/.built)")
+        elif k.startswith("edge") and (why := edge_missing()):
+            print(f"skipped {k}: {why}")
         else:
             ok.append(k)
     return ok

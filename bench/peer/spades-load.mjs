@@ -42,6 +42,9 @@ const { values: opt } = parseArgs({
     seconds: { type: "string", default: "10" },
     seed: { type: "string", default: "1" },
     mode: { type: "string", default: "load" },
+    // Play calls go here instead (an edge in front of the server: bench/edge.py);
+    // CreateMatch and ClaimSeat still go to --url.
+    "play-url": { type: "string", default: "" },
   },
 });
 const TABLES = Number(opt.tables);
@@ -55,6 +58,7 @@ if (!(TABLES >= 1) || !(THINK >= 0) || !(WARMUP_S >= 0) || !(SECONDS > 0) || !["
   process.exit(2);
 }
 const URL_BASE = baseUrl(opt.url, undefined); // host:port or http://host:port
+const PLAY_BASE = opt["play-url"] ? baseUrl(opt["play-url"], undefined) : "";
 const SETUP_CONCURRENCY = 16; // tables being set up at once (as loadgen.mjs)
 const CONNECT_TIMEOUT_MS = 60_000;
 const CLOSE_TIMEOUT_MS = 10_000;
@@ -101,9 +105,9 @@ function error(where, e) {
 }
 
 // One HTTP/2 connection and its client: a seat's, or the operator's.
-function connection(operatorToken) {
-  const manager = new Http2SessionManager(URL_BASE, { pingIntervalMs: 30_000, pingTimeoutMs: 15_000 });
-  const transport = createGrpcTransport({ baseUrl: URL_BASE, sessionManager: manager });
+function connection(operatorToken, base = URL_BASE) {
+  const manager = new Http2SessionManager(base, { pingIntervalMs: 30_000, pingTimeoutMs: 15_000 });
+  const transport = createGrpcTransport({ baseUrl: base, sessionManager: manager });
   const client = new SpadesClient({ transport, ...(operatorToken ? { operatorToken } : {}) });
   return { client, manager };
 }
@@ -183,14 +187,22 @@ class Seat {
     this.index = index;
     const { client, manager } = connection(undefined);
     this.client = client;
-    this.manager = manager;
+    this.managers = [manager];
+    this.playClient = client; // the Play call's: the same connection, or one to --play-url
+    if (PLAY_BASE) {
+      const play = connection(undefined, PLAY_BASE);
+      this.playClient = play.client;
+      this.managers.push(play.manager);
+    }
     this.session = undefined;
     this.connected = undefined;
+    this.recent = new Array(8); // the events read last, a ring
+    this.recentAt = 0;
   }
 
   // Opens the seat's Play session on a new match and follows it to its end.
   open(token) {
-    this.seatClient = this.client.seat(token);
+    this.seatClient = this.playClient.seat(token);
     this.reset();
     let onConnected;
     this.connected = new Promise((r) => (onConnected = r));
@@ -222,6 +234,7 @@ class Seat {
         this.onConnected?.();
         this.onConnected = undefined;
         this.seen = event.seq;
+        this.recent[this.recentAt++ & 7] = event; // the last eight, for a refusal's note
         this.apply(event);
         if (this.phase === "over") break;
         this.maybeAct();
@@ -352,7 +365,9 @@ class Seat {
       },
       (e) => {
         if (session === this.session && table.match === match) table.pendingAt = -1;
-        error(`table ${table.index} seat ${this.index} action refused:`, e);
+        const seen = [...this.recent.slice(this.recentAt & 7), ...this.recent.slice(0, this.recentAt & 7)];
+        const recent = seen.filter(Boolean).map((ev) => `${ev.seq}:${ev.kind.case}`).join(" ");
+        error(`table ${table.index} seat ${this.index} action refused (after ${recent}):`, e);
       },
     );
   }
@@ -374,7 +389,7 @@ async function closeAll() {
   closing = true;
   const closed = Promise.all(tables.flatMap((t) => t.seats.map((s) => s.session?.close().catch(() => {}))));
   await Promise.race([closed, sleep(CLOSE_TIMEOUT_MS)]);
-  for (const t of tables) for (const s of t.seats) s.manager.abort();
+  for (const t of tables) for (const s of t.seats) for (const m of s.managers) m.abort();
 }
 
 try {
