@@ -70,10 +70,16 @@ SCENARIOS = ("saturated", "paced")
 LATENCIES = ("acting_p50_ms", "acting_p99_ms", "others_p50_ms", "others_p99_ms")
 
 
-def build() -> None:
-    for name in ("edge", "load"):
+def build(names: tuple[str, ...] = ("edge", "load")) -> None:
+    """``go build`` of the edge and the load generator into bin/ (also used by
+    bench/peer.py for the edge alone)."""
+    for name in names:
         subprocess.run(
-            ["go", "build", "-o", str(BIN / name), f"./{name}"], cwd=EDGE_DIR, check=True
+            ["go", "build", "-o", str(BIN / name), f"./{name}"],
+            cwd=EDGE_DIR,
+            check=True,
+            capture_output=True,
+            text=True,
         )
 
 

@@ -66,11 +66,15 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from prometheus_client.parser import text_string_to_metric_families
+
+import edge  # bench/edge.py
 from cpu_usage import machine_busy_seconds, warn_if_disturbed
 from server import OPERATOR_TOKEN, print_grid, start_server
 
@@ -88,8 +92,7 @@ LABELS = {
     "edge": "edge+memory",
     "edge-sqlite": "edge+SQLite",
 }
-EDGE_DIR = ROOT / "bench" / "edge"
-EDGE_BIN = EDGE_DIR / "bin" / "edge"
+EDGE_BIN = edge.BIN / "edge"
 SCENARIOS = ("saturated", "paced", "memory")
 # scenario -> (tables, think ms)
 LOADS = {"saturated": (50, 0.0), "paced": (100, 100.0)}
@@ -148,6 +151,7 @@ class RunningServer:
     url: str  # what its load generator's --url takes
     stop: Callable[[], None]
     play_url: str = ""  # where its Play calls go, if not to url (an edge)
+    metrics_url: str = ""  # ours: its Prometheus endpoint
 
     def cpu_seconds(self) -> list[float]:
         """Each process's (the server, then the edge if any)."""
@@ -163,7 +167,9 @@ def start(kind: str, workdir: Path) -> RunningServer:
         return start_colyseus(workdir)
     store = {"edge": "memory", "edge-sqlite": "sqlite"}.get(kind, kind)
     link = ["--edge-link", "127.0.0.1:0"] if kind.startswith("edge") else []
-    server = start_server(store, workdir, link, None)  # bench/server.py's own start
+    metrics_port = free_port()  # read for its collector's pauses (the last flag wins)
+    extra = [*link, "--metrics-port", str(metrics_port)]
+    server = start_server(store, workdir, extra, None)  # bench/server.py's own start
     # Popen ran the interpreter itself (no shell, no wrapper): its pid is the
     # server's. Checked, since every figure is read from it.
     cmdline = Path(f"/proc/{server.pid}/cmdline").read_bytes().split(b"\0")
@@ -171,6 +177,7 @@ def start(kind: str, workdir: Path) -> RunningServer:
         server.stop()
         raise RuntimeError(f"pid {server.pid} is not the server: {cmdline!r}")
     running = RunningServer(kind, [server.pid], server.address, server.stop)
+    running.metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
     if link:
         return start_edge(running, server.proc, workdir)
     return running
@@ -192,37 +199,64 @@ def start_edge(server: RunningServer, proc: subprocess.Popen[str], workdir: Path
     log_path = workdir / "edge.log"
     cmd = [str(EDGE_BIN), "--listen", f"127.0.0.1:{port}", "--core", core]
     with log_path.open("w") as log:
-        edge = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True)
+        edge_proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 10
     while "listening" not in tail(log_path):
-        if edge.poll() is not None or time.monotonic() > deadline:
-            stop_process(edge)
+        if edge_proc.poll() is not None or time.monotonic() > deadline:
+            stop_process(edge_proc)
             server.stop()
             raise RuntimeError(f"the edge did not start:\n{tail(log_path)}")
         time.sleep(0.05)
 
     def stop() -> None:
-        stop_process(edge)
+        stop_process(edge_proc)  # SIGTERM: the edge prints its link's counts
         server.stop()
 
-    return RunningServer(
-        server.kind, [*server.pids, edge.pid], server.url, stop, f"127.0.0.1:{port}"
+    running = RunningServer(
+        server.kind, [*server.pids, edge_proc.pid], server.url, stop, f"127.0.0.1:{port}"
     )
+    running.metrics_url = server.metrics_url
+    return running
+
+
+def edge_link_counts(workdir: Path) -> str:
+    """The edge's own count of its link's traffic over its whole life (set-up and
+    warm-up included), which it prints when stopped."""
+    log = tail(workdir / "edge.log", 4000).splitlines()
+    lines = [x for x in log if x.startswith("edge: link:")]
+    return lines[-1].removeprefix("edge: link: ") if lines else ""
+
+
+def gc_pauses(metrics_url: str) -> tuple[float, float, float]:
+    """The server's collector pauses so far (spades_gc_pause_seconds, every
+    generation): seconds in all, how many, and how many over 5 ms."""
+    with urllib.request.urlopen(metrics_url, timeout=5) as r:
+        text = r.read().decode()
+    total = count = under_5ms = 0.0
+    for family in text_string_to_metric_families(text):
+        if family.name != "spades_gc_pause_seconds":
+            continue
+        for sample in family.samples:
+            if sample.name.endswith("_sum"):
+                total += sample.value
+            elif sample.name.endswith("_count"):
+                count += sample.value
+            elif sample.name.endswith("_bucket") and sample.labels.get("le") == "0.005":
+                under_5ms += sample.value
+    return total, count, count - under_5ms
 
 
 @functools.cache
 def edge_missing() -> str | None:
-    """Builds the edge (``go build``, once a run); None when done, or why it cannot run."""
+    """Builds the edge (bench/edge.py's ``build``, once a run); None when done,
+    or why it cannot run."""
     if shutil.which("go") is None:
         return "no go on PATH"
-    result = subprocess.run(
-        ["go", "build", "-o", str(EDGE_BIN), "./edge"],
-        cwd=EDGE_DIR,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return None if result.returncode == 0 else f"go build failed: {result.stderr[-500:]}"
+    try:
+        edge.build(("edge",))
+    except subprocess.CalledProcessError as e:
+        return f"go build failed: {(e.stderr or '')[-500:]}"
+    return None
 
 
 def start_colyseus(workdir: Path) -> RunningServer:
@@ -334,6 +368,7 @@ class Marks:
     server_parts: list[float]  # each of the server's processes
     loadgen: float
     machine: float
+    gc: tuple[float, float, float] | None  # ours: gc_pauses()
 
     @property
     def server(self) -> float:
@@ -346,6 +381,7 @@ class Marks:
             server.cpu_seconds(),
             proc_cpu_seconds(loadgen_pid),
             machine_busy_seconds(),
+            gc_pauses(server.metrics_url) if server.metrics_url else None,
         )
 
 
@@ -414,6 +450,11 @@ def run_load(
         "errors": int(end["errors"]),
         "error_notes": error_notes(workdir / "loadgen.log") if int(end["errors"]) else [],
         "hands": int(end.get("hands", 0)),
+        # ours: the collector's pauses in the window (ms in all, how many, how many > 5 ms)
+        "gc_pauses": [b - a for a, b in zip(first.gc, last.gc, strict=True)]
+        if first.gc and last.gc
+        else None,
+        "edge_link": edge_link_counts(workdir) if kind.startswith("edge") else "",
     }
 
 
@@ -585,6 +626,7 @@ def print_raw(runs: list[dict[str, Any]]) -> None:
         "oth p99",
         "errors",
         "hands",
+        "gc ms/n/>5ms",
     ]
     grid = [
         [
@@ -603,12 +645,23 @@ def print_raw(runs: list[dict[str, Any]]) -> None:
             *(fmt(r[k], 2) for k in LATENCIES),
             str(r["errors"]),
             str(r["hands"]),
+            gc_cell(r.get("gc_pauses")),
         ]
         for r in runs
     ]
     print("per run (latencies in ms):")
     print_grid(header, grid, left=3)
+    for r in runs:
+        if r.get("edge_link"):
+            print(f"  {r['scenario']} round {r['round']} {r['server']}: link {r['edge_link']}")
     print()
+
+
+def gc_cell(pauses: list[float] | None) -> str:
+    if not pauses:
+        return "-"
+    total_s, n, over = pauses
+    return f"{1000 * total_s:.0f}/{n:.0f}/{over:.0f}"
 
 
 def print_memory(mem: list[dict[str, Any]], kinds: list[str]) -> None:
