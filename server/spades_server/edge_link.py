@@ -3,33 +3,49 @@
 An edge (docs/architecture.md, "Past the Python gRPC floor") holds the
 clients' connections and their ``Play`` calls and forwards each call's bytes
 over one socket, without parsing them (proto/spades/edge/v1/link.proto; each
-message framed by its length, 4 bytes little-endian). Here every call of an
-edge is served by the very handler a gRPC ``Play`` call runs
-(``SpadesService.Play``), through ``EdgeCall``, which stands in for the call's
-grpc.aio context: ``read`` takes the next request the edge forwarded,
-``write`` queues a serialized PlayResponse for it, ``abort_with_status`` ends
-the call with its status. So credentials, limits, idempotency, resume,
-filtering and the store's acknowledgement are the gRPC call's own; what the
-edge saves the server is gRPC itself, one operation per stream message.
+message framed by its length, 4 bytes little-endian).
 
-What a loop iteration writes goes to the edge as one LinkDown, the calls that
-get the same bytes in one ``Down``; it also answers the LinkUps taken up since
-the previous one, so the edge can batch what its clients send while the
-server is busy.
+A call an edge holds runs no task while it waits. Its ``open`` is checked by
+the servicer's own ``open_play`` (the seat token, the resume point) and its
+actions applied by ``play_action``, one at a time in order, exactly as on a
+gRPC Play call; what it is sent comes from the match's event log, walked with
+the seat's viewer bit as ``EventLog.pump`` walks it. But instead of a writer
+task per call woken at every change, the log calls the call back
+(``EventLog.listen``), and the link serves every call that changed in one pass
+(``_flush``): it checks the call's credential, takes the events the seat may
+see and the results those events make ready, and puts the call's id under
+those bytes. Calls that get the same bytes share one ``Down``, and the pass
+leaves as one LinkDown that also answers the LinkUps taken up since the
+previous one, so the edge batches what its clients send while the server is
+busy. A call gets at most one payload a LinkDown (the edge joins a call's
+payloads into one message, and two batches joined could pass the 256 events a
+stream message promises); a call with more waiting is served again in the
+next pass.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import time
 from collections import deque
-from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-import grpc
 import structlog
 
+from . import calls, convert, rpc
+from .errors import ServiceError, exhausted, invalid, unavailable
 from .gen.spades.edge.v1 import link_pb2 as lpb
+from .gen.spades.v1 import spades_pb2 as pb
+from .metrics import OPEN_STREAMS, RPC_LATENCY, RPCS
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from .access import Check
+    from .service import SpadesService
+    from .session import Session
 
 log = structlog.get_logger("spades.edge")
 
@@ -39,46 +55,79 @@ MAX_FRAME = 64 << 20  # a LinkUp longer than this ends the link: no edge sends o
 # ends (its calls with it; their clients resume) rather than the server's
 # memory grow without bound.
 MAX_UNREAD = 256 << 20
+# Messages a call may have waiting behind the action being applied. A gRPC
+# Play call reads its next message only once the previous action is answered,
+# and HTTP/2's flow control holds the rest on the client; an edge forwards
+# whatever its client sends, so the bound is kept here.
+MAX_PENDING = 64
+# Calls this side ended whose `closed` has not come from the edge yet: a
+# message still on its way for one is dropped, not taken for a new call.
+MAX_ENDED = 1 << 16
+# How many passes shutdown makes to send what the calls still have.
+_SHUTDOWN_PASSES = 64
 
-# The handler an edge's call runs: the servicer's Play (requests, context).
-Handler = Callable[[Any, Any], Awaitable[None]]
-
-
-class AbortError(Exception):
-    """Raised by ``EdgeCall.abort_with_status``, as grpc.aio's abort raises its
-    own: ``calls.refuse_call`` knows the exception by this name."""
+_METHOD = "Play"
+_parse = pb.PlayRequest.FromString
+_TYPE = pb.PlayRequest.DESCRIPTOR.full_name
+_LATENCY = RPC_LATENCY.labels(_METHOD)
 
 
 class EdgeCall:
-    """One client's Play call on an edge, as its handler sees it."""
+    """One client's Play call on an edge. It also stands in for the parts of
+    grpc.aio's servicer context that ``open_play`` reads."""
+
+    __slots__ = (
+        "acting",
+        "bit",
+        "check",
+        "conn",
+        "context",
+        "ended",
+        "failure",
+        "first_sent",
+        "link",
+        "metadata",
+        "opening",
+        "pos",
+        "requests",
+        "results",
+        "seat",
+        "session",
+        "slots",
+        "t0",
+    )
 
     def __init__(self, link: EdgeLink, conn: int, credential: str) -> None:
-        self._link = link
+        self.link = link
         self.conn = conn
-        self._metadata: tuple[tuple[str, str], ...] = (
+        self.metadata: tuple[tuple[str, str], ...] = (
             (("authorization", f"Bearer {credential}"),) if credential else ()
         )
-        self._requests: deque[bytes] = deque()
-        self._waiter: asyncio.Future[None] | None = None
-        self.ended = False  # the client's side is done: no more requests
-        self.task: asyncio.Task[None] | None = None
+        self.t0 = time.perf_counter()
+        # Requests not taken yet: the `open`, then the actions behind the one
+        # being applied.
+        self.requests: deque[bytes] = deque()
+        self.session: Session | None = None  # set once open
+        self.seat = 0
+        self.bit = 0  # the seat's viewer bit (convert.viewer_bit)
+        self.check: Check | None = None
+        self.pos = 0  # how far the log has been walked for this call
+        # Answered actions: (the last sequence number whose events must be sent
+        # first, the result as a serialized PlayResponse).
+        self.results: deque[tuple[int, bytes]] = deque()
+        self.failure: ServiceError | None = None  # ends the call at the next pass
+        self.ended = False
+        self.first_sent = False
+        self.opening = True  # the open is being checked (a task holds the call)
+        self.acting = False  # an action task holds the call
+        self.context: contextvars.Context | None = None  # the call's log context
+        # What the call holds while open: its stream slots (of the match here,
+        # and across replicas on a shared store).
+        self.slots: contextlib.AsyncExitStack | None = None
 
-    # -- what the edge sends ------------------------------------------------------
-    def push(self, request: bytes) -> None:
-        self._requests.append(request)
-        self._wake()
-
-    def end(self) -> None:
-        self.ended = True
-        self._wake()
-
-    def _wake(self) -> None:
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
-
-    # -- the grpc.aio.ServicerContext the handler uses ----------------------------
+    # -- the servicer context, as open_play uses it ----------------------------------
     def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
-        return self._metadata
+        return self.metadata
 
     def peer_identities(self) -> None:
         return None  # an edge's clients present no certificate to this process
@@ -86,37 +135,27 @@ class EdgeCall:
     def time_remaining(self) -> None:
         return None
 
-    async def read(self) -> Any:
-        """The next request's bytes, or ``grpc.aio.EOF`` once the client is done."""
-        while not self._requests:
-            if self.ended:
-                return grpc.aio.EOF
-            self._waiter = asyncio.get_running_loop().create_future()
-            await self._waiter
-        return self._requests.popleft()
-
-    async def write(self, message: bytes) -> None:
-        self._link.send(self.conn, message)
-
-    async def abort_with_status(self, status: Any) -> None:
-        self._link.close(self.conn, status)
-        raise AbortError()
+    # -- the log's listener ------------------------------------------------------------
+    def changed(self) -> None:
+        self.link.dirty(self)
 
 
 class EdgeLink(asyncio.Protocol):
     """One edge's connection: its calls, and what goes down to it."""
 
-    def __init__(self, handler: Handler, forget: Callable[[EdgeLink], None]) -> None:
-        self._handler = handler
+    def __init__(self, service: SpadesService, forget: Callable[[EdgeLink], None]) -> None:
+        self._service = service
         self._forget = forget
         self._buffer = bytearray()
         self._transport: asyncio.Transport | None = None
         self.calls: dict[int, EdgeCall] = {}
+        self._ended: set[int] = set()
+        self._dirty: set[EdgeCall] = set()  # calls to serve at the next pass
         self._down: dict[bytes, list[int]] = {}  # payload -> the calls that get it
-        self._sending: set[int] = set()  # the calls in _down
         self._closes: list[lpb.Down] = []
         self._owed = 0  # LinkUps taken up and not answered yet
         self._flush_due = False
+        self._loop = asyncio.get_running_loop()
 
     # -- the socket -----------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -149,13 +188,16 @@ class EdgeLink(asyncio.Protocol):
         self._transport = None
         self._forget(self)
         for call in list(self.calls.values()):
-            self._cancel(call)
-        self.calls.clear()
+            self._end(call, None)
 
     def shutdown(self) -> None:
-        """Send what is pending, then close the link."""
-        if self._transport is not None:
+        """Send what the calls still have (the registry has interrupted every
+        match by now, so each call ends with where to resume), then close."""
+        for _ in range(_SHUTDOWN_PASSES):
+            if not (self._dirty or self._down or self._closes or self._owed):
+                break
             self._flush()
+        if self._transport is not None:
             self._transport.close()
 
     def _abort(self) -> None:
@@ -165,102 +207,240 @@ class EdgeLink(asyncio.Protocol):
     # -- up -------------------------------------------------------------------------
     def _take(self, up: lpb.LinkUp) -> None:
         for item in up.items:
-            call = self.calls.get(item.conn)
+            conn = item.conn
+            call = self.calls.get(conn)
             if item.closed:
+                self._ended.discard(conn)
                 if call is not None:
-                    del self.calls[item.conn]
-                    self._cancel(call)
+                    self._end(call, None)
                 continue
             if call is None:
-                call = EdgeCall(self, item.conn, item.credential)
-                self.calls[item.conn] = call
-                call.task = asyncio.get_running_loop().create_task(self._run(call))
-            call.push(item.request)
+                if conn not in self._ended:
+                    self._start(conn, item)
+                continue
+            if len(call.requests) >= MAX_PENDING:
+                self._fail(
+                    call,
+                    exhausted(
+                        "TOO_MANY_PENDING",
+                        f"at most {MAX_PENDING} messages may wait for the action being applied",
+                    ),
+                )
+                continue
+            call.requests.append(item.request)
+            if not (call.opening or call.acting):
+                self._act_soon(call)
         self._owed += 1
         self._schedule()
 
-    async def _run(self, call: EdgeCall) -> None:
-        try:
-            await self._handler(None, call)
-        finally:
-            if self.calls.get(call.conn) is call:
-                del self.calls[call.conn]
+    def _start(self, conn: int, item: lpb.Up) -> None:
+        call = EdgeCall(self, conn, item.credential)
+        self.calls[conn] = call
+        call.requests.append(item.request)
+        OPEN_STREAMS.inc()
+        self._loop.create_task(self._open(call), context=contextvars.Context())
 
-    @staticmethod
-    def _cancel(call: EdgeCall) -> None:
-        """The client went away: its handler is cancelled, as gRPC cancels a
-        call's (an action being applied finishes first: ``play.Reader``)."""
-        call.end()
-        if call.task is not None:
-            call.task.cancel()
+    async def _open(self, call: EdgeCall) -> None:
+        structlog.contextvars.bind_contextvars(request_id=rpc.new_request_id(), method=_METHOD)
+        slots = call.slots = contextlib.AsyncExitStack()
+        try:
+            slots.enter_context(calls.CALLS.admit())
+            first = calls.parse_request(call.requests.popleft(), _parse, _TYPE)
+            if first.WhichOneof("kind") != "open":
+                raise invalid("OPEN_EXPECTED", "the first message of a Play call is `open`", "open")
+            # EdgeCall has what open_play reads of a servicer context.
+            context = cast(Any, call)
+            session, seat, check = await self._service.open_play(context, first.open)
+            if not call.ended:
+                await slots.enter_async_context(session.stream_slot())
+            if not call.ended:
+                slots.enter_context(session.event_log.viewer())
+        except Exception as exc:
+            self._end(call, rpc.refuse(_METHOD, exc))
+        finally:
+            call.opening = False
+        if call.ended:
+            await slots.aclose()
+            return
+        event_log = session.event_log
+        call.session, call.seat, call.check = session, seat, check
+        call.bit = convert.viewer_bit(seat)
+        call.pos = min(first.open.after_seq, event_log.last_seq)
+        call.context = contextvars.copy_context()
+        event_log.listen(call.changed)
+        self.dirty(call)
+        if call.requests:
+            self._act_soon(call)
+
+    def _act_soon(self, call: EdgeCall) -> None:
+        call.acting = True
+        self._loop.create_task(self._act(call), context=call.context)
+
+    async def _act(self, call: EdgeCall) -> None:
+        """Apply the call's actions in order; an action begun is finished (and
+        stored) even if the client goes meanwhile, as on a gRPC call."""
+        session, seat, check = call.session, call.seat, call.check
+        assert session is not None and check is not None
+        play_action = self._service.play_action
+        requests = call.requests
+        try:
+            while requests and not call.ended:
+                try:
+                    request = calls.parse_request(requests.popleft(), _parse, _TYPE)
+                except ServiceError as err:
+                    self._fail(call, err)
+                    return
+                if request.WhichOneof("kind") != "action":
+                    why = "after `open`, a Play call sends actions"
+                    self._fail(call, invalid("ACTION_EXPECTED", why, "action"))
+                    return
+                answer = await play_action(session, seat, check, request.action)
+                if call.ended:
+                    return
+                call.results.append((answer[1], answer[0]))
+                self.dirty(call)
+        finally:
+            call.acting = False
+            if call.ended and call.slots is not None:
+                await call.slots.aclose()
+
+    def _fail(self, call: EdgeCall, err: ServiceError) -> None:
+        """End the call with ``err`` at the next pass (a bad message, as a gRPC
+        call's reader fails its Outbox)."""
+        call.requests.clear()
+        if call.failure is None:
+            call.failure = err
+        self.dirty(call)
+
+    def _end(self, call: EdgeCall, err: ServiceError | None) -> None:
+        """End the call: with ``err``'s status sent to the edge, or (None) in
+        silence because the client or the link is gone."""
+        if call.ended:
+            return
+        call.ended = True
+        call.requests.clear()
+        conn = call.conn
+        if self.calls.get(conn) is call:
+            del self.calls[conn]
+            if err is not None and self._transport is not None:
+                if len(self._ended) >= MAX_ENDED:
+                    self._ended.pop()
+                self._ended.add(conn)
+        if err is not None:
+            self._close(conn, err)
+        self._dirty.discard(call)
+        if call.session is not None:
+            call.session.event_log.unlisten(call.changed)
+        RPCS.labels(_METHOD, "CANCELLED" if err is None else err.code.name).inc()
+        OPEN_STREAMS.dec()
+        if not (call.opening or call.acting) and call.slots is not None:
+            # The task that holds the call releases its slots when it is done.
+            self._loop.create_task(call.slots.aclose())
 
     # -- down -----------------------------------------------------------------------
-    def send(self, conn: int, payload: bytes) -> None:
-        # A call gets at most one payload a LinkDown: the edge writes a call's
-        # payloads of one LinkDown as one message, and two batches joined could
-        # pass the 256 events a stream message promises.
-        if conn in self._sending:
-            self._flush()
-        self._sending.add(conn)
-        conns = self._down.get(payload)
-        if conns is None:
-            self._down[payload] = [conn]
-        else:
-            conns.append(conn)
-        self._schedule()
+    def dirty(self, call: EdgeCall) -> None:
+        self._dirty.add(call)
+        if not self._flush_due:
+            self._schedule()
 
-    def close(self, conn: int, status: Any) -> None:
-        details = b""
-        for key, value in status.trailing_metadata or ():
-            if key == "grpc-status-details-bin":
-                details = value
-        code = status.code.value[0]
+    def _serve(self, call: EdgeCall) -> None:
+        """Put what ``call`` has to send under its bytes, or end it."""
+        if call.failure is not None:
+            self._end(call, call.failure)
+            return
+        session, check = call.session, call.check
+        assert session is not None and check is not None
+        event_log = session.event_log
+        try:
+            check()
+        except Exception as exc:  # the seat's token was reissued
+            self._end(call, rpc.refuse(_METHOD, exc))
+            return
+        batch, pos = event_log.batch(call.pos, call.bit)
+        call.pos = pos
+        results = call.results
+        while results and results[0][0] <= pos:
+            batch.append(results.popleft()[1])
+        if batch:
+            payload = b"".join(batch)
+            conns = self._down.get(payload)
+            if conns is None:
+                self._down[payload] = [call.conn]
+            else:
+                conns.append(call.conn)
+            if not call.first_sent:
+                call.first_sent = True
+                _LATENCY.observe(time.perf_counter() - call.t0)
+            if pos < event_log.last_seq or event_log.interrupted:
+                self._dirty.add(call)  # the rest in the next pass
+            return
+        if event_log.interrupted:
+            self._end(
+                call,
+                unavailable(
+                    "STREAM_INTERRUPTED",
+                    f"stream ended at sequence {pos}; reconnect with after_seq={pos}",
+                ),
+            )
+
+    def _close(self, conn: int, err: ServiceError) -> None:
+        status = err.to_status()
         self._closes.append(
             lpb.Down(
-                conns=[conn], close_code=code, close_message=status.details, close_details=details
+                conns=[conn],
+                close_code=status.code,
+                close_message=status.message,
+                close_details=status.SerializeToString(),
             )
         )
         self._schedule()
 
     def _schedule(self) -> None:
-        """Flush once the loop has run what is ready now and what that wakes:
-        an action taken up and the events it publishes then leave together."""
+        """Flush once the loop has run what is ready now. An action's task is
+        created before the flush is scheduled, so an action that needs no wait
+        (the memory store) and the events it publishes leave together."""
         if not self._flush_due:
             self._flush_due = True
-            loop = asyncio.get_running_loop()
-            loop.call_soon(loop.call_soon, self._flush)
+            self._loop.call_soon(self._flush)
 
     def _flush(self) -> None:
         self._flush_due = False
-        if self._transport is None or self._transport.is_closing():
+        dirty, self._dirty = self._dirty, set()
+        for call in dirty:
+            if not call.ended:
+                self._serve(call)
+        transport = self._transport
+        if transport is None or transport.is_closing():
             self._down.clear()
-            self._sending.clear()
             self._closes.clear()
             return
-        down = lpb.LinkDown(answers=self._owed)
-        down.items.extend(lpb.Down(conns=c, payload=p) for p, c in self._down.items())
-        down.items.extend(self._closes)
-        self._owed = 0
-        self._down.clear()
-        self._sending.clear()
-        self._closes.clear()
-        data = down.SerializeToString()
-        self._transport.write(len(data).to_bytes(HEADER, "little") + data)
-        if self._transport.get_write_buffer_size() > MAX_UNREAD:
-            log.warning("edge stopped reading", unread=self._transport.get_write_buffer_size())
-            self._abort()
+        if self._down or self._closes or self._owed:
+            down = lpb.LinkDown(answers=self._owed)
+            down.items.extend(lpb.Down(conns=c, payload=p) for p, c in self._down.items())
+            down.items.extend(self._closes)
+            self._owed = 0
+            self._down.clear()
+            self._closes.clear()
+            data = down.SerializeToString()
+            transport.write(len(data).to_bytes(HEADER, "little") + data)
+            if transport.get_write_buffer_size() > MAX_UNREAD:
+                log.warning("edge stopped reading", unread=transport.get_write_buffer_size())
+                self._abort()
+                return
+        if self._dirty:
+            self._schedule()
 
 
 class EdgeListener:
     """Accepts edges at one address, and closes their links on shutdown."""
 
-    def __init__(self, handler: Handler) -> None:
-        self._handler = handler
+    def __init__(self, service: SpadesService) -> None:
+        self._service = service
         self._server: asyncio.Server | None = None
         self.links: set[EdgeLink] = set()
 
     def _link(self) -> EdgeLink:
-        link = EdgeLink(self._handler, self.links.discard)
+        link = EdgeLink(self._service, self.links.discard)
         self.links.add(link)
         return link
 

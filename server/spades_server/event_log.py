@@ -61,6 +61,9 @@ class EventLog:
         # (STREAM_INTERRUPTED) rather than wait.
         self.interrupted = False
         self._waiters: list[asyncio.Future[None]] = []  # streams waiting for a change
+        # Called at every change, in the publisher's turn: the calls an edge
+        # holds (edge_link), which have no task to wake.
+        self._listeners: list[Callable[[], None]] = []
 
     @property
     def last_seq(self) -> int:
@@ -106,11 +109,22 @@ class EventLog:
         with contextlib.suppress(ValueError):
             self._waiters.remove(fut)
 
+    def listen(self, changed: Callable[[], None]) -> None:
+        """Call ``changed`` at each change to the log (and on close) until
+        ``unlisten``; it must not change the listeners."""
+        self._listeners.append(changed)
+
+    def unlisten(self, changed: Callable[[], None]) -> None:
+        with contextlib.suppress(ValueError):
+            self._listeners.remove(changed)
+
     def wake(self) -> None:
         waiters, self._waiters = self._waiters, []
         for fut in waiters:
             if not fut.done():  # a stream cancelled while waiting has cancelled its future
                 fut.set_result(None)
+        for changed in self._listeners:
+            changed()
 
     def interrupt(self) -> None:
         """End every stream once it has sent what there is (the session closes)."""
@@ -145,13 +159,13 @@ class EventLog:
         when the viewer's credential no longer holds. A plain coroutine rather
         than an async generator: every generator layer costs a few
         microseconds per message on the fan-out path."""
-        with self._viewer():
+        with self.viewer():
             pos = min(after_seq, self.last_seq)
             bit = convert.viewer_bit(seat)
             while True:
                 if check is not None:
                     check()
-                batch, pos = self._batch(pos, bit)
+                batch, pos = self.batch(pos, bit)
                 if outbox is not None:
                     results = outbox.take(pos)
                     if results:
@@ -184,7 +198,7 @@ class EventLog:
         hidden from this viewer), and whether visible events remain after it.
         A poll counts against ``max_streams`` while it runs, like a stream: a
         viewer waiting is a viewer of the match."""
-        with self._viewer():
+        with self.viewer():
             loop = asyncio.get_running_loop()
             deadline = loop.time() + wait_s
             pos = min(after_seq, self.last_seq)
@@ -193,7 +207,7 @@ class EventLog:
             while True:
                 if check is not None:
                     check()
-                batch, pos = self._batch(pos, bit)
+                batch, pos = self.batch(pos, bit)
                 if batch:
                     end = self.last_seq
                     more = any(masks[i] & bit for i in range(pos, end))
@@ -214,7 +228,7 @@ class EventLog:
                     self.forget(woken)
 
     @contextlib.contextmanager
-    def _viewer(self) -> Iterator[None]:
+    def viewer(self) -> Iterator[None]:
         """Count one stream (or poll) of the match while it runs; refuse one
         past ``max_streams``."""
         if self.streams >= self.max_streams:
@@ -225,7 +239,7 @@ class EventLog:
         finally:
             self.streams -= 1
 
-    def _batch(self, pos: int, bit: int) -> tuple[list[bytes], int]:
+    def batch(self, pos: int, bit: int) -> tuple[list[bytes], int]:
         """The framed events from ``pos`` (0-based) that the viewer ``bit`` may
         see, at most ``STREAM_BATCH``, and where the walk stopped. One call per
         message: the loop over events stays inline."""

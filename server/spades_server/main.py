@@ -757,7 +757,7 @@ async def serve(args: argparse.Namespace) -> None:
     )
     if not args.operator_token:
         print(f"operator token: {operator_token}", flush=True)
-    edges = EdgeListener(spades.Play)
+    edges = EdgeListener(spades)
     if args.edge_link:
         print(f"edge link at {await edges.start(args.edge_link)}", flush=True)
 

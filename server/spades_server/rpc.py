@@ -109,16 +109,19 @@ _ID_PREFIX = secrets.token_hex(4)
 _ids = itertools.count(1)
 
 
+def new_request_id() -> str:
+    return f"{_ID_PREFIX}-{next(_ids)}"
+
+
 def _request_id(context: grpc.aio.ServicerContext[Any, Any]) -> str:
     for key, value in context.invocation_metadata() or ():
         if key == "x-request-id" and isinstance(value, str) and 0 < len(value) <= 128:
             return value
-    return f"{_ID_PREFIX}-{next(_ids)}"
+    return new_request_id()
 
 
-async def refuse(
-    context: grpc.aio.ServicerContext[Any, Any], name: str, exc: BaseException
-) -> ServiceError:
+def refuse(name: str, exc: BaseException) -> ServiceError:
+    """The status for ``exc`` raised by method ``name``, logged."""
     err = service_error(exc)
     if err.code is grpc.StatusCode.INTERNAL:
         log.exception("rpc failed", method=name)
@@ -167,7 +170,7 @@ def unary(
                 request = await calls.receive(context.read, parse, type_name)
                 return await fn(self, request, context)
         except Exception as exc:
-            err = await refuse(context, name, exc)
+            err = refuse(name, exc)
             code = err.code.name
             await calls.refuse_call(context, err)
             # No response is sent: gRPC raises the abort again (calls.refuse_call).
@@ -220,7 +223,7 @@ def streaming(
                 code = "CANCELLED"
                 log.info("rpc cancelled", method=name, during="write")
                 return
-            err = await refuse(context, name, exc)
+            err = refuse(name, exc)
             code = err.code.name
             await calls.refuse_call(context, err)
         finally:

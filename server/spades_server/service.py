@@ -7,6 +7,7 @@ into a gRPC status with google.rpc details.
 
 from __future__ import annotations
 
+import functools
 import secrets
 import time
 from collections.abc import AsyncIterator, Callable
@@ -345,22 +346,9 @@ class SpadesService:
         opened = await play.first_request(context.read)
         if opened is None:
             return  # the client closed the call before opening it
-        session, seat, check = await self._seat(context, opened.match_id, "open.match_id")
-        await session.ensure_seq(opened.after_seq, "open.after_seq")
+        session, seat, check = await self.open_play(context, opened)
 
-        async def act(request: pb.PlayAction) -> tuple[bytes, int]:
-            t0 = time.perf_counter()
-            try:
-                first, last = await self._act(session, seat, request, check)
-                _PLAY_ACTION_OK.inc()
-                return play.accepted(request.action_id, first, last), last
-            except Exception as exc:
-                err = await rpc.refuse(context, _PLAY_ACTION, exc)
-                RPCS.labels(_PLAY_ACTION, err.code.name).inc()
-                return play.refused(request.action_id, err.to_status()), 0
-            finally:
-                _PLAY_ACTION_LATENCY.observe(time.perf_counter() - t0)
-
+        act = functools.partial(self.play_action, session, seat, check)
         outbox = play.Outbox()
         reader = play.Reader(context.read, act, outbox)
         reader.start()
@@ -372,6 +360,32 @@ class SpadesService:
                 )
         finally:
             reader.stop()
+
+    async def open_play(
+        self, context: grpc.aio.ServicerContext[Any, Any], opened: pb.PlayOpen
+    ) -> tuple[Session, int, access.Check]:
+        """A Play call's ``open``: the seat its credential holds, and where it
+        may resume from (a gRPC call's, or one an edge holds: ``edge_link``)."""
+        session, seat, check = await self._seat(context, opened.match_id, "open.match_id")
+        await session.ensure_seq(opened.after_seq, "open.after_seq")
+        return session, seat, check
+
+    async def play_action(
+        self, session: Session, seat: int, check: access.Check, request: pb.PlayAction
+    ) -> tuple[bytes, int]:
+        """One action of a Play call, answered: the result's bytes and the
+        last sequence number its events need to have been sent through."""
+        t0 = time.perf_counter()
+        try:
+            first, last = await self._act(session, seat, request, check)
+            _PLAY_ACTION_OK.inc()
+            return play.accepted(request.action_id, first, last), last
+        except Exception as exc:
+            err = rpc.refuse(_PLAY_ACTION, exc)
+            RPCS.labels(_PLAY_ACTION, err.code.name).inc()
+            return play.refused(request.action_id, err.to_status()), 0
+        finally:
+            _PLAY_ACTION_LATENCY.observe(time.perf_counter() - t0)
 
     @rpc.streaming
     async def Spectate(

@@ -13,6 +13,7 @@ import grpc
 import pytest
 from google.rpc import error_details_pb2, status_pb2
 from server_harness import (
+    OP,
     RPC_TIMEOUT,
     Deadline,
     Server,
@@ -22,6 +23,7 @@ from server_harness import (
     get_match,
     get_view,
     play_card,
+    play_one_seat,
     read_until,
     seats_to_act,
     stream_events,
@@ -334,3 +336,116 @@ def test_a_server_stopping_ends_the_edges_calls_with_where_to_resume(
     assert edge.closes[1].code == grpc.StatusCode.UNAVAILABLE.value[0]
     assert "after_seq=" in edge.closes[1].message
     assert_link_ends(edge)
+
+
+def reason_of(status: status_pb2.Status) -> str:
+    info = error_details_pb2.ErrorInfo()
+    assert any(d.Unpack(info) for d in status.details), status
+    return info.reason
+
+
+def test_bots_moves_reach_an_edge_call_and_a_long_history_comes_in_stream_sized_batches(
+    make_server: Callable[..., Server],
+) -> None:
+    server = make_server(
+        "--edge-link", "127.0.0.1:0", "--bot-delay-ms", "0", "--actions-per-second", "1000"
+    )
+    address = edge_address(server)
+    table = create_match(
+        server.stub, bots=(1, 2, 3), seed=9, target_score=2000, no_mercy_score=True
+    )
+    edge = FakeEdge(address)
+    try:
+        edge.open(1, table, 0)  # live, while the bots play
+        edge.wait_seq(1, 1)
+        play_one_seat(server.stub, table, 0, until=lambda _: last_seq(server, table) > 600)
+        end = last_seq(server, table)
+        edge.open(2, table, 0)  # the whole history at once
+        over_grpc = read_until(stream_events(server.stub, table, 0), end)
+        for conn in (1, 2):
+            got = [e for e in edge.wait_seq(conn, end) if e.seq <= end]
+            assert wire(got) == wire(over_grpc), f"call {conn}"
+        with edge.lock:
+            sizes = [len(r.events) for r in edge.responses[2]]
+        assert max(sizes) == 256 and len(sizes) >= 2, sizes
+        assert not edge.closes
+    finally:
+        edge.close()
+
+
+def test_a_reissued_token_ends_the_edge_call_it_opened(linked: tuple[Server, str]) -> None:
+    server, address = linked
+    table = create_match(server.stub)
+    edge = FakeEdge(address)
+    try:
+        edge.open(1, table, 0)
+        edge.open(2, table, 1)
+        edge.wait_seq(1, 1)
+        server.stub.ReissueSeatToken(
+            pb.ReissueSeatTokenRequest(match_id=table.match_id, seat=0),
+            metadata=OP,
+            timeout=RPC_TIMEOUT,
+        )
+        edge.wait("the end of the call", lambda: 1 in edge.closes)
+        assert edge.closes[1].code == grpc.StatusCode.UNAUTHENTICATED.value[0]
+        assert reason_of(edge.closes[1]) == "TOKEN_REVOKED"
+        # The other seat's call goes on and sees the change.
+        edge.wait(
+            "the reissue's event on seat 1",
+            lambda: any(e.HasField("seat_control_changed") for e in edge.events(2)),
+        )
+        assert 2 not in edge.closes
+    finally:
+        edge.close()
+
+
+def test_a_message_after_open_that_is_not_an_action_ends_the_call_and_changes_nothing(
+    linked: tuple[Server, str],
+) -> None:
+    server, address = linked
+    table = create_match(server.stub)
+    edge = FakeEdge(address)
+    try:
+        first = seats_to_act(get_view(server.stub, table, 0))[0]
+        edge.open(1, table, first)
+        edge.wait_seq(1, 1)
+        before = last_seq(server, table)
+        again = pb.PlayRequest(open=pb.PlayOpen(match_id=table.match_id))
+        edge.send(lpb.Up(conn=1, request=again.SerializeToString()))
+        edge.open(2, table, (first + 1) % 4)
+        edge.send(lpb.Up(conn=2, request=b"\xff\xff not a message"))
+        edge.wait("both ends", lambda: 1 in edge.closes and 2 in edge.closes)
+        assert edge.closes[1].code == grpc.StatusCode.INVALID_ARGUMENT.value[0]
+        assert reason_of(edge.closes[1]) == "ACTION_EXPECTED"
+        assert edge.closes[2].code == grpc.StatusCode.INVALID_ARGUMENT.value[0]
+        assert last_seq(server, table) == before
+        # A late message for an ended call opens nothing.
+        edge.act(1, choose(get_view(server.stub, table, first)), "late")
+        edge.open(3, table, (first + 2) % 4)
+        edge.wait_seq(3, 1)
+        assert not edge.results(1) and last_seq(server, table) == before
+    finally:
+        edge.close()
+
+
+def test_an_edge_that_floods_one_call_with_actions_ends_that_call_only(
+    linked: tuple[Server, str],
+) -> None:
+    server, address = linked
+    table = create_match(server.stub)
+    edge = FakeEdge(address)
+    try:
+        edge.open(1, table, 0)
+        edge.open(2, table, 1)
+        edge.wait_seq(2, 1)
+        bad = pb.PlayRequest(action=pb.PlayAction(action=play_card(pb.SUIT_HEARTS, pb.RANK_ACE)))
+        flood = [
+            lpb.Up(conn=1, request=bad.SerializeToString()) for _ in range(500)
+        ]  # no action ids: each refused, but they arrive faster than they are answered
+        edge.send(*flood)
+        edge.wait("the flooded call's end", lambda: 1 in edge.closes)
+        assert edge.closes[1].code == grpc.StatusCode.RESOURCE_EXHAUSTED.value[0]
+        assert reason_of(edge.closes[1]) == "TOO_MANY_PENDING"
+        assert 2 not in edge.closes
+    finally:
+        edge.close()
