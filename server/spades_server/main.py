@@ -36,7 +36,7 @@ from .rpc import add_to_server
 from .service import SpadesService
 from .store import Store
 from .store.memory import MemoryStore
-from .store.sqlite import SqliteStore
+from .store.sqlite import MAX_COMMIT_LINGER_MS, SqliteStore
 from .symbols import MethodAwarePool
 
 GC_GEN0_THRESHOLD = 20_000
@@ -128,6 +128,14 @@ OPTIONS = (
         "how long a write waits while another process holds the database's lock (a backup, "
         "the sqlite3 shell) before its action fails with UNAVAILABLE STORE_FAILED",
         int,
+    ),
+    _Opt(
+        "--sqlite-commit-linger-ms",
+        "SPADES_SQLITE_COMMIT_LINGER_MS",
+        "0",
+        "with --store sqlite: wait this long after the first write of a commit for others to "
+        "join it (0 to 100 ms): fewer commits and fsyncs at low load, as much more latency",
+        float,
     ),
     _Opt(
         "--operator-token",
@@ -470,6 +478,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.store not in ("sqlite", "redis", "memory"):
         p.error("--store must be sqlite, redis or memory")
+    if not 0 <= args.sqlite_commit_linger_ms <= MAX_COMMIT_LINGER_MS:
+        p.error(f"--sqlite-commit-linger-ms must be 0 to {MAX_COMMIT_LINGER_MS:g}")
     _check_tls(p, args)
     if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", args.redis_prefix):
         p.error("--redis-prefix must be 1 to 64 letters, digits, '_', '.' or '-'")
@@ -679,6 +689,7 @@ def make_store(args: argparse.Namespace) -> Store:
         args.db,
         synchronous=args.sqlite_synchronous,
         busy_timeout_ms=args.sqlite_busy_timeout_ms,
+        commit_linger_ms=args.sqlite_commit_linger_ms,
     )
 
 

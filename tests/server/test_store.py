@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from spades_server import main
 from spades_server.store import (
     MatchExists,
     MatchNotFound,
@@ -368,9 +369,64 @@ def test_sqlite_is_wal_and_counts(tmp_path: Path) -> None:
     run(main())
 
 
+@pytest.mark.parametrize("linger_ms", [0, 60])
+def test_sqlite_linger_joins_appends_that_come_within_it_into_one_commit(
+    tmp_path: Path, linger_ms: int
+) -> None:
+    commits: list[int] = []
+
+    async def main() -> None:
+        store = await SqliteStore.open(
+            tmp_path / f"linger{linger_ms}.db",
+            commit_linger_ms=linger_ms,
+            on_commit=lambda _s, n: commits.append(n),
+        )
+        ids = [f"m{i}" for i in range(6)]
+        for m in ids:
+            await store.create_match(m, b"{}", b"s", [])
+        commits.clear()
+        loop = asyncio.get_running_loop()
+        acked: list[float] = []
+
+        async def one(match_id: str) -> None:
+            t0 = loop.time()
+            await store.append(match_id, 0, [ev(1)], act(0, 1, 1))
+            acked.append(loop.time() - t0)
+
+        tasks = []
+        for m in ids:  # one every 5 ms, as matches at low load act
+            tasks.append(asyncio.create_task(one(m)))
+            await asyncio.sleep(0.005)
+        await asyncio.gather(*tasks)
+        appends = list(commits)
+        for m in ids:  # each stored, once
+            assert [e.seq for e in (await store.load_match(m)).events] == [1]
+        await store.close()
+        if linger_ms:
+            assert len(appends) <= 2 and sum(appends) == 6, appends
+            assert max(acked) >= 0.02  # the first waited for the rest
+        else:
+            assert len(appends) >= 4, appends
+
+    run(main())
+
+
+def test_the_linger_is_a_server_flag_with_bounds(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main.parse_args(["--sqlite-commit-linger-ms", "2.5"]).sqlite_commit_linger_ms == 2.5
+    assert main.parse_args([]).sqlite_commit_linger_ms == 0
+    for bad in ("-1", "100.5"):
+        with pytest.raises(SystemExit) as info:
+            main.parse_args(["--sqlite-commit-linger-ms", bad])
+        assert info.value.code == 2
+        assert "--sqlite-commit-linger-ms must be 0 to 100" in capsys.readouterr().err
+
+
 def test_sqlite_bad_arguments(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         SqliteStore(tmp_path / "x.db", synchronous="SOMETIMES")
+    for linger in (-1, 101):
+        with pytest.raises(ValueError, match="commit_linger_ms"):
+            SqliteStore(tmp_path / "x.db", commit_linger_ms=linger)
 
     async def main() -> None:
         with pytest.raises(StoreError):
@@ -385,8 +441,8 @@ _WRITER = textwrap.dedent(
     from spades_server.store import StoredAction, StoredEvent
     from spades_server.store.sqlite import SqliteStore
 
-    async def main(path: str) -> None:
-        store = SqliteStore(path)
+    async def main(path: str, linger_ms: float) -> None:
+        store = SqliteStore(path, commit_linger_ms=linger_ms)
         ids = [f"m{i}" for i in range(8)]
         if not [m for m, _ in await store.match_metas()]:
             await asyncio.gather(*(store.create_match(m, b"{}", b"s", []) for m in ids))
@@ -405,17 +461,18 @@ _WRITER = textwrap.dedent(
         print("ready", flush=True)
         await asyncio.gather(*(play(m) for m in ids))
 
-    asyncio.run(main(sys.argv[1]))
+    asyncio.run(main(sys.argv[1], float(sys.argv[2])))
     """
 )
 
 
-def test_sqlite_acknowledged_appends_survive_sigkill(tmp_path: Path) -> None:
+@pytest.mark.parametrize("linger_ms", [0, 3])
+def test_sqlite_acknowledged_appends_survive_sigkill(tmp_path: Path, linger_ms: int) -> None:
     path = tmp_path / "crash.db"
     acked: dict[str, int] = {}
     for _round in range(2):  # the second round also recovers from the first crash
         proc = subprocess.Popen(
-            [sys.executable, "-c", _WRITER, str(path)],
+            [sys.executable, "-c", _WRITER, str(path), str(linger_ms)],
             stdout=subprocess.PIPE,
             text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
