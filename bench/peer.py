@@ -51,6 +51,7 @@ every other process of the machine (a warning above 10 % of a core).
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import functools
 import json
@@ -161,14 +162,19 @@ class RunningServer:
         return sum(rss_kib(pid) for pid in self.pids)
 
 
-def start(kind: str, workdir: Path) -> RunningServer:
-    """A fresh server of this kind, listening on a loopback port."""
+def start(kind: str, workdir: Path, linger_ms: float = 0) -> RunningServer:
+    """A fresh server of this kind, listening on a loopback port; a SQLite
+    store commits with ``--sqlite-commit-linger-ms linger_ms``."""
     if kind == "colyseus":
         return start_colyseus(workdir)
     store = {"edge": "memory", "edge-sqlite": "sqlite"}.get(kind, kind)
-    link = ["--edge-link", "127.0.0.1:0"] if kind.startswith("edge") else []
+    # A unix socket, as an edge beside its server would use: over TCP loopback
+    # each LinkDown's send also runs the receiving side's TCP in the server.
+    link = ["--edge-link", f"unix:{workdir / 'link.sock'}"] if kind.startswith("edge") else []
     metrics_port = free_port()  # read for its collector's pauses (the last flag wins)
     extra = [*link, "--metrics-port", str(metrics_port)]
+    if store == "sqlite":
+        extra += ["--sqlite-commit-linger-ms", str(linger_ms)]
     server = start_server(store, workdir, extra, None)  # bench/server.py's own start
     # Popen ran the interpreter itself (no shell, no wrapper): its pid is the
     # server's. Checked, since every figure is read from it.
@@ -244,6 +250,70 @@ def gc_pauses(metrics_url: str) -> tuple[float, float, float]:
             elif sample.name.endswith("_bucket") and sample.labels.get("le") == "0.005":
                 under_5ms += sample.value
     return total, count, count - under_5ms
+
+
+# --profile: the Python server's GIL-held samples sorted into the parts of an
+# action. A sample belongs to the first rule that matches walking its stack
+# from the innermost frame outwards (a rule: the part, and text a frame holds).
+PROFILE_PARTS: list[tuple[str, tuple[str, ...]]] = [
+    ("metrics", ("prometheus_client/",)),
+    ("logging", ("structlog/",)),
+    ("snapshot", ("Session._maybe_snapshot",)),
+    ("store", ("Store.append", "Store._submit", "store/sqlite.py", "store/memory.py")),
+    ("event payloads", ("engine_payloads", "convert.py")),
+    ("per call: credential, log walk, results", ("EdgeLink._serve",)),
+    ("stream writes", ("EventLog.pump",)),
+    ("link out: LinkDown built and written", ("EdgeLink._flush",)),
+    ("link in: LinkUp read and parsed", ("EdgeLink.data_received",)),
+    (
+        "actions: parse, checks, lock, engine, log, answer",
+        (
+            "session.py",
+            "event_log.py",
+            "SpadesService._act",
+            "SpadesService.play_action",
+            "EdgeLink._act",
+        ),
+    ),
+    (
+        "gRPC calls: reading, the Play handler",
+        ("Reader.", "Outbox.", "first_request", "SpadesService.Play ", "rpc.py"),
+    ),
+]
+LOOP_PART = "event loop: wake-ups, tasks, select"
+PROFILE_RATE = 250
+
+
+def profile_part(frames: list[str]) -> str:
+    for frame in reversed(frames):
+        for part, texts in PROFILE_PARTS:
+            if any(t in frame for t in texts):
+                return part
+    return LOOP_PART
+
+
+def start_profile(pid: int, seconds: float, out: Path) -> subprocess.Popen[bytes] | None:
+    """py-spy sampling the server's GIL-held time for ``seconds``; None without py-spy."""
+    py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    if not Path(py_spy).exists():
+        return None
+    cmd = [py_spy, "record", "--gil", "--nonblocking", "-p", str(pid)]
+    cmd += ["-r", str(PROFILE_RATE), "-d", f"{seconds:g}", "-f", "raw", "-o", str(out)]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def read_profile(raw: Path, actions: float) -> dict[str, float]:
+    """µs of GIL-held time per action in each part (``actions``: how many the
+    sampled seconds saw), the total under "all"."""
+    samples: collections.Counter[str] = collections.Counter()
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if stack and count.isdigit():
+            samples[profile_part(stack.split(";"))] += int(count)
+    us = 1e6 / PROFILE_RATE / actions if actions else float("nan")
+    out = {part: n * us for part, n in samples.most_common()}
+    out["all"] = sum(samples.values()) * us
+    return out
 
 
 @functools.cache
@@ -400,16 +470,22 @@ def run_load(
         *("--warmup-s", f"{warmup:g}", "--seconds", f"{args.seconds:g}"),
         *("--seed", str(args.seed + rnd), "--mode", "load"),
     ]
-    server = start(kind, workdir)
+    server = start(kind, workdir, args.sqlite_linger_ms)
     gen: LoadGen | None = None
     try:
         gen = LoadGen(kind, server, flags, workdir / "loadgen.log")
         gen.expect("ready", SETUP_TIMEOUT_S)
         gen.expect("measure-start", warmup + EVENT_SLACK_S)
         first = Marks.read(server, gen.pid)
+        sampled = max(1.0, args.seconds - 2.0)
+        spy = None
+        if args.profile and kind != "colyseus":
+            spy = start_profile(server.pids[0], sampled, workdir / "pyspy.txt")
         end = gen.expect("measure-end", args.seconds + EVENT_SLACK_S)
         last = Marks.read(server, gen.pid)
         code = gen.finish()
+        if spy is not None and spy.wait(timeout=30) != 0:
+            spy = None
     finally:
         if gen is not None:
             gen.kill()
@@ -455,6 +531,8 @@ def run_load(
         if first.gc and last.gc
         else None,
         "edge_link": edge_link_counts(workdir) if kind.startswith("edge") else "",
+        # --profile: the Python server's GIL-held µs per action, by part
+        "profile": read_profile(workdir / "pyspy.txt", n * sampled / wall) if spy else None,
     }
 
 
@@ -480,7 +558,7 @@ def run_memory(kind: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]
     workdir.mkdir()
     n = args.memory_tables
     settle = args.settle_s
-    server = start(kind, workdir)
+    server = start(kind, workdir, args.sqlite_linger_ms)
     gens: list[LoadGen] = []
 
     def loadgen(tables: int, name: str) -> LoadGen:
@@ -654,6 +732,14 @@ def print_raw(runs: list[dict[str, Any]]) -> None:
     for r in runs:
         if r.get("edge_link"):
             print(f"  {r['scenario']} round {r['round']} {r['server']}: link {r['edge_link']}")
+    for r in runs:
+        if r.get("profile"):
+            parts = {k: v for k, v in r["profile"].items() if k != "all"}
+            print(
+                f"  {r['scenario']} round {r['round']} {r['server']}: "
+                f"Python GIL-held {r['profile']['all']:.0f} µs an action: "
+                + ", ".join(f"{k} {v:.0f}" for k, v in parts.items())
+            )
     print()
 
 
@@ -762,6 +848,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--settle-s", type=float, default=2.0, help="wait before each memory reading (2)"
     )
     ap.add_argument("--seed", type=int, default=1, help="seed of the load generators (1)")
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="sample each run's Python server with py-spy (GIL held) and print where an "
+        "action's time goes",
+    )
+    ap.add_argument(
+        "--sqlite-linger-ms",
+        type=float,
+        default=0,
+        help="the SQLite servers' --sqlite-commit-linger-ms (0, the server's default)",
+    )
     ap.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
     args = ap.parse_args(argv)
     if min(args.rounds, args.memory_tables) < 1 or args.seconds <= 0 or args.tables < 0:
@@ -804,6 +902,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{', '.join(kinds)}; {args.seconds:g} s measured after {args.warmup_s:g} s of warm-up "
         f"(paced: after its stagger of {STAGGER_ACTIONS} x {args.loads['paced'][1]:g} ms too)"
     )
+    if args.sqlite_linger_ms:
+        print(f"sqlite  --sqlite-commit-linger-ms {args.sqlite_linger_ms:g}")
     print()
     runs: list[dict[str, Any]] = []
     memory: list[dict[str, Any]] = []
