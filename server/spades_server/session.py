@@ -425,6 +425,8 @@ class Session:
         --think-ms 100). The store runs requests in the order they come, so the
         snapshot is committed no later than this match's next append.
         """
+        if not self.store.durable:  # nothing to recover from: the work would serve nothing
+            return
         count = len(self.match.actions) - self.action_base  # actions in the store
         if count - self.snapshot_actions < self.limits.snapshot_every and not self.match.is_over:
             return

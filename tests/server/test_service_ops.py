@@ -7,6 +7,7 @@ import urllib.request
 from collections.abc import Callable
 
 import grpc
+import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from server_harness import (
@@ -112,10 +113,11 @@ def play_bots_to_the_end(srv: Server) -> tuple[Table, list[pb.MatchEvent]]:
     return bots, watcher.events
 
 
+@pytest.mark.parametrize("store", ["sqlite", "memory"])  # memory: no snapshots, all replayed
 def test_a_finished_match_leaves_memory_and_comes_back_whole(
-    make_server: Callable[..., Server],
+    make_server: Callable[..., Server], store: str
 ) -> None:
-    srv = make_server("--unload-after-seconds", "0.2")
+    srv = make_server("--unload-after-seconds", "0.2", "--store", store)
     playing = create_match(srv.stub, seed=5)  # not over: stays in memory
     bots, seen = play_bots_to_the_end(srv)
     summary = get_match(srv.stub, bots.match_id)

@@ -65,6 +65,10 @@ class LoadedMatch:
 
 
 class Store(Protocol):
+    # Whether what it holds outlives the process. Snapshots only shorten a
+    # recovery from the store, so a session takes none on a store that does not.
+    durable: bool
+
     async def create_match(
         self, match_id: str, meta: bytes, snapshot: bytes, events: list[StoredEvent]
     ) -> None:

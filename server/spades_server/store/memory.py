@@ -57,6 +57,8 @@ class _Match:
 class MemoryStore:
     """The ``Store`` contract on dicts (insertion order = creation order)."""
 
+    durable = False  # a restart starts empty
+
     def __init__(self) -> None:
         self._matches: dict[str, _Match] = {}
         self._closed = False

@@ -199,6 +199,8 @@ class RedisStore:
     """The ``Store`` contract on Redis, plus what replicas share: ``tail``,
     ``follow`` (live appends by any replica) and ``claim_due``."""
 
+    durable = True
+
     shared = True  # any replica may append: sessions must expect SeqConflict
 
     def __init__(

@@ -221,6 +221,8 @@ class SqliteStore:
     database is open and raises ``StoreError`` if it cannot be.
     """
 
+    durable = True
+
     def __init__(
         self,
         path: str | os.PathLike[str],
