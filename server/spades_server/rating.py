@@ -95,6 +95,13 @@ def rate(
     return out
 
 
+def rank_of(participants: Sequence[Participant]) -> dict[str, int]:
+    """Each player's side's rank in the match (1: won, shared on equal scores)."""
+    sides = _sides(participants)
+    side_ranks = ranks([side[0].score for side in sides])
+    return {p.player: r for side, r in zip(sides, side_ranks, strict=True) for p in side}
+
+
 def _sides(participants: Sequence[Participant]) -> list[list[Participant]]:
     by_side: dict[int, list[Participant]] = {}
     seen: set[str] = set()

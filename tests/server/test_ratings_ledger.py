@@ -1,0 +1,159 @@
+"""The rating ledger (lobby/ratings.py) on every lobby store: memory, SQLite
+and Redis (two replicas on one prefix): each match applied once, concurrent
+finishes with a common player, the leaderboard, and ratings recomputed from the
+stored match records alone."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from spades_server.lobby.ratings import Ledger, Standing
+from spades_server.rating import DEFAULT, Participant, Rating, RatingError, rate
+from test_lobby_store import Backend, play
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    redis = prefix = None
+    if request.param == "redis":
+        redis = request.getfixturevalue("redis_server")
+        prefix = request.getfixturevalue("redis_prefix")
+    made = Backend(request.param, tmp_path / "lobby.db", redis, prefix or "")
+    yield made
+    if made.sqlite is not None and not made.sqlite._closed:
+        asyncio.run(made.sqlite.close())
+
+
+def partnership(a: str, b: str, c: str, d: str, ab: int = 500, cd: int = 200) -> list[Participant]:
+    return [
+        Participant(a, 0, ab, turns=26),
+        Participant(c, 1, cd, turns=26),
+        Participant(b, 0, ab, turns=26),
+        Participant(d, 1, cd, turns=26),
+    ]
+
+
+def test_a_match_is_applied_once_and_rated_as_the_model_rates_it(stores: Backend) -> None:
+    async def scenario(b: Backend) -> None:
+        ledger = Ledger(await b.lobby())
+        table = partnership("ann", "bob", "cy", "di")
+        assert await ledger.apply("m1", "classic", table)
+        assert not await ledger.apply("m1", "classic", table)  # a retry changes nothing
+        want = rate({}, table)
+        got = await ledger.standings("classic", ["ann", "bob", "cy", "di", "eve"])
+        assert [s.rating for s in got[:4]] == [want[p] for p in ("ann", "bob", "cy", "di")]
+        assert [(s.games, s.wins, s.losses) for s in got] == [
+            (1, 1, 0), (1, 1, 0), (1, 0, 1), (1, 0, 1), (0, 0, 0)
+        ]  # fmt: skip
+        assert got[4] == Standing("eve", DEFAULT)
+        # Another pool is another rating.
+        assert (await ledger.standings("suicide", ["ann"]))[0].games == 0
+
+    play(stores, scenario)
+
+
+def test_replicas_finishing_the_same_match_at_once_apply_it_once(stores: Backend) -> None:
+    async def scenario(b: Backend) -> None:
+        ledgers = [Ledger(await b.lobby()) for _ in range(3)]
+        table = partnership("ann", "bob", "cy", "di")
+        applied = await asyncio.gather(*(g.apply("m1", "classic", table) for g in ledgers))
+        assert sorted(applied) == [False, False, True]
+        got = await ledgers[0].standings("classic", ["ann"])
+        assert got[0].games == 1 and got[0].rating == rate({}, table)["ann"]
+
+    play(stores, scenario)
+
+
+def test_matches_with_a_common_player_finishing_at_once_both_count(stores: Backend) -> None:
+    async def scenario(b: Backend) -> None:
+        one, two = Ledger(await b.lobby()), Ledger(await b.lobby())
+        first = partnership("ann", "bob", "cy", "di")
+        second = partnership("eve", "ann", "fay", "gus", ab=100, cd=400)
+        assert all(
+            await asyncio.gather(
+                one.apply("m1", "classic", first), two.apply("m2", "classic", second)
+            )
+        )
+        ann = (await one.standings("classic", ["ann"]))[0]
+        assert (ann.games, ann.wins, ann.losses) == (2, 1, 1)
+        # Whichever committed first, the second was rated on top of it.
+        a1 = rate({}, first)
+        a2 = rate({}, second)
+        orders = [rate(a1, second)["ann"], rate(a2, first)["ann"]]
+        assert ann.rating in orders
+
+    play(stores, scenario)
+
+
+def test_the_leaderboard_orders_by_conservative_rating_after_min_games(stores: Backend) -> None:
+    async def scenario(b: Backend) -> None:
+        ledger = Ledger(await b.lobby(), min_games=2)
+        await ledger.apply("m1", "classic", partnership("ann", "bob", "cy", "di"))
+        assert await ledger.players("classic") == 0  # one game each: nobody shows yet
+        await ledger.apply("m2", "classic", partnership("ann", "cy", "bob", "di"))
+        await ledger.apply("m3", "classic", partnership("ann", "di", "bob", "cy"))
+        assert await ledger.players("classic") == 4
+        board = await ledger.top("classic", 0, 10)
+        assert board[0].player == "ann"  # won all three
+        values = [s.rating.conservative for s in board]
+        assert values == sorted(values, reverse=True)
+        pages = await ledger.top("classic", 0, 2) + await ledger.top("classic", 2, 2)
+        assert pages == board
+        assert await ledger.top("classic", 4, 2) == []
+
+    play(stores, scenario)
+
+
+def test_ratings_are_recomputed_from_the_stored_match_records_alone(stores: Backend) -> None:
+    async def scenario(b: Backend) -> None:
+        store = await b.lobby()
+        ledger = Ledger(store)
+        matches = [
+            ("m1", partnership("ann", "bob", "cy", "di")),
+            ("m2", partnership("cy", "ann", "bob", "eve", ab=300, cd=310)),
+            (
+                "m3",
+                [
+                    Participant(p, i, s)
+                    for i, (p, s) in enumerate([("ann", 250), ("eve", 250), ("di", -10)])
+                ],
+            ),
+            ("m4", partnership("di", "eve", "ann", "bob", ab=420, cd=100)),
+        ]
+        for match_id, table in matches:
+            assert await ledger.apply(match_id, "classic", table)
+        ratings: dict[str, Rating] = {}
+        for doc in await store.get([f"rated:{m}" for m, _ in matches]):
+            assert doc is not None
+            record = json.loads(doc.data)
+            table = [
+                Participant(p["player"], p["side"], p["score"], p["turns"], p["bot_turns"])
+                for p in record["players"]
+            ]
+            ratings |= rate(ratings, table)
+        players = sorted(ratings)
+        stored = await ledger.standings("classic", players)
+        assert [s.rating for s in stored] == [ratings[p] for p in players]
+
+    play(stores, scenario)
+
+
+def test_bad_input_is_refused_and_changes_nothing(stores: Backend) -> None:
+    async def scenario(b: Backend) -> None:
+        ledger = Ledger(await b.lobby())
+        table = partnership("ann", "bob", "cy", "di")
+        for match_id, pool in (("m1", "Classic"), ("m1", ""), ("m 1", "classic"), ("m" * 65, "c")):
+            with pytest.raises(RatingError):
+                await ledger.apply(match_id, pool, table)
+        with pytest.raises(RatingError, match="twice"):
+            await ledger.apply("m1", "classic", [*table, Participant("ann", 2, 0)])
+        with pytest.raises(RatingError):
+            await ledger.top("classic", -1, 5)
+        assert (await ledger.standings("classic", ["ann"]))[0].games == 0
+        assert await ledger.apply("m1", "classic", table)  # the id was never used
+
+    play(stores, scenario)
