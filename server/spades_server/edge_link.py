@@ -218,6 +218,8 @@ class EdgeLink(asyncio.Protocol):
                 if conn not in self._ended:
                     self._start(conn, item)
                 continue
+            if call.failure is not None:
+                continue  # it ends at the next pass: nothing more of it is read
             if len(call.requests) >= MAX_PENDING:
                 self._fail(
                     call,
@@ -284,7 +286,7 @@ class EdgeLink(asyncio.Protocol):
         play_action = self._service.play_action
         requests = call.requests
         try:
-            while requests and not call.ended:
+            while requests and not call.ended and call.failure is None:
                 try:
                     request = calls.parse_request(requests.popleft(), _parse, _TYPE)
                 except ServiceError as err:

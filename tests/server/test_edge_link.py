@@ -411,7 +411,15 @@ def test_a_message_after_open_that_is_not_an_action_ends_the_call_and_changes_no
         edge.wait_seq(1, 1)
         before = last_seq(server, table)
         again = pb.PlayRequest(open=pb.PlayOpen(match_id=table.match_id))
-        edge.send(lpb.Up(conn=1, request=again.SerializeToString()))
+        good = pb.PlayRequest(
+            action=pb.PlayAction(action=choose(get_view(server.stub, table, first)), action_id="x")
+        )
+        # An action behind the bad message is never applied: a gRPC call
+        # stops reading at a bad message.
+        edge.send(
+            lpb.Up(conn=1, request=again.SerializeToString()),
+            lpb.Up(conn=1, request=good.SerializeToString()),
+        )
         edge.open(2, table, (first + 1) % 4)
         edge.send(lpb.Up(conn=2, request=b"\xff\xff not a message"))
         edge.wait("both ends", lambda: 1 in edge.closes and 2 in edge.closes)
