@@ -7,25 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from lobby_stores import Backend, play
 from spades_server.lobby.ratings import Ledger, Standing
 from spades_server.rating import DEFAULT, Participant, Rating, RatingError, rate
-from test_lobby_store import Backend, play
-
-
-@pytest.fixture(params=["memory", "sqlite", "redis"])
-def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    redis = prefix = None
-    if request.param == "redis":
-        redis = request.getfixturevalue("redis_server")
-        prefix = request.getfixturevalue("redis_prefix")
-    made = Backend(request.param, tmp_path / "lobby.db", redis, prefix or "")
-    yield made
-    if made.sqlite is not None and not made.sqlite._closed:
-        asyncio.run(made.sqlite.close())
 
 
 def partnership(a: str, b: str, c: str, d: str, ab: int = 500, cd: int = 200) -> list[Participant]:
@@ -37,7 +23,7 @@ def partnership(a: str, b: str, c: str, d: str, ab: int = 500, cd: int = 200) ->
     ]
 
 
-def test_a_match_is_applied_once_and_rated_as_the_model_rates_it(stores: Backend) -> None:
+def test_a_match_is_applied_once_and_rated_as_the_model_rates_it(backend: Backend) -> None:
     async def scenario(b: Backend) -> None:
         ledger = Ledger(await b.lobby())
         table = partnership("ann", "bob", "cy", "di")
@@ -53,10 +39,10 @@ def test_a_match_is_applied_once_and_rated_as_the_model_rates_it(stores: Backend
         # Another pool is another rating.
         assert (await ledger.standings("suicide", ["ann"]))[0].games == 0
 
-    play(stores, scenario)
+    play(backend, scenario)
 
 
-def test_replicas_finishing_the_same_match_at_once_apply_it_once(stores: Backend) -> None:
+def test_replicas_finishing_the_same_match_at_once_apply_it_once(backend: Backend) -> None:
     async def scenario(b: Backend) -> None:
         ledgers = [Ledger(await b.lobby()) for _ in range(3)]
         table = partnership("ann", "bob", "cy", "di")
@@ -65,10 +51,10 @@ def test_replicas_finishing_the_same_match_at_once_apply_it_once(stores: Backend
         got = await ledgers[0].standings("classic", ["ann"])
         assert got[0].games == 1 and got[0].rating == rate({}, table)["ann"]
 
-    play(stores, scenario)
+    play(backend, scenario)
 
 
-def test_matches_with_a_common_player_finishing_at_once_both_count(stores: Backend) -> None:
+def test_matches_with_a_common_player_finishing_at_once_both_count(backend: Backend) -> None:
     async def scenario(b: Backend) -> None:
         one, two = Ledger(await b.lobby()), Ledger(await b.lobby())
         first = partnership("ann", "bob", "cy", "di")
@@ -86,10 +72,10 @@ def test_matches_with_a_common_player_finishing_at_once_both_count(stores: Backe
         orders = [rate(a1, second)["ann"], rate(a2, first)["ann"]]
         assert ann.rating in orders
 
-    play(stores, scenario)
+    play(backend, scenario)
 
 
-def test_the_leaderboard_orders_by_conservative_rating_after_min_games(stores: Backend) -> None:
+def test_the_leaderboard_orders_by_conservative_rating_after_min_games(backend: Backend) -> None:
     async def scenario(b: Backend) -> None:
         ledger = Ledger(await b.lobby(), min_games=2)
         await ledger.apply("m1", "classic", partnership("ann", "bob", "cy", "di"))
@@ -105,10 +91,10 @@ def test_the_leaderboard_orders_by_conservative_rating_after_min_games(stores: B
         assert pages == board
         assert await ledger.top("classic", 4, 2) == []
 
-    play(stores, scenario)
+    play(backend, scenario)
 
 
-def test_ratings_are_recomputed_from_the_stored_match_records_alone(stores: Backend) -> None:
+def test_ratings_are_recomputed_from_the_stored_match_records_alone(backend: Backend) -> None:
     async def scenario(b: Backend) -> None:
         store = await b.lobby()
         ledger = Ledger(store)
@@ -139,10 +125,10 @@ def test_ratings_are_recomputed_from_the_stored_match_records_alone(stores: Back
         stored = await ledger.standings("classic", players)
         assert [s.rating for s in stored] == [ratings[p] for p in players]
 
-    play(stores, scenario)
+    play(backend, scenario)
 
 
-def test_bad_input_is_refused_and_changes_nothing(stores: Backend) -> None:
+def test_bad_input_is_refused_and_changes_nothing(backend: Backend) -> None:
     async def scenario(b: Backend) -> None:
         ledger = Ledger(await b.lobby())
         table = partnership("ann", "bob", "cy", "di")
@@ -156,4 +142,4 @@ def test_bad_input_is_refused_and_changes_nothing(stores: Backend) -> None:
         assert (await ledger.standings("classic", ["ann"]))[0].games == 0
         assert await ledger.apply("m1", "classic", table)  # the id was never used
 
-    play(stores, scenario)
+    play(backend, scenario)
