@@ -155,6 +155,12 @@ class FakeEdge:
     def close(self) -> None:
         self.sock.close()
 
+    def __enter__(self) -> FakeEdge:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 @pytest.fixture
 def linked(make_server: Callable[..., Server]) -> Iterator[tuple[Server, str]]:
@@ -169,8 +175,7 @@ def last_seq(server: Server, table: Table) -> int:
 def test_seats_on_an_edge_see_what_grpc_play_sees(linked: tuple[Server, str]) -> None:
     server, address = linked
     table = create_match(server.stub, seed=11)
-    edge = FakeEdge(address)
-    try:
+    with FakeEdge(address) as edge:
         for seat in range(4):
             edge.open(seat + 1, table, seat)
         n = 0
@@ -187,8 +192,6 @@ def test_seats_on_an_edge_see_what_grpc_play_sees(linked: tuple[Server, str]) ->
             over_grpc = read_until(stream_events(server.stub, table, seat), end)
             assert wire(got) == wire(over_grpc), f"seat {seat}"
         assert edge.answers >= 1 and not edge.closes
-    finally:
-        edge.close()
 
 
 def test_a_retried_action_is_answered_once_and_a_refusal_leaves_the_call_open(
@@ -196,8 +199,7 @@ def test_a_retried_action_is_answered_once_and_a_refusal_leaves_the_call_open(
 ) -> None:
     server, address = linked
     table = create_match(server.stub, seed=5)
-    edge = FakeEdge(address)
-    try:
+    with FakeEdge(address) as edge:
         seat = seats_to_act(get_view(server.stub, table, 0))[0]
         edge.open(7, table, seat)
         action = choose(get_view(server.stub, table, seat))
@@ -213,8 +215,6 @@ def test_a_retried_action_is_answered_once_and_a_refusal_leaves_the_call_open(
         assert refused.HasField("error")
         assert refused.error.code == grpc.StatusCode.FAILED_PRECONDITION.value[0]
         assert 7 not in edge.closes
-    finally:
-        edge.close()
 
 
 def test_a_call_resumed_after_a_sequence_gets_what_its_seat_missed(
@@ -234,15 +234,12 @@ def test_a_call_resumed_after_a_sequence_gets_what_its_seat_missed(
             timeout=RPC_TIMEOUT,
         )
     end = last_seq(server, table)
-    edge = FakeEdge(address)
-    try:
+    with FakeEdge(address) as edge:
         edge.open(1, table, 2, after_seq=2)
         got = edge.wait_seq(1, end)
         over_grpc = read_until(stream_events(server.stub, table, 2, after_seq=2), end)
         assert wire(got) == wire(over_grpc)
         assert got[0].seq > 2
-    finally:
-        edge.close()
 
 
 def test_a_bad_token_ends_its_call_with_the_status_grpc_would_send(
@@ -250,8 +247,7 @@ def test_a_bad_token_ends_its_call_with_the_status_grpc_would_send(
 ) -> None:
     server, address = linked
     table = create_match(server.stub)
-    edge = FakeEdge(address)
-    try:
+    with FakeEdge(address) as edge:
         edge.open(3, table, 0, token=f"{table.match_id}.not-the-secret")
         edge.open(4, None, 0, token="")
         edge.wait("both ends", lambda: 3 in edge.closes and 4 in edge.closes)
@@ -264,8 +260,6 @@ def test_a_bad_token_ends_its_call_with_the_status_grpc_would_send(
         # The link goes on: a good call opens on it.
         edge.open(5, table, 1)
         edge.wait_seq(5, 1)
-    finally:
-        edge.close()
 
 
 def test_a_frame_that_is_not_a_link_message_ends_that_link_only(
@@ -278,12 +272,9 @@ def test_a_frame_that_is_not_a_link_message_ends_that_link_only(
     bad.wait_seq(1, 1)
     bad.send_raw(b"\xff\xff\xff\xff not protobuf")
     assert_link_ends(bad)
-    good = FakeEdge(address)
-    try:
+    with FakeEdge(address) as good:
         good.open(1, table, 0)
         good.wait_seq(1, 1)
-    finally:
-        good.close()
 
 
 def assert_link_ends(edge: FakeEdge) -> None:
@@ -301,8 +292,7 @@ def test_a_call_the_client_ended_frees_its_stream(make_server: Callable[..., Ser
     server = make_server("--edge-link", "127.0.0.1:0", "--streams-per-match", "1")
     address = edge_address(server)
     table = create_match(server.stub)
-    edge = FakeEdge(address)
-    try:
+    with FakeEdge(address) as edge:
         edge.open(1, table, 0)
         edge.wait_seq(1, 1)
         edge.open(2, table, 1)  # a second stream on the match: refused
@@ -318,8 +308,6 @@ def test_a_call_the_client_ended_frees_its_stream(make_server: Callable[..., Ser
                 break
             d.check("the ended call's stream to be freed")
             conn += 1
-    finally:
-        edge.close()
 
 
 def test_a_server_stopping_ends_the_edges_calls_with_where_to_resume(
@@ -354,8 +342,7 @@ def test_bots_moves_reach_an_edge_call_and_a_long_history_comes_in_stream_sized_
     table = create_match(
         server.stub, bots=(1, 2, 3), seed=9, target_score=2000, no_mercy_score=True
     )
-    edge = FakeEdge(address)
-    try:
+    with FakeEdge(address) as edge:
         edge.open(1, table, 0)  # live, while the bots play
         edge.wait_seq(1, 1)
         play_one_seat(server.stub, table, 0, until=lambda _: last_seq(server, table) > 600)
@@ -369,15 +356,12 @@ def test_bots_moves_reach_an_edge_call_and_a_long_history_comes_in_stream_sized_
             sizes = [len(r.events) for r in edge.responses[2]]
         assert max(sizes) == 256 and len(sizes) >= 2, sizes
         assert not edge.closes
-    finally:
-        edge.close()
 
 
 def test_a_reissued_token_ends_the_edge_call_it_opened(linked: tuple[Server, str]) -> None:
     server, address = linked
     table = create_match(server.stub)
-    edge = FakeEdge(address)
-    try:
+    with FakeEdge(address) as edge:
         edge.open(1, table, 0)
         edge.open(2, table, 1)
         edge.wait_seq(1, 1)
@@ -395,8 +379,6 @@ def test_a_reissued_token_ends_the_edge_call_it_opened(linked: tuple[Server, str
             lambda: any(e.HasField("seat_control_changed") for e in edge.events(2)),
         )
         assert 2 not in edge.closes
-    finally:
-        edge.close()
 
 
 def test_a_message_after_open_that_is_not_an_action_ends_the_call_and_changes_nothing(
@@ -404,8 +386,7 @@ def test_a_message_after_open_that_is_not_an_action_ends_the_call_and_changes_no
 ) -> None:
     server, address = linked
     table = create_match(server.stub)
-    edge = FakeEdge(address)
-    try:
+    with FakeEdge(address) as edge:
         first = seats_to_act(get_view(server.stub, table, 0))[0]
         edge.open(1, table, first)
         edge.wait_seq(1, 1)
@@ -432,8 +413,6 @@ def test_a_message_after_open_that_is_not_an_action_ends_the_call_and_changes_no
         edge.open(3, table, (first + 2) % 4)
         edge.wait_seq(3, 1)
         assert not edge.results(1) and last_seq(server, table) == before
-    finally:
-        edge.close()
 
 
 def test_an_edge_that_floods_one_call_with_actions_ends_that_call_only(
@@ -441,8 +420,7 @@ def test_an_edge_that_floods_one_call_with_actions_ends_that_call_only(
 ) -> None:
     server, address = linked
     table = create_match(server.stub)
-    edge = FakeEdge(address)
-    try:
+    with FakeEdge(address) as edge:
         edge.open(1, table, 0)
         edge.open(2, table, 1)
         edge.wait_seq(2, 1)
@@ -455,5 +433,3 @@ def test_an_edge_that_floods_one_call_with_actions_ends_that_call_only(
         assert edge.closes[1].code == grpc.StatusCode.RESOURCE_EXHAUSTED.value[0]
         assert reason_of(edge.closes[1]) == "TOO_MANY_PENDING"
         assert 2 not in edge.closes
-    finally:
-        edge.close()
