@@ -132,7 +132,8 @@ def test_bad_input_is_refused_and_changes_nothing(backend: Backend) -> None:
     async def scenario(b: Backend) -> None:
         ledger = Ledger(await b.lobby())
         table = partnership("ann", "bob", "cy", "di")
-        for match_id, pool in (("m1", "Classic"), ("m1", ""), ("m 1", "classic"), ("m" * 65, "c")):
+        bad = (("m1", "Classic"), ("m1", ""), ("m 1", "classic"), ("m" * 65, "c"), ("", "c"))
+        for match_id, pool in bad:
             with pytest.raises(RatingError):
                 await ledger.apply(match_id, pool, table)
         with pytest.raises(RatingError, match="twice"):

@@ -63,7 +63,8 @@ class Ledger:
     async def apply(self, match_id: str, pool: str, participants: Sequence[Participant]) -> bool:
         """Rate a finished match; False if it was rated already (nothing
         changes then). Raises ``RatingError`` for a match that cannot be rated."""
-        _check(match_id, pool)
+        _check_pool(pool)
+        _check_match(match_id)
         keys = [f"rated:{match_id}"] + [_key(pool, p.player) for p in participants]
         for _ in range(MAX_ATTEMPTS):
             docs = await self.store.get(keys)
@@ -96,13 +97,13 @@ class Ledger:
     async def standings(self, pool: str, players: Sequence[str]) -> list[Standing]:
         """Each player's standing in the pool (a player with no rated game has
         the starting rating and no games)."""
-        _check("", pool)
+        _check_pool(pool)
         docs = await self.store.get([_key(pool, p) for p in players])
         return [_standing(p, d.data if d else None) for p, d in zip(players, docs, strict=True)]
 
     async def top(self, pool: str, offset: int = 0, count: int = 10) -> list[Standing]:
         """A page of the pool's leaderboard, best first."""
-        _check("", pool)
+        _check_pool(pool)
         if offset < 0 or count < 0:
             raise RatingError("offset and count must be 0 or more")
         members = await self.store.zrange(
@@ -113,15 +114,18 @@ class Ledger:
 
     async def players(self, pool: str) -> int:
         """How many players the pool's leaderboard shows."""
-        _check("", pool)
+        _check_pool(pool)
         return await self.store.zcard(f"board:{pool}")
 
 
-def _check(match_id: str, pool: str) -> None:
+def _check_pool(pool: str) -> None:
     if not POOL.fullmatch(pool):
         raise RatingError(f"a pool is 1 to 32 of a-z, 0-9, '_' and '-', got {pool!r}")
-    if len(match_id) > MAX_MATCH_ID or not match_id.isprintable() or " " in match_id:
-        raise RatingError("a match id is at most 64 printable characters without spaces")
+
+
+def _check_match(match_id: str) -> None:
+    if not 0 < len(match_id) <= MAX_MATCH_ID or not match_id.isprintable() or " " in match_id:
+        raise RatingError("a match id is 1 to 64 printable characters without spaces")
 
 
 def _key(pool: str, player: str) -> str:
