@@ -112,6 +112,7 @@ class Session:
         self.shared_store = as_shared(store)
         self.shared = self.shared_store is not None
         self.shared_streams = 0  # streams here that count in the store (shared)
+        self.streams_lock = asyncio.Lock()
         self.closing = False
         self.broken = False
         self._snapshots: set[asyncio.Task[None]] = set()  # being saved (a strong reference)
@@ -258,36 +259,46 @@ class Session:
         if not self.shared:
             yield
             return
-        store = self.shared_only
-        most = self.limits.streams_per_match
-        self.shared_streams += 1
-        try:
-            total = await store.set_streams(self.match_id, self.shared_streams, most, True)
-        except StoreError as e:
-            self.shared_streams -= 1
-            raise unavailable(
-                "STORE_UNAVAILABLE", store_message("the store did not answer", e)
-            ) from e
-        if total < 0:
-            self.shared_streams -= 1
-            REJECTIONS.labels("TOO_MANY_STREAMS").inc()
-            raise exhausted("TOO_MANY_STREAMS", f"at most {most} streams per match")
+        await self._take_stream_slot()
         try:
             yield
         finally:
             self.shared_streams -= 1
             # Best effort: a count left behind expires (RedisStore.STREAMS_TTL_MS).
             with contextlib.suppress(StoreError):
-                await store.set_streams(self.match_id, self.shared_streams, most, False)
+                await self._send_streams()
+
+    async def _take_stream_slot(self) -> None:
+        store = self.shared_only
+        most = self.limits.streams_per_match
+        # One count at a time: two opens sent at once could reach the store
+        # in either order, and the older count would be the one recorded.
+        async with self.streams_lock:
+            try:
+                total = await store.set_streams(self.match_id, self.shared_streams + 1, most, True)
+            except StoreError as e:
+                raise unavailable(
+                    "STORE_UNAVAILABLE", store_message("the store did not answer", e)
+                ) from e
+            if total >= 0:
+                self.shared_streams += 1
+                return
+        REJECTIONS.labels("TOO_MANY_STREAMS").inc()
+        raise exhausted("TOO_MANY_STREAMS", f"at most {most} streams per match")
+
+    async def _send_streams(self) -> None:
+        """Record this replica's count as it is once the store is free to
+        take it (the newest count, never an older one after it)."""
+        async with self.streams_lock:
+            await self.shared_only.set_streams(
+                self.match_id, self.shared_streams, self.limits.streams_per_match, False
+            )
 
     async def refresh_streams(self) -> None:
         """Renew this replica's stream count before it expires (shared store)."""
         if self.shared and self.shared_streams > 0:
-            store = self.shared_only
             with contextlib.suppress(StoreError):
-                await store.set_streams(
-                    self.match_id, self.shared_streams, self.limits.streams_per_match, False
-                )
+                await self._send_streams()
 
     async def ensure_seq(self, seq: int, field: str = "after_seq") -> None:
         """Refuse to resume after a sequence number the match has not reached

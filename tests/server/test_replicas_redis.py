@@ -443,6 +443,23 @@ def test_the_stream_limit_of_a_match_holds_across_replicas(
         reader.cancel()
 
 
+def test_streams_opened_at_once_on_one_replica_all_count_on_the_other(
+    make_server: Callable[..., Server], redis_server: RedisServer, redis_prefix: str
+) -> None:
+    """Counts sent at once must reach the store newest last: were an older
+    count recorded after a newer one, the other replica would see free slots."""
+    a, b = replicas(make_server, redis_server.url, redis_prefix, 2, "--streams-per-match", "6")
+    table = create_match(a.stub, seed=21)
+    burst = [StreamReader(spectate(a.stub, table.match_id)) for _ in range(6)]
+    for reader in burst:
+        reader.wait_for(bool, "the stream's first events")
+    extra = StreamReader(spectate(b.stub, table.match_id))
+    extra.join(10)
+    assert extra.error is not None and extra.error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    for reader in burst:
+        reader.cancel()
+
+
 def test_with_wait_an_action_is_acknowledged_only_once_a_redis_replica_has_it(
     make_server: Callable[..., Server], make_redis: type[RedisServer]
 ) -> None:
