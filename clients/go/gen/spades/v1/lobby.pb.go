@@ -522,7 +522,15 @@ type Table struct {
 	// A rematch table: the finished match it repeats.
 	RematchOf string `protobuf:"bytes,18,opt,name=rematch_of,json=rematchOf,proto3" json:"rematch_of,omitempty"`
 	// Raised by every change; a long poll's `after_version`.
-	Version       uint64 `protobuf:"varint,19,opt,name=version,proto3" json:"version,omitempty"`
+	Version uint64 `protobuf:"varint,19,opt,name=version,proto3" json:"version,omitempty"`
+	// Whether the match rates its players (leaderboards, profiles). Asked for
+	// when the table opens (OpenTableRequest.rated, QuickPlayRequest.rated);
+	// a table that starts with a bot in a seat is not rated unless the server
+	// allows bots in rated play (--rated-bots).
+	Rated bool `protobuf:"varint,20,opt,name=rated,proto3" json:"rated,omitempty"`
+	// The rating pool the match counts in, when rated (docs/lobby.md: one
+	// pool per preset, or one for every table).
+	RatingPool    string `protobuf:"bytes,21,opt,name=rating_pool,json=ratingPool,proto3" json:"rating_pool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -690,6 +698,20 @@ func (x *Table) GetVersion() uint64 {
 	return 0
 }
 
+func (x *Table) GetRated() bool {
+	if x != nil {
+		return x.Rated
+	}
+	return false
+}
+
+func (x *Table) GetRatingPool() string {
+	if x != nil {
+		return x.RatingPool
+	}
+	return ""
+}
+
 // Request of OpenTable.
 type OpenTableRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -713,7 +735,10 @@ type OpenTableRequest struct {
 	// --table-wait-seconds, which is also the most allowed).
 	WaitSeconds int32 `protobuf:"varint,8,opt,name=wait_seconds,json=waitSeconds,proto3" json:"wait_seconds,omitempty"`
 	// Who may watch the match once it is dealt (unset: anyone).
-	Spectators    Spectators `protobuf:"varint,9,opt,name=spectators,proto3,enum=spades.v1.Spectators" json:"spectators,omitempty"`
+	Spectators Spectators `protobuf:"varint,9,opt,name=spectators,proto3,enum=spades.v1.Spectators" json:"spectators,omitempty"`
+	// A rated table: humans only (bot_seats are refused, and bots filling
+	// open seats make it unrated) unless the server allows bots in rated play.
+	Rated         bool `protobuf:"varint,10,opt,name=rated,proto3" json:"rated,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -809,6 +834,13 @@ func (x *OpenTableRequest) GetSpectators() Spectators {
 		return x.Spectators
 	}
 	return Spectators_SPECTATORS_UNSPECIFIED
+}
+
+func (x *OpenTableRequest) GetRated() bool {
+	if x != nil {
+		return x.Rated
+	}
+	return false
 }
 
 // Response of OpenTable.
@@ -1918,7 +1950,10 @@ type Ticket struct {
 	// When CANCELLED: "cancelled" (by a player) or "partner_did_not_join".
 	CancelReason string `protobuf:"bytes,9,opt,name=cancel_reason,json=cancelReason,proto3" json:"cancel_reason,omitempty"`
 	// Raised by every change; a long poll's `after_version`.
-	Version       uint64 `protobuf:"varint,10,opt,name=version,proto3" json:"version,omitempty"`
+	Version uint64 `protobuf:"varint,10,opt,name=version,proto3" json:"version,omitempty"`
+	// A rated ticket: queued apart from unrated ones, and placed with players
+	// of a similar rating first (a band that widens while it waits).
+	Rated         bool `protobuf:"varint,11,opt,name=rated,proto3" json:"rated,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2023,6 +2058,13 @@ func (x *Ticket) GetVersion() uint64 {
 	return 0
 }
 
+func (x *Ticket) GetRated() bool {
+	if x != nil {
+		return x.Rated
+	}
+	return false
+}
+
 // Request of QuickPlay.
 type QuickPlayRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2032,8 +2074,12 @@ type QuickPlayRequest struct {
 	// other, for the same rules; until the second does, the first waits
 	// (WAITING_FOR_PARTNER). Only on partnership tables of four.
 	PartnerPlayerId string `protobuf:"bytes,2,opt,name=partner_player_id,json=partnerPlayerId,proto3" json:"partner_player_id,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// A rated game (both players of a party must ask for the same). If bots
+	// fill the table's open seats, the match is not rated (unless the server
+	// allows bots in rated play).
+	Rated         bool `protobuf:"varint,3,opt,name=rated,proto3" json:"rated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *QuickPlayRequest) Reset() {
@@ -2078,6 +2124,13 @@ func (x *QuickPlayRequest) GetPartnerPlayerId() string {
 		return x.PartnerPlayerId
 	}
 	return ""
+}
+
+func (x *QuickPlayRequest) GetRated() bool {
+	if x != nil {
+		return x.Rated
+	}
+	return false
 }
 
 // Response of QuickPlay.
@@ -2560,6 +2613,709 @@ func (x *RematchResponse) GetSeatToken() string {
 	return ""
 }
 
+// Request of GetLeaderboard.
+type GetLeaderboardRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The rating pool (Table.rating_pool); empty: the server's default pool.
+	Pool string `protobuf:"bytes,1,opt,name=pool,proto3" json:"pool,omitempty"`
+	// Players per page (default 25, at most 200).
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// A next_page_token or previous_page_token of an earlier page of this
+	// pool; empty: the top (or the page of `around_player_id`).
+	PageToken string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// The page holding this player (not with a page token).
+	AroundPlayerId string `protobuf:"bytes,4,opt,name=around_player_id,json=aroundPlayerId,proto3" json:"around_player_id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *GetLeaderboardRequest) Reset() {
+	*x = GetLeaderboardRequest{}
+	mi := &file_spades_v1_lobby_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetLeaderboardRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetLeaderboardRequest) ProtoMessage() {}
+
+func (x *GetLeaderboardRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_spades_v1_lobby_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetLeaderboardRequest.ProtoReflect.Descriptor instead.
+func (*GetLeaderboardRequest) Descriptor() ([]byte, []int) {
+	return file_spades_v1_lobby_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *GetLeaderboardRequest) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+func (x *GetLeaderboardRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *GetLeaderboardRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *GetLeaderboardRequest) GetAroundPlayerId() string {
+	if x != nil {
+		return x.AroundPlayerId
+	}
+	return ""
+}
+
+// A player's rating in one pool (OpenSkill, Weng-Lin Plackett-Luce).
+type PlayerRating struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The pool.
+	Pool string `protobuf:"bytes,1,opt,name=pool,proto3" json:"pool,omitempty"`
+	// The estimate of the player's skill (starts at 25).
+	Mu float64 `protobuf:"fixed64,2,opt,name=mu,proto3" json:"mu,omitempty"`
+	// Its uncertainty (starts at 25/3; shrinks with games).
+	Sigma float64 `protobuf:"fixed64,3,opt,name=sigma,proto3" json:"sigma,omitempty"`
+	// What the leaderboard orders by: mu - 3 sigma.
+	Conservative float64 `protobuf:"fixed64,4,opt,name=conservative,proto3" json:"conservative,omitempty"`
+	// Rated matches finished.
+	Games int32 `protobuf:"varint,5,opt,name=games,proto3" json:"games,omitempty"`
+	// Of them, won (the player's side ranked first, alone or tied).
+	Wins int32 `protobuf:"varint,6,opt,name=wins,proto3" json:"wins,omitempty"`
+	// Of them, not won.
+	Losses int32 `protobuf:"varint,7,opt,name=losses,proto3" json:"losses,omitempty"`
+	// The place on the pool's leaderboard, from 1; 0 while the player has
+	// fewer than the minimum of games to be shown.
+	Rank          int32 `protobuf:"varint,8,opt,name=rank,proto3" json:"rank,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlayerRating) Reset() {
+	*x = PlayerRating{}
+	mi := &file_spades_v1_lobby_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlayerRating) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlayerRating) ProtoMessage() {}
+
+func (x *PlayerRating) ProtoReflect() protoreflect.Message {
+	mi := &file_spades_v1_lobby_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlayerRating.ProtoReflect.Descriptor instead.
+func (*PlayerRating) Descriptor() ([]byte, []int) {
+	return file_spades_v1_lobby_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *PlayerRating) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+func (x *PlayerRating) GetMu() float64 {
+	if x != nil {
+		return x.Mu
+	}
+	return 0
+}
+
+func (x *PlayerRating) GetSigma() float64 {
+	if x != nil {
+		return x.Sigma
+	}
+	return 0
+}
+
+func (x *PlayerRating) GetConservative() float64 {
+	if x != nil {
+		return x.Conservative
+	}
+	return 0
+}
+
+func (x *PlayerRating) GetGames() int32 {
+	if x != nil {
+		return x.Games
+	}
+	return 0
+}
+
+func (x *PlayerRating) GetWins() int32 {
+	if x != nil {
+		return x.Wins
+	}
+	return 0
+}
+
+func (x *PlayerRating) GetLosses() int32 {
+	if x != nil {
+		return x.Losses
+	}
+	return 0
+}
+
+func (x *PlayerRating) GetRank() int32 {
+	if x != nil {
+		return x.Rank
+	}
+	return 0
+}
+
+// One line of a leaderboard.
+type LeaderboardEntry struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The place, from 1.
+	Rank int32 `protobuf:"varint,1,opt,name=rank,proto3" json:"rank,omitempty"`
+	// The player's id.
+	PlayerId string `protobuf:"bytes,2,opt,name=player_id,json=playerId,proto3" json:"player_id,omitempty"`
+	// The display name they last played under.
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// Their rating in the pool.
+	Rating        *PlayerRating `protobuf:"bytes,4,opt,name=rating,proto3" json:"rating,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaderboardEntry) Reset() {
+	*x = LeaderboardEntry{}
+	mi := &file_spades_v1_lobby_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaderboardEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaderboardEntry) ProtoMessage() {}
+
+func (x *LeaderboardEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_spades_v1_lobby_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaderboardEntry.ProtoReflect.Descriptor instead.
+func (*LeaderboardEntry) Descriptor() ([]byte, []int) {
+	return file_spades_v1_lobby_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *LeaderboardEntry) GetRank() int32 {
+	if x != nil {
+		return x.Rank
+	}
+	return 0
+}
+
+func (x *LeaderboardEntry) GetPlayerId() string {
+	if x != nil {
+		return x.PlayerId
+	}
+	return ""
+}
+
+func (x *LeaderboardEntry) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *LeaderboardEntry) GetRating() *PlayerRating {
+	if x != nil {
+		return x.Rating
+	}
+	return nil
+}
+
+// Response of GetLeaderboard.
+type GetLeaderboardResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The pool.
+	Pool string `protobuf:"bytes,1,opt,name=pool,proto3" json:"pool,omitempty"`
+	// The page, best first.
+	Entries []*LeaderboardEntry `protobuf:"bytes,2,rep,name=entries,proto3" json:"entries,omitempty"`
+	// The page after this one; empty at the end.
+	NextPageToken string `protobuf:"bytes,3,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// The page before this one; empty at the top.
+	PreviousPageToken string `protobuf:"bytes,4,opt,name=previous_page_token,json=previousPageToken,proto3" json:"previous_page_token,omitempty"`
+	// Players on the leaderboard.
+	TotalPlayers int32 `protobuf:"varint,5,opt,name=total_players,json=totalPlayers,proto3" json:"total_players,omitempty"`
+	// Rated games a player needs to appear.
+	MinGames      int32 `protobuf:"varint,6,opt,name=min_games,json=minGames,proto3" json:"min_games,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetLeaderboardResponse) Reset() {
+	*x = GetLeaderboardResponse{}
+	mi := &file_spades_v1_lobby_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetLeaderboardResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetLeaderboardResponse) ProtoMessage() {}
+
+func (x *GetLeaderboardResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_spades_v1_lobby_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetLeaderboardResponse.ProtoReflect.Descriptor instead.
+func (*GetLeaderboardResponse) Descriptor() ([]byte, []int) {
+	return file_spades_v1_lobby_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *GetLeaderboardResponse) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+func (x *GetLeaderboardResponse) GetEntries() []*LeaderboardEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+func (x *GetLeaderboardResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+func (x *GetLeaderboardResponse) GetPreviousPageToken() string {
+	if x != nil {
+		return x.PreviousPageToken
+	}
+	return ""
+}
+
+func (x *GetLeaderboardResponse) GetTotalPlayers() int32 {
+	if x != nil {
+		return x.TotalPlayers
+	}
+	return 0
+}
+
+func (x *GetLeaderboardResponse) GetMinGames() int32 {
+	if x != nil {
+		return x.MinGames
+	}
+	return 0
+}
+
+// Request of GetProfile.
+type GetProfileRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The player's id; empty: the caller.
+	PlayerId      string `protobuf:"bytes,1,opt,name=player_id,json=playerId,proto3" json:"player_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetProfileRequest) Reset() {
+	*x = GetProfileRequest{}
+	mi := &file_spades_v1_lobby_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetProfileRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetProfileRequest) ProtoMessage() {}
+
+func (x *GetProfileRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_spades_v1_lobby_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetProfileRequest.ProtoReflect.Descriptor instead.
+func (*GetProfileRequest) Descriptor() ([]byte, []int) {
+	return file_spades_v1_lobby_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *GetProfileRequest) GetPlayerId() string {
+	if x != nil {
+		return x.PlayerId
+	}
+	return ""
+}
+
+// A player's record over finished lobby matches, from their hands' scores.
+type PlayerStats struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Matches finished.
+	Matches int32 `protobuf:"varint,1,opt,name=matches,proto3" json:"matches,omitempty"`
+	// Of them, won (the player's side ranked first).
+	Wins int32 `protobuf:"varint,2,opt,name=wins,proto3" json:"wins,omitempty"`
+	// Hands played.
+	Hands int32 `protobuf:"varint,3,opt,name=hands,proto3" json:"hands,omitempty"`
+	// Hands the player's side bid a contract (a bid above nil).
+	Contracts int32 `protobuf:"varint,4,opt,name=contracts,proto3" json:"contracts,omitempty"`
+	// Of them, made (the side took at least its bid).
+	ContractsMade int32 `protobuf:"varint,5,opt,name=contracts_made,json=contractsMade,proto3" json:"contracts_made,omitempty"`
+	// Of them, set (the side took fewer tricks than it bid).
+	Sets int32 `protobuf:"varint,6,opt,name=sets,proto3" json:"sets,omitempty"`
+	// contracts_made / contracts (0 when no contract).
+	ContractsMadeShare float64 `protobuf:"fixed64,7,opt,name=contracts_made_share,json=contractsMadeShare,proto3" json:"contracts_made_share,omitempty"`
+	// The player's mean bid (nil and blind nil counted as 0).
+	MeanBid float64 `protobuf:"fixed64,8,opt,name=mean_bid,json=meanBid,proto3" json:"mean_bid,omitempty"`
+	// The player's mean tricks taken per hand.
+	MeanTricks float64 `protobuf:"fixed64,9,opt,name=mean_tricks,json=meanTricks,proto3" json:"mean_tricks,omitempty"`
+	// Bags (overtricks) the player's side took, in all.
+	Bags int32 `protobuf:"varint,10,opt,name=bags,proto3" json:"bags,omitempty"`
+	// Bags per hand.
+	BagsPerHand float64 `protobuf:"fixed64,11,opt,name=bags_per_hand,json=bagsPerHand,proto3" json:"bags_per_hand,omitempty"`
+	// Nil bids (not blind).
+	NilsBid int32 `protobuf:"varint,12,opt,name=nils_bid,json=nilsBid,proto3" json:"nils_bid,omitempty"`
+	// Of them, made (the player took no trick).
+	NilsMade int32 `protobuf:"varint,13,opt,name=nils_made,json=nilsMade,proto3" json:"nils_made,omitempty"`
+	// Blind nil bids.
+	BlindNilsBid int32 `protobuf:"varint,14,opt,name=blind_nils_bid,json=blindNilsBid,proto3" json:"blind_nils_bid,omitempty"`
+	// Of them, made.
+	BlindNilsMade int32 `protobuf:"varint,15,opt,name=blind_nils_made,json=blindNilsMade,proto3" json:"blind_nils_made,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlayerStats) Reset() {
+	*x = PlayerStats{}
+	mi := &file_spades_v1_lobby_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlayerStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlayerStats) ProtoMessage() {}
+
+func (x *PlayerStats) ProtoReflect() protoreflect.Message {
+	mi := &file_spades_v1_lobby_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlayerStats.ProtoReflect.Descriptor instead.
+func (*PlayerStats) Descriptor() ([]byte, []int) {
+	return file_spades_v1_lobby_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *PlayerStats) GetMatches() int32 {
+	if x != nil {
+		return x.Matches
+	}
+	return 0
+}
+
+func (x *PlayerStats) GetWins() int32 {
+	if x != nil {
+		return x.Wins
+	}
+	return 0
+}
+
+func (x *PlayerStats) GetHands() int32 {
+	if x != nil {
+		return x.Hands
+	}
+	return 0
+}
+
+func (x *PlayerStats) GetContracts() int32 {
+	if x != nil {
+		return x.Contracts
+	}
+	return 0
+}
+
+func (x *PlayerStats) GetContractsMade() int32 {
+	if x != nil {
+		return x.ContractsMade
+	}
+	return 0
+}
+
+func (x *PlayerStats) GetSets() int32 {
+	if x != nil {
+		return x.Sets
+	}
+	return 0
+}
+
+func (x *PlayerStats) GetContractsMadeShare() float64 {
+	if x != nil {
+		return x.ContractsMadeShare
+	}
+	return 0
+}
+
+func (x *PlayerStats) GetMeanBid() float64 {
+	if x != nil {
+		return x.MeanBid
+	}
+	return 0
+}
+
+func (x *PlayerStats) GetMeanTricks() float64 {
+	if x != nil {
+		return x.MeanTricks
+	}
+	return 0
+}
+
+func (x *PlayerStats) GetBags() int32 {
+	if x != nil {
+		return x.Bags
+	}
+	return 0
+}
+
+func (x *PlayerStats) GetBagsPerHand() float64 {
+	if x != nil {
+		return x.BagsPerHand
+	}
+	return 0
+}
+
+func (x *PlayerStats) GetNilsBid() int32 {
+	if x != nil {
+		return x.NilsBid
+	}
+	return 0
+}
+
+func (x *PlayerStats) GetNilsMade() int32 {
+	if x != nil {
+		return x.NilsMade
+	}
+	return 0
+}
+
+func (x *PlayerStats) GetBlindNilsBid() int32 {
+	if x != nil {
+		return x.BlindNilsBid
+	}
+	return 0
+}
+
+func (x *PlayerStats) GetBlindNilsMade() int32 {
+	if x != nil {
+		return x.BlindNilsMade
+	}
+	return 0
+}
+
+// What anyone may see of a player.
+type PlayerProfile struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The player's id.
+	PlayerId string `protobuf:"bytes,1,opt,name=player_id,json=playerId,proto3" json:"player_id,omitempty"`
+	// The display name they last played under.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Their rating in every pool they played a rated match in.
+	Ratings []*PlayerRating `protobuf:"bytes,3,rep,name=ratings,proto3" json:"ratings,omitempty"`
+	// Their record in matches where every seat was a human.
+	WithHumans *PlayerStats `protobuf:"bytes,4,opt,name=with_humans,json=withHumans,proto3" json:"with_humans,omitempty"`
+	// Their record in matches with at least one bot seated.
+	WithBots *PlayerStats `protobuf:"bytes,5,opt,name=with_bots,json=withBots,proto3" json:"with_bots,omitempty"`
+	// Milliseconds since the Unix epoch when their last match ended.
+	LastPlayedMs  int64 `protobuf:"varint,6,opt,name=last_played_ms,json=lastPlayedMs,proto3" json:"last_played_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlayerProfile) Reset() {
+	*x = PlayerProfile{}
+	mi := &file_spades_v1_lobby_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlayerProfile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlayerProfile) ProtoMessage() {}
+
+func (x *PlayerProfile) ProtoReflect() protoreflect.Message {
+	mi := &file_spades_v1_lobby_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlayerProfile.ProtoReflect.Descriptor instead.
+func (*PlayerProfile) Descriptor() ([]byte, []int) {
+	return file_spades_v1_lobby_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *PlayerProfile) GetPlayerId() string {
+	if x != nil {
+		return x.PlayerId
+	}
+	return ""
+}
+
+func (x *PlayerProfile) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PlayerProfile) GetRatings() []*PlayerRating {
+	if x != nil {
+		return x.Ratings
+	}
+	return nil
+}
+
+func (x *PlayerProfile) GetWithHumans() *PlayerStats {
+	if x != nil {
+		return x.WithHumans
+	}
+	return nil
+}
+
+func (x *PlayerProfile) GetWithBots() *PlayerStats {
+	if x != nil {
+		return x.WithBots
+	}
+	return nil
+}
+
+func (x *PlayerProfile) GetLastPlayedMs() int64 {
+	if x != nil {
+		return x.LastPlayedMs
+	}
+	return 0
+}
+
+// Response of GetProfile.
+type GetProfileResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The profile.
+	Profile       *PlayerProfile `protobuf:"bytes,1,opt,name=profile,proto3" json:"profile,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetProfileResponse) Reset() {
+	*x = GetProfileResponse{}
+	mi := &file_spades_v1_lobby_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetProfileResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetProfileResponse) ProtoMessage() {}
+
+func (x *GetProfileResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_spades_v1_lobby_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetProfileResponse.ProtoReflect.Descriptor instead.
+func (*GetProfileResponse) Descriptor() ([]byte, []int) {
+	return file_spades_v1_lobby_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *GetProfileResponse) GetProfile() *PlayerProfile {
+	if x != nil {
+		return x.Profile
+	}
+	return nil
+}
+
 var File_spades_v1_lobby_proto protoreflect.FileDescriptor
 
 const file_spades_v1_lobby_proto_rawDesc = "" +
@@ -2571,7 +3327,7 @@ const file_spades_v1_lobby_proto_rawDesc = "" +
 	"\tplayer_id\x18\x03 \x01(\tR\bplayerId\x12\x12\n" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x120\n" +
 	"\tbot_level\x18\x05 \x01(\x0e2\x13.spades.v1.BotLevelR\bbotLevel\x12\x1a\n" +
-	"\baccepted\x18\x06 \x01(\bR\baccepted\"\x98\x06\n" +
+	"\baccepted\x18\x06 \x01(\bR\baccepted\"\xcf\x06\n" +
 	"\x05Table\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\tR\atableId\x12+\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x15.spades.v1.TableStateR\x05state\x12(\n" +
@@ -2602,7 +3358,10 @@ const file_spades_v1_lobby_proto_rawDesc = "" +
 	"\fclose_reason\x18\x11 \x01(\tR\vcloseReason\x12\x1d\n" +
 	"\n" +
 	"rematch_of\x18\x12 \x01(\tR\trematchOf\x12\x18\n" +
-	"\aversion\x18\x13 \x01(\x04R\aversion\"\xa2\x03\n" +
+	"\aversion\x18\x13 \x01(\x04R\aversion\x12\x14\n" +
+	"\x05rated\x18\x14 \x01(\bR\x05rated\x12\x1f\n" +
+	"\vrating_pool\x18\x15 \x01(\tR\n" +
+	"ratingPool\"\xb8\x03\n" +
 	"\x10OpenTableRequest\x12,\n" +
 	"\aruleset\x18\x01 \x01(\v2\x12.spades.v1.RulesetR\aruleset\x12\x1b\n" +
 	"\tbot_seats\x18\x02 \x03(\x05R\bbotSeats\x120\n" +
@@ -2618,7 +3377,9 @@ const file_spades_v1_lobby_proto_rawDesc = "" +
 	"\fwait_seconds\x18\b \x01(\x05R\vwaitSeconds\x125\n" +
 	"\n" +
 	"spectators\x18\t \x01(\x0e2\x15.spades.v1.SpectatorsR\n" +
-	"spectatorsB\a\n" +
+	"spectators\x12\x14\n" +
+	"\x05rated\x18\n" +
+	" \x01(\bR\x05ratedB\a\n" +
 	"\x05_seat\"n\n" +
 	"\x11OpenTableResponse\x12&\n" +
 	"\x05table\x18\x01 \x01(\v2\x10.spades.v1.TableR\x05table\x12\x12\n" +
@@ -2686,7 +3447,7 @@ const file_spades_v1_lobby_proto_rawDesc = "" +
 	"\x04seat\x18\x02 \x01(\x05R\x04seat\x12\x1d\n" +
 	"\n" +
 	"seat_token\x18\x03 \x01(\tR\tseatToken\x12&\n" +
-	"\x05table\x18\x04 \x01(\v2\x10.spades.v1.TableR\x05table\"\xfc\x02\n" +
+	"\x05table\x18\x04 \x01(\v2\x10.spades.v1.TableR\x05table\"\x92\x03\n" +
 	"\x06Ticket\x12\x1b\n" +
 	"\tticket_id\x18\x01 \x01(\tR\bticketId\x12,\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x16.spades.v1.TicketStateR\x05state\x12,\n" +
@@ -2701,10 +3462,12 @@ const file_spades_v1_lobby_proto_rawDesc = "" +
 	"\tplacement\x18\b \x01(\v2\x14.spades.v1.PlacementR\tplacement\x12#\n" +
 	"\rcancel_reason\x18\t \x01(\tR\fcancelReason\x12\x18\n" +
 	"\aversion\x18\n" +
-	" \x01(\x04R\aversion\"l\n" +
+	" \x01(\x04R\aversion\x12\x14\n" +
+	"\x05rated\x18\v \x01(\bR\x05rated\"\x82\x01\n" +
 	"\x10QuickPlayRequest\x12,\n" +
 	"\aruleset\x18\x01 \x01(\v2\x12.spades.v1.RulesetR\aruleset\x12*\n" +
-	"\x11partner_player_id\x18\x02 \x01(\tR\x0fpartnerPlayerId\">\n" +
+	"\x11partner_player_id\x18\x02 \x01(\tR\x0fpartnerPlayerId\x12\x14\n" +
+	"\x05rated\x18\x03 \x01(\bR\x05rated\">\n" +
 	"\x11QuickPlayResponse\x12)\n" +
 	"\x06ticket\x18\x01 \x01(\v2\x11.spades.v1.TicketR\x06ticket\"m\n" +
 	"\x10GetTicketRequest\x12\x1b\n" +
@@ -2730,7 +3493,64 @@ const file_spades_v1_lobby_proto_rawDesc = "" +
 	"\x05table\x18\x01 \x01(\v2\x10.spades.v1.TableR\x05table\x12\x12\n" +
 	"\x04seat\x18\x02 \x01(\x05R\x04seat\x12\x1d\n" +
 	"\n" +
-	"seat_token\x18\x03 \x01(\tR\tseatToken*r\n" +
+	"seat_token\x18\x03 \x01(\tR\tseatToken\"\x91\x01\n" +
+	"\x15GetLeaderboardRequest\x12\x12\n" +
+	"\x04pool\x18\x01 \x01(\tR\x04pool\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\x12(\n" +
+	"\x10around_player_id\x18\x04 \x01(\tR\x0earoundPlayerId\"\xc2\x01\n" +
+	"\fPlayerRating\x12\x12\n" +
+	"\x04pool\x18\x01 \x01(\tR\x04pool\x12\x0e\n" +
+	"\x02mu\x18\x02 \x01(\x01R\x02mu\x12\x14\n" +
+	"\x05sigma\x18\x03 \x01(\x01R\x05sigma\x12\"\n" +
+	"\fconservative\x18\x04 \x01(\x01R\fconservative\x12\x14\n" +
+	"\x05games\x18\x05 \x01(\x05R\x05games\x12\x12\n" +
+	"\x04wins\x18\x06 \x01(\x05R\x04wins\x12\x16\n" +
+	"\x06losses\x18\a \x01(\x05R\x06losses\x12\x12\n" +
+	"\x04rank\x18\b \x01(\x05R\x04rank\"\x88\x01\n" +
+	"\x10LeaderboardEntry\x12\x12\n" +
+	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12\x1b\n" +
+	"\tplayer_id\x18\x02 \x01(\tR\bplayerId\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12/\n" +
+	"\x06rating\x18\x04 \x01(\v2\x17.spades.v1.PlayerRatingR\x06rating\"\xfd\x01\n" +
+	"\x16GetLeaderboardResponse\x12\x12\n" +
+	"\x04pool\x18\x01 \x01(\tR\x04pool\x125\n" +
+	"\aentries\x18\x02 \x03(\v2\x1b.spades.v1.LeaderboardEntryR\aentries\x12&\n" +
+	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\x12.\n" +
+	"\x13previous_page_token\x18\x04 \x01(\tR\x11previousPageToken\x12#\n" +
+	"\rtotal_players\x18\x05 \x01(\x05R\ftotalPlayers\x12\x1b\n" +
+	"\tmin_games\x18\x06 \x01(\x05R\bminGames\"0\n" +
+	"\x11GetProfileRequest\x12\x1b\n" +
+	"\tplayer_id\x18\x01 \x01(\tR\bplayerId\"\xd6\x03\n" +
+	"\vPlayerStats\x12\x18\n" +
+	"\amatches\x18\x01 \x01(\x05R\amatches\x12\x12\n" +
+	"\x04wins\x18\x02 \x01(\x05R\x04wins\x12\x14\n" +
+	"\x05hands\x18\x03 \x01(\x05R\x05hands\x12\x1c\n" +
+	"\tcontracts\x18\x04 \x01(\x05R\tcontracts\x12%\n" +
+	"\x0econtracts_made\x18\x05 \x01(\x05R\rcontractsMade\x12\x12\n" +
+	"\x04sets\x18\x06 \x01(\x05R\x04sets\x120\n" +
+	"\x14contracts_made_share\x18\a \x01(\x01R\x12contractsMadeShare\x12\x19\n" +
+	"\bmean_bid\x18\b \x01(\x01R\ameanBid\x12\x1f\n" +
+	"\vmean_tricks\x18\t \x01(\x01R\n" +
+	"meanTricks\x12\x12\n" +
+	"\x04bags\x18\n" +
+	" \x01(\x05R\x04bags\x12\"\n" +
+	"\rbags_per_hand\x18\v \x01(\x01R\vbagsPerHand\x12\x19\n" +
+	"\bnils_bid\x18\f \x01(\x05R\anilsBid\x12\x1b\n" +
+	"\tnils_made\x18\r \x01(\x05R\bnilsMade\x12$\n" +
+	"\x0eblind_nils_bid\x18\x0e \x01(\x05R\fblindNilsBid\x12&\n" +
+	"\x0fblind_nils_made\x18\x0f \x01(\x05R\rblindNilsMade\"\x87\x02\n" +
+	"\rPlayerProfile\x12\x1b\n" +
+	"\tplayer_id\x18\x01 \x01(\tR\bplayerId\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x121\n" +
+	"\aratings\x18\x03 \x03(\v2\x17.spades.v1.PlayerRatingR\aratings\x127\n" +
+	"\vwith_humans\x18\x04 \x01(\v2\x16.spades.v1.PlayerStatsR\n" +
+	"withHumans\x123\n" +
+	"\twith_bots\x18\x05 \x01(\v2\x16.spades.v1.PlayerStatsR\bwithBots\x12$\n" +
+	"\x0elast_played_ms\x18\x06 \x01(\x03R\flastPlayedMs\"H\n" +
+	"\x12GetProfileResponse\x122\n" +
+	"\aprofile\x18\x01 \x01(\v2\x18.spades.v1.PlayerProfileR\aprofile*r\n" +
 	"\x0fTableVisibility\x12 \n" +
 	"\x1cTABLE_VISIBILITY_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17TABLE_VISIBILITY_PUBLIC\x10\x01\x12 \n" +
@@ -2762,7 +3582,7 @@ const file_spades_v1_lobby_proto_rawDesc = "" +
 	" TICKET_STATE_WAITING_FOR_PARTNER\x10\x01\x12\x1a\n" +
 	"\x16TICKET_STATE_SEARCHING\x10\x02\x12\x17\n" +
 	"\x13TICKET_STATE_PLACED\x10\x03\x12\x1a\n" +
-	"\x16TICKET_STATE_CANCELLED\x10\x042\x99\b\n" +
+	"\x16TICKET_STATE_CANCELLED\x10\x042\xbb\t\n" +
 	"\fLobbyService\x12F\n" +
 	"\tOpenTable\x12\x1b.spades.v1.OpenTableRequest\x1a\x1c.spades.v1.OpenTableResponse\x12F\n" +
 	"\tJoinTable\x12\x1b.spades.v1.JoinTableRequest\x1a\x1c.spades.v1.JoinTableResponse\x12I\n" +
@@ -2782,7 +3602,10 @@ const file_spades_v1_lobby_proto_rawDesc = "" +
 	"\tGetTicket\x12\x1b.spades.v1.GetTicketRequest\x1a\x1c.spades.v1.GetTicketResponse\x12N\n" +
 	"\vWatchTicket\x12\x1d.spades.v1.WatchTicketRequest\x1a\x1e.spades.v1.WatchTicketResponse0\x01\x12O\n" +
 	"\fCancelTicket\x12\x1e.spades.v1.CancelTicketRequest\x1a\x1f.spades.v1.CancelTicketResponse\x12@\n" +
-	"\aRematch\x12\x19.spades.v1.RematchRequest\x1a\x1a.spades.v1.RematchResponseb\x06proto3"
+	"\aRematch\x12\x19.spades.v1.RematchRequest\x1a\x1a.spades.v1.RematchResponse\x12U\n" +
+	"\x0eGetLeaderboard\x12 .spades.v1.GetLeaderboardRequest\x1a!.spades.v1.GetLeaderboardResponse\x12I\n" +
+	"\n" +
+	"GetProfile\x12\x1c.spades.v1.GetProfileRequest\x1a\x1d.spades.v1.GetProfileResponseb\x06proto3"
 
 var (
 	file_spades_v1_lobby_proto_rawDescOnce sync.Once
@@ -2797,76 +3620,84 @@ func file_spades_v1_lobby_proto_rawDescGZIP() []byte {
 }
 
 var file_spades_v1_lobby_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_spades_v1_lobby_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_spades_v1_lobby_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_spades_v1_lobby_proto_goTypes = []any{
-	(TableVisibility)(0),         // 0: spades.v1.TableVisibility
-	(Unattended)(0),              // 1: spades.v1.Unattended
-	(TableState)(0),              // 2: spades.v1.TableState
-	(TableKind)(0),               // 3: spades.v1.TableKind
-	(TableSeatState)(0),          // 4: spades.v1.TableSeatState
-	(TicketState)(0),             // 5: spades.v1.TicketState
-	(*TableSeat)(nil),            // 6: spades.v1.TableSeat
-	(*Table)(nil),                // 7: spades.v1.Table
-	(*OpenTableRequest)(nil),     // 8: spades.v1.OpenTableRequest
-	(*OpenTableResponse)(nil),    // 9: spades.v1.OpenTableResponse
-	(*JoinTableRequest)(nil),     // 10: spades.v1.JoinTableRequest
-	(*JoinTableResponse)(nil),    // 11: spades.v1.JoinTableResponse
-	(*LeaveTableRequest)(nil),    // 12: spades.v1.LeaveTableRequest
-	(*LeaveTableResponse)(nil),   // 13: spades.v1.LeaveTableResponse
-	(*StartTableRequest)(nil),    // 14: spades.v1.StartTableRequest
-	(*StartTableResponse)(nil),   // 15: spades.v1.StartTableResponse
-	(*GetTableRequest)(nil),      // 16: spades.v1.GetTableRequest
-	(*GetTableResponse)(nil),     // 17: spades.v1.GetTableResponse
-	(*WatchTableRequest)(nil),    // 18: spades.v1.WatchTableRequest
-	(*WatchTableResponse)(nil),   // 19: spades.v1.WatchTableResponse
-	(*LobbyFilter)(nil),          // 20: spades.v1.LobbyFilter
-	(*ListTablesRequest)(nil),    // 21: spades.v1.ListTablesRequest
-	(*ListTablesResponse)(nil),   // 22: spades.v1.ListTablesResponse
-	(*WatchLobbyRequest)(nil),    // 23: spades.v1.WatchLobbyRequest
-	(*WatchLobbyResponse)(nil),   // 24: spades.v1.WatchLobbyResponse
-	(*PollLobbyRequest)(nil),     // 25: spades.v1.PollLobbyRequest
-	(*PollLobbyResponse)(nil),    // 26: spades.v1.PollLobbyResponse
-	(*Placement)(nil),            // 27: spades.v1.Placement
-	(*Ticket)(nil),               // 28: spades.v1.Ticket
-	(*QuickPlayRequest)(nil),     // 29: spades.v1.QuickPlayRequest
-	(*QuickPlayResponse)(nil),    // 30: spades.v1.QuickPlayResponse
-	(*GetTicketRequest)(nil),     // 31: spades.v1.GetTicketRequest
-	(*GetTicketResponse)(nil),    // 32: spades.v1.GetTicketResponse
-	(*WatchTicketRequest)(nil),   // 33: spades.v1.WatchTicketRequest
-	(*WatchTicketResponse)(nil),  // 34: spades.v1.WatchTicketResponse
-	(*CancelTicketRequest)(nil),  // 35: spades.v1.CancelTicketRequest
-	(*CancelTicketResponse)(nil), // 36: spades.v1.CancelTicketResponse
-	(*RematchRequest)(nil),       // 37: spades.v1.RematchRequest
-	(*RematchResponse)(nil),      // 38: spades.v1.RematchResponse
-	(BotLevel)(0),                // 39: spades.v1.BotLevel
-	(*Ruleset)(nil),              // 40: spades.v1.Ruleset
-	(*ResolvedRuleset)(nil),      // 41: spades.v1.ResolvedRuleset
-	(Spectators)(0),              // 42: spades.v1.Spectators
+	(TableVisibility)(0),           // 0: spades.v1.TableVisibility
+	(Unattended)(0),                // 1: spades.v1.Unattended
+	(TableState)(0),                // 2: spades.v1.TableState
+	(TableKind)(0),                 // 3: spades.v1.TableKind
+	(TableSeatState)(0),            // 4: spades.v1.TableSeatState
+	(TicketState)(0),               // 5: spades.v1.TicketState
+	(*TableSeat)(nil),              // 6: spades.v1.TableSeat
+	(*Table)(nil),                  // 7: spades.v1.Table
+	(*OpenTableRequest)(nil),       // 8: spades.v1.OpenTableRequest
+	(*OpenTableResponse)(nil),      // 9: spades.v1.OpenTableResponse
+	(*JoinTableRequest)(nil),       // 10: spades.v1.JoinTableRequest
+	(*JoinTableResponse)(nil),      // 11: spades.v1.JoinTableResponse
+	(*LeaveTableRequest)(nil),      // 12: spades.v1.LeaveTableRequest
+	(*LeaveTableResponse)(nil),     // 13: spades.v1.LeaveTableResponse
+	(*StartTableRequest)(nil),      // 14: spades.v1.StartTableRequest
+	(*StartTableResponse)(nil),     // 15: spades.v1.StartTableResponse
+	(*GetTableRequest)(nil),        // 16: spades.v1.GetTableRequest
+	(*GetTableResponse)(nil),       // 17: spades.v1.GetTableResponse
+	(*WatchTableRequest)(nil),      // 18: spades.v1.WatchTableRequest
+	(*WatchTableResponse)(nil),     // 19: spades.v1.WatchTableResponse
+	(*LobbyFilter)(nil),            // 20: spades.v1.LobbyFilter
+	(*ListTablesRequest)(nil),      // 21: spades.v1.ListTablesRequest
+	(*ListTablesResponse)(nil),     // 22: spades.v1.ListTablesResponse
+	(*WatchLobbyRequest)(nil),      // 23: spades.v1.WatchLobbyRequest
+	(*WatchLobbyResponse)(nil),     // 24: spades.v1.WatchLobbyResponse
+	(*PollLobbyRequest)(nil),       // 25: spades.v1.PollLobbyRequest
+	(*PollLobbyResponse)(nil),      // 26: spades.v1.PollLobbyResponse
+	(*Placement)(nil),              // 27: spades.v1.Placement
+	(*Ticket)(nil),                 // 28: spades.v1.Ticket
+	(*QuickPlayRequest)(nil),       // 29: spades.v1.QuickPlayRequest
+	(*QuickPlayResponse)(nil),      // 30: spades.v1.QuickPlayResponse
+	(*GetTicketRequest)(nil),       // 31: spades.v1.GetTicketRequest
+	(*GetTicketResponse)(nil),      // 32: spades.v1.GetTicketResponse
+	(*WatchTicketRequest)(nil),     // 33: spades.v1.WatchTicketRequest
+	(*WatchTicketResponse)(nil),    // 34: spades.v1.WatchTicketResponse
+	(*CancelTicketRequest)(nil),    // 35: spades.v1.CancelTicketRequest
+	(*CancelTicketResponse)(nil),   // 36: spades.v1.CancelTicketResponse
+	(*RematchRequest)(nil),         // 37: spades.v1.RematchRequest
+	(*RematchResponse)(nil),        // 38: spades.v1.RematchResponse
+	(*GetLeaderboardRequest)(nil),  // 39: spades.v1.GetLeaderboardRequest
+	(*PlayerRating)(nil),           // 40: spades.v1.PlayerRating
+	(*LeaderboardEntry)(nil),       // 41: spades.v1.LeaderboardEntry
+	(*GetLeaderboardResponse)(nil), // 42: spades.v1.GetLeaderboardResponse
+	(*GetProfileRequest)(nil),      // 43: spades.v1.GetProfileRequest
+	(*PlayerStats)(nil),            // 44: spades.v1.PlayerStats
+	(*PlayerProfile)(nil),          // 45: spades.v1.PlayerProfile
+	(*GetProfileResponse)(nil),     // 46: spades.v1.GetProfileResponse
+	(BotLevel)(0),                  // 47: spades.v1.BotLevel
+	(*Ruleset)(nil),                // 48: spades.v1.Ruleset
+	(*ResolvedRuleset)(nil),        // 49: spades.v1.ResolvedRuleset
+	(Spectators)(0),                // 50: spades.v1.Spectators
 }
 var file_spades_v1_lobby_proto_depIdxs = []int32{
 	4,  // 0: spades.v1.TableSeat.state:type_name -> spades.v1.TableSeatState
-	39, // 1: spades.v1.TableSeat.bot_level:type_name -> spades.v1.BotLevel
+	47, // 1: spades.v1.TableSeat.bot_level:type_name -> spades.v1.BotLevel
 	2,  // 2: spades.v1.Table.state:type_name -> spades.v1.TableState
 	3,  // 3: spades.v1.Table.kind:type_name -> spades.v1.TableKind
-	40, // 4: spades.v1.Table.ruleset:type_name -> spades.v1.Ruleset
-	41, // 5: spades.v1.Table.resolved_ruleset:type_name -> spades.v1.ResolvedRuleset
+	48, // 4: spades.v1.Table.ruleset:type_name -> spades.v1.Ruleset
+	49, // 5: spades.v1.Table.resolved_ruleset:type_name -> spades.v1.ResolvedRuleset
 	6,  // 6: spades.v1.Table.seats:type_name -> spades.v1.TableSeat
 	0,  // 7: spades.v1.Table.visibility:type_name -> spades.v1.TableVisibility
-	42, // 8: spades.v1.Table.spectators:type_name -> spades.v1.Spectators
+	50, // 8: spades.v1.Table.spectators:type_name -> spades.v1.Spectators
 	1,  // 9: spades.v1.Table.unattended:type_name -> spades.v1.Unattended
-	39, // 10: spades.v1.Table.bot_level:type_name -> spades.v1.BotLevel
-	40, // 11: spades.v1.OpenTableRequest.ruleset:type_name -> spades.v1.Ruleset
-	39, // 12: spades.v1.OpenTableRequest.bot_level:type_name -> spades.v1.BotLevel
+	47, // 10: spades.v1.Table.bot_level:type_name -> spades.v1.BotLevel
+	48, // 11: spades.v1.OpenTableRequest.ruleset:type_name -> spades.v1.Ruleset
+	47, // 12: spades.v1.OpenTableRequest.bot_level:type_name -> spades.v1.BotLevel
 	0,  // 13: spades.v1.OpenTableRequest.visibility:type_name -> spades.v1.TableVisibility
 	1,  // 14: spades.v1.OpenTableRequest.unattended:type_name -> spades.v1.Unattended
-	42, // 15: spades.v1.OpenTableRequest.spectators:type_name -> spades.v1.Spectators
+	50, // 15: spades.v1.OpenTableRequest.spectators:type_name -> spades.v1.Spectators
 	7,  // 16: spades.v1.OpenTableResponse.table:type_name -> spades.v1.Table
 	7,  // 17: spades.v1.JoinTableResponse.table:type_name -> spades.v1.Table
 	7,  // 18: spades.v1.LeaveTableResponse.table:type_name -> spades.v1.Table
 	7,  // 19: spades.v1.StartTableResponse.table:type_name -> spades.v1.Table
 	7,  // 20: spades.v1.GetTableResponse.table:type_name -> spades.v1.Table
 	7,  // 21: spades.v1.WatchTableResponse.table:type_name -> spades.v1.Table
-	40, // 22: spades.v1.LobbyFilter.ruleset:type_name -> spades.v1.Ruleset
+	48, // 22: spades.v1.LobbyFilter.ruleset:type_name -> spades.v1.Ruleset
 	20, // 23: spades.v1.ListTablesRequest.filter:type_name -> spades.v1.LobbyFilter
 	7,  // 24: spades.v1.ListTablesResponse.tables:type_name -> spades.v1.Table
 	20, // 25: spades.v1.WatchLobbyRequest.filter:type_name -> spades.v1.LobbyFilter
@@ -2875,47 +3706,57 @@ var file_spades_v1_lobby_proto_depIdxs = []int32{
 	24, // 28: spades.v1.PollLobbyResponse.changes:type_name -> spades.v1.WatchLobbyResponse
 	7,  // 29: spades.v1.Placement.table:type_name -> spades.v1.Table
 	5,  // 30: spades.v1.Ticket.state:type_name -> spades.v1.TicketState
-	40, // 31: spades.v1.Ticket.ruleset:type_name -> spades.v1.Ruleset
+	48, // 31: spades.v1.Ticket.ruleset:type_name -> spades.v1.Ruleset
 	27, // 32: spades.v1.Ticket.placement:type_name -> spades.v1.Placement
-	40, // 33: spades.v1.QuickPlayRequest.ruleset:type_name -> spades.v1.Ruleset
+	48, // 33: spades.v1.QuickPlayRequest.ruleset:type_name -> spades.v1.Ruleset
 	28, // 34: spades.v1.QuickPlayResponse.ticket:type_name -> spades.v1.Ticket
 	28, // 35: spades.v1.GetTicketResponse.ticket:type_name -> spades.v1.Ticket
 	28, // 36: spades.v1.WatchTicketResponse.ticket:type_name -> spades.v1.Ticket
 	28, // 37: spades.v1.CancelTicketResponse.ticket:type_name -> spades.v1.Ticket
 	7,  // 38: spades.v1.RematchResponse.table:type_name -> spades.v1.Table
-	8,  // 39: spades.v1.LobbyService.OpenTable:input_type -> spades.v1.OpenTableRequest
-	10, // 40: spades.v1.LobbyService.JoinTable:input_type -> spades.v1.JoinTableRequest
-	12, // 41: spades.v1.LobbyService.LeaveTable:input_type -> spades.v1.LeaveTableRequest
-	14, // 42: spades.v1.LobbyService.StartTable:input_type -> spades.v1.StartTableRequest
-	16, // 43: spades.v1.LobbyService.GetTable:input_type -> spades.v1.GetTableRequest
-	18, // 44: spades.v1.LobbyService.WatchTable:input_type -> spades.v1.WatchTableRequest
-	21, // 45: spades.v1.LobbyService.ListTables:input_type -> spades.v1.ListTablesRequest
-	23, // 46: spades.v1.LobbyService.WatchLobby:input_type -> spades.v1.WatchLobbyRequest
-	25, // 47: spades.v1.LobbyService.PollLobby:input_type -> spades.v1.PollLobbyRequest
-	29, // 48: spades.v1.LobbyService.QuickPlay:input_type -> spades.v1.QuickPlayRequest
-	31, // 49: spades.v1.LobbyService.GetTicket:input_type -> spades.v1.GetTicketRequest
-	33, // 50: spades.v1.LobbyService.WatchTicket:input_type -> spades.v1.WatchTicketRequest
-	35, // 51: spades.v1.LobbyService.CancelTicket:input_type -> spades.v1.CancelTicketRequest
-	37, // 52: spades.v1.LobbyService.Rematch:input_type -> spades.v1.RematchRequest
-	9,  // 53: spades.v1.LobbyService.OpenTable:output_type -> spades.v1.OpenTableResponse
-	11, // 54: spades.v1.LobbyService.JoinTable:output_type -> spades.v1.JoinTableResponse
-	13, // 55: spades.v1.LobbyService.LeaveTable:output_type -> spades.v1.LeaveTableResponse
-	15, // 56: spades.v1.LobbyService.StartTable:output_type -> spades.v1.StartTableResponse
-	17, // 57: spades.v1.LobbyService.GetTable:output_type -> spades.v1.GetTableResponse
-	19, // 58: spades.v1.LobbyService.WatchTable:output_type -> spades.v1.WatchTableResponse
-	22, // 59: spades.v1.LobbyService.ListTables:output_type -> spades.v1.ListTablesResponse
-	24, // 60: spades.v1.LobbyService.WatchLobby:output_type -> spades.v1.WatchLobbyResponse
-	26, // 61: spades.v1.LobbyService.PollLobby:output_type -> spades.v1.PollLobbyResponse
-	30, // 62: spades.v1.LobbyService.QuickPlay:output_type -> spades.v1.QuickPlayResponse
-	32, // 63: spades.v1.LobbyService.GetTicket:output_type -> spades.v1.GetTicketResponse
-	34, // 64: spades.v1.LobbyService.WatchTicket:output_type -> spades.v1.WatchTicketResponse
-	36, // 65: spades.v1.LobbyService.CancelTicket:output_type -> spades.v1.CancelTicketResponse
-	38, // 66: spades.v1.LobbyService.Rematch:output_type -> spades.v1.RematchResponse
-	53, // [53:67] is the sub-list for method output_type
-	39, // [39:53] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	40, // 39: spades.v1.LeaderboardEntry.rating:type_name -> spades.v1.PlayerRating
+	41, // 40: spades.v1.GetLeaderboardResponse.entries:type_name -> spades.v1.LeaderboardEntry
+	40, // 41: spades.v1.PlayerProfile.ratings:type_name -> spades.v1.PlayerRating
+	44, // 42: spades.v1.PlayerProfile.with_humans:type_name -> spades.v1.PlayerStats
+	44, // 43: spades.v1.PlayerProfile.with_bots:type_name -> spades.v1.PlayerStats
+	45, // 44: spades.v1.GetProfileResponse.profile:type_name -> spades.v1.PlayerProfile
+	8,  // 45: spades.v1.LobbyService.OpenTable:input_type -> spades.v1.OpenTableRequest
+	10, // 46: spades.v1.LobbyService.JoinTable:input_type -> spades.v1.JoinTableRequest
+	12, // 47: spades.v1.LobbyService.LeaveTable:input_type -> spades.v1.LeaveTableRequest
+	14, // 48: spades.v1.LobbyService.StartTable:input_type -> spades.v1.StartTableRequest
+	16, // 49: spades.v1.LobbyService.GetTable:input_type -> spades.v1.GetTableRequest
+	18, // 50: spades.v1.LobbyService.WatchTable:input_type -> spades.v1.WatchTableRequest
+	21, // 51: spades.v1.LobbyService.ListTables:input_type -> spades.v1.ListTablesRequest
+	23, // 52: spades.v1.LobbyService.WatchLobby:input_type -> spades.v1.WatchLobbyRequest
+	25, // 53: spades.v1.LobbyService.PollLobby:input_type -> spades.v1.PollLobbyRequest
+	29, // 54: spades.v1.LobbyService.QuickPlay:input_type -> spades.v1.QuickPlayRequest
+	31, // 55: spades.v1.LobbyService.GetTicket:input_type -> spades.v1.GetTicketRequest
+	33, // 56: spades.v1.LobbyService.WatchTicket:input_type -> spades.v1.WatchTicketRequest
+	35, // 57: spades.v1.LobbyService.CancelTicket:input_type -> spades.v1.CancelTicketRequest
+	37, // 58: spades.v1.LobbyService.Rematch:input_type -> spades.v1.RematchRequest
+	39, // 59: spades.v1.LobbyService.GetLeaderboard:input_type -> spades.v1.GetLeaderboardRequest
+	43, // 60: spades.v1.LobbyService.GetProfile:input_type -> spades.v1.GetProfileRequest
+	9,  // 61: spades.v1.LobbyService.OpenTable:output_type -> spades.v1.OpenTableResponse
+	11, // 62: spades.v1.LobbyService.JoinTable:output_type -> spades.v1.JoinTableResponse
+	13, // 63: spades.v1.LobbyService.LeaveTable:output_type -> spades.v1.LeaveTableResponse
+	15, // 64: spades.v1.LobbyService.StartTable:output_type -> spades.v1.StartTableResponse
+	17, // 65: spades.v1.LobbyService.GetTable:output_type -> spades.v1.GetTableResponse
+	19, // 66: spades.v1.LobbyService.WatchTable:output_type -> spades.v1.WatchTableResponse
+	22, // 67: spades.v1.LobbyService.ListTables:output_type -> spades.v1.ListTablesResponse
+	24, // 68: spades.v1.LobbyService.WatchLobby:output_type -> spades.v1.WatchLobbyResponse
+	26, // 69: spades.v1.LobbyService.PollLobby:output_type -> spades.v1.PollLobbyResponse
+	30, // 70: spades.v1.LobbyService.QuickPlay:output_type -> spades.v1.QuickPlayResponse
+	32, // 71: spades.v1.LobbyService.GetTicket:output_type -> spades.v1.GetTicketResponse
+	34, // 72: spades.v1.LobbyService.WatchTicket:output_type -> spades.v1.WatchTicketResponse
+	36, // 73: spades.v1.LobbyService.CancelTicket:output_type -> spades.v1.CancelTicketResponse
+	38, // 74: spades.v1.LobbyService.Rematch:output_type -> spades.v1.RematchResponse
+	42, // 75: spades.v1.LobbyService.GetLeaderboard:output_type -> spades.v1.GetLeaderboardResponse
+	46, // 76: spades.v1.LobbyService.GetProfile:output_type -> spades.v1.GetProfileResponse
+	61, // [61:77] is the sub-list for method output_type
+	45, // [45:61] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_spades_v1_lobby_proto_init() }
@@ -2932,7 +3773,7 @@ func file_spades_v1_lobby_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_spades_v1_lobby_proto_rawDesc), len(file_spades_v1_lobby_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   33,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

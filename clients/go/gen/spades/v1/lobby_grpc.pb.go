@@ -43,20 +43,22 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	LobbyService_OpenTable_FullMethodName    = "/spades.v1.LobbyService/OpenTable"
-	LobbyService_JoinTable_FullMethodName    = "/spades.v1.LobbyService/JoinTable"
-	LobbyService_LeaveTable_FullMethodName   = "/spades.v1.LobbyService/LeaveTable"
-	LobbyService_StartTable_FullMethodName   = "/spades.v1.LobbyService/StartTable"
-	LobbyService_GetTable_FullMethodName     = "/spades.v1.LobbyService/GetTable"
-	LobbyService_WatchTable_FullMethodName   = "/spades.v1.LobbyService/WatchTable"
-	LobbyService_ListTables_FullMethodName   = "/spades.v1.LobbyService/ListTables"
-	LobbyService_WatchLobby_FullMethodName   = "/spades.v1.LobbyService/WatchLobby"
-	LobbyService_PollLobby_FullMethodName    = "/spades.v1.LobbyService/PollLobby"
-	LobbyService_QuickPlay_FullMethodName    = "/spades.v1.LobbyService/QuickPlay"
-	LobbyService_GetTicket_FullMethodName    = "/spades.v1.LobbyService/GetTicket"
-	LobbyService_WatchTicket_FullMethodName  = "/spades.v1.LobbyService/WatchTicket"
-	LobbyService_CancelTicket_FullMethodName = "/spades.v1.LobbyService/CancelTicket"
-	LobbyService_Rematch_FullMethodName      = "/spades.v1.LobbyService/Rematch"
+	LobbyService_OpenTable_FullMethodName      = "/spades.v1.LobbyService/OpenTable"
+	LobbyService_JoinTable_FullMethodName      = "/spades.v1.LobbyService/JoinTable"
+	LobbyService_LeaveTable_FullMethodName     = "/spades.v1.LobbyService/LeaveTable"
+	LobbyService_StartTable_FullMethodName     = "/spades.v1.LobbyService/StartTable"
+	LobbyService_GetTable_FullMethodName       = "/spades.v1.LobbyService/GetTable"
+	LobbyService_WatchTable_FullMethodName     = "/spades.v1.LobbyService/WatchTable"
+	LobbyService_ListTables_FullMethodName     = "/spades.v1.LobbyService/ListTables"
+	LobbyService_WatchLobby_FullMethodName     = "/spades.v1.LobbyService/WatchLobby"
+	LobbyService_PollLobby_FullMethodName      = "/spades.v1.LobbyService/PollLobby"
+	LobbyService_QuickPlay_FullMethodName      = "/spades.v1.LobbyService/QuickPlay"
+	LobbyService_GetTicket_FullMethodName      = "/spades.v1.LobbyService/GetTicket"
+	LobbyService_WatchTicket_FullMethodName    = "/spades.v1.LobbyService/WatchTicket"
+	LobbyService_CancelTicket_FullMethodName   = "/spades.v1.LobbyService/CancelTicket"
+	LobbyService_Rematch_FullMethodName        = "/spades.v1.LobbyService/Rematch"
+	LobbyService_GetLeaderboard_FullMethodName = "/spades.v1.LobbyService/GetLeaderboard"
+	LobbyService_GetProfile_FullMethodName     = "/spades.v1.LobbyService/GetProfile"
 )
 
 // LobbyServiceClient is the client API for LobbyService service.
@@ -115,6 +117,19 @@ type LobbyServiceClient interface {
 	// plays once all have accepted and the match is dealt. Unless all accept
 	// in time, it closes.
 	Rematch(ctx context.Context, in *RematchRequest, opts ...grpc.CallOption) (*RematchResponse, error)
+	// A page of a rating pool's leaderboard, best first: the top, the page
+	// after or before a page token, or the page holding a given player.
+	// Players appear once they have the server's minimum of rated games.
+	// Unknown pool: NOT_FOUND POOL_NOT_FOUND; a token this server did not
+	// give (or of another pool): INVALID_ARGUMENT BAD_PAGE_TOKEN; a player not
+	// on the leaderboard: NOT_FOUND PLAYER_NOT_RATED.
+	GetLeaderboard(ctx context.Context, in *GetLeaderboardRequest, opts ...grpc.CallOption) (*GetLeaderboardResponse, error)
+	// A player's public profile (the caller's own when no id is given): their
+	// rating in every pool they played in, and their record from finished
+	// lobby matches. A player who never finished one: NOT_FOUND
+	// PLAYER_NOT_FOUND. Everyone sees the same profile; nothing private (the
+	// tables and tickets a player holds) is in it.
+	GetProfile(ctx context.Context, in *GetProfileRequest, opts ...grpc.CallOption) (*GetProfileResponse, error)
 }
 
 type lobbyServiceClient struct {
@@ -292,6 +307,26 @@ func (c *lobbyServiceClient) Rematch(ctx context.Context, in *RematchRequest, op
 	return out, nil
 }
 
+func (c *lobbyServiceClient) GetLeaderboard(ctx context.Context, in *GetLeaderboardRequest, opts ...grpc.CallOption) (*GetLeaderboardResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetLeaderboardResponse)
+	err := c.cc.Invoke(ctx, LobbyService_GetLeaderboard_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lobbyServiceClient) GetProfile(ctx context.Context, in *GetProfileRequest, opts ...grpc.CallOption) (*GetProfileResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetProfileResponse)
+	err := c.cc.Invoke(ctx, LobbyService_GetProfile_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LobbyServiceServer is the server API for LobbyService service.
 // All implementations must embed UnimplementedLobbyServiceServer
 // for forward compatibility.
@@ -348,6 +383,19 @@ type LobbyServiceServer interface {
 	// plays once all have accepted and the match is dealt. Unless all accept
 	// in time, it closes.
 	Rematch(context.Context, *RematchRequest) (*RematchResponse, error)
+	// A page of a rating pool's leaderboard, best first: the top, the page
+	// after or before a page token, or the page holding a given player.
+	// Players appear once they have the server's minimum of rated games.
+	// Unknown pool: NOT_FOUND POOL_NOT_FOUND; a token this server did not
+	// give (or of another pool): INVALID_ARGUMENT BAD_PAGE_TOKEN; a player not
+	// on the leaderboard: NOT_FOUND PLAYER_NOT_RATED.
+	GetLeaderboard(context.Context, *GetLeaderboardRequest) (*GetLeaderboardResponse, error)
+	// A player's public profile (the caller's own when no id is given): their
+	// rating in every pool they played in, and their record from finished
+	// lobby matches. A player who never finished one: NOT_FOUND
+	// PLAYER_NOT_FOUND. Everyone sees the same profile; nothing private (the
+	// tables and tickets a player holds) is in it.
+	GetProfile(context.Context, *GetProfileRequest) (*GetProfileResponse, error)
 	mustEmbedUnimplementedLobbyServiceServer()
 }
 
@@ -399,6 +447,12 @@ func (UnimplementedLobbyServiceServer) CancelTicket(context.Context, *CancelTick
 }
 func (UnimplementedLobbyServiceServer) Rematch(context.Context, *RematchRequest) (*RematchResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Rematch not implemented")
+}
+func (UnimplementedLobbyServiceServer) GetLeaderboard(context.Context, *GetLeaderboardRequest) (*GetLeaderboardResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetLeaderboard not implemented")
+}
+func (UnimplementedLobbyServiceServer) GetProfile(context.Context, *GetProfileRequest) (*GetProfileResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetProfile not implemented")
 }
 func (UnimplementedLobbyServiceServer) mustEmbedUnimplementedLobbyServiceServer() {}
 func (UnimplementedLobbyServiceServer) testEmbeddedByValue()                      {}
@@ -652,6 +706,42 @@ func _LobbyService_Rematch_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LobbyService_GetLeaderboard_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetLeaderboardRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LobbyServiceServer).GetLeaderboard(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LobbyService_GetLeaderboard_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LobbyServiceServer).GetLeaderboard(ctx, req.(*GetLeaderboardRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LobbyService_GetProfile_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetProfileRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LobbyServiceServer).GetProfile(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LobbyService_GetProfile_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LobbyServiceServer).GetProfile(ctx, req.(*GetProfileRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // LobbyService_ServiceDesc is the grpc.ServiceDesc for LobbyService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -702,6 +792,14 @@ var LobbyService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Rematch",
 			Handler:    _LobbyService_Rematch_Handler,
+		},
+		{
+			MethodName: "GetLeaderboard",
+			Handler:    _LobbyService_GetLeaderboard_Handler,
+		},
+		{
+			MethodName: "GetProfile",
+			Handler:    _LobbyService_GetProfile_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
