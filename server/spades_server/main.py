@@ -32,6 +32,7 @@ from .lobby.seat_keys import SeatKeys
 from .matches import Registry
 from .metrics import observe_gc_pauses
 from .players import player_auth
+from .rating import RatedBots, Rating
 from .rpc import add_to_server
 from .service import SpadesService
 from .store import Store
@@ -362,6 +363,34 @@ OPTIONS = (
         int,
     ),
     _Opt(
+        "--rating-pools",
+        "SPADES_RATING_POOLS",
+        "preset",
+        "rated play's pools: preset (one per ruleset preset) or one (every table in one)",
+    ),
+    _Opt(
+        "--rating-min-games",
+        "SPADES_RATING_MIN_GAMES",
+        "3",
+        "rated games a player needs to appear on a leaderboard",
+        int,
+    ),
+    _Opt(
+        "--leaver-share",
+        "SPADES_LEAVER_SHARE",
+        "0.5",
+        "a human whose stand-in played more than this share of their turns left a rated "
+        "match (ranked below everyone at the table)",
+        float,
+    ),
+    _Opt(
+        "--rated-bots",
+        "SPADES_RATED_BOTS",
+        "off",
+        "bots at rated tables: off (a bot makes a table unrated), on (at their default "
+        "fixed ratings), or each level's fixed mu, e.g. easy=16,normal=22,hard=26,expert=28",
+    ),
+    _Opt(
         "--party-wait-seconds",
         "SPADES_PARTY_WAIT_SECONDS",
         "120",
@@ -546,6 +575,34 @@ def _check_lobby(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error("--start-lease-ms must be 100 to 600000")
     if not 0 <= args.table_seed < 2**63:
         p.error("--table-seed must be 0 to 2**63-1")
+    if args.rating_pools not in ("preset", "one"):
+        p.error("--rating-pools must be preset or one")
+    if not 0 <= args.rating_min_games <= 1000:
+        p.error("--rating-min-games must be 0 to 1000")
+    if not 0 <= args.leaver_share <= 1:
+        p.error("--leaver-share must be 0 to 1")
+    try:
+        rated_bots(args.rated_bots)
+    except ValueError as e:
+        p.error(f"--rated-bots: {e}")
+
+
+def rated_bots(text: str) -> RatedBots:
+    """``--rated-bots``: off, on, or level=mu pairs (the levels not named
+    keep their default rating)."""
+    if text == "off":
+        return RatedBots()
+    ratings = dict(RatedBots().ratings)
+    if text != "on":
+        for part in text.split(","):
+            name, _, mu = part.partition("=")
+            if name.strip() not in BOT_LEVEL_NAMES:
+                raise ValueError(f"{name.strip()!r} is not a bot level")
+            value = float(mu)
+            if not 0 <= value <= 100:
+                raise ValueError("a bot's mu must be 0 to 100")
+            ratings[BOT_LEVEL_NAMES[name.strip()]] = Rating(value, 1.0)
+    return RatedBots(True, ratings)
 
 
 def lobby_settings(args: argparse.Namespace) -> Settings:
@@ -563,6 +620,10 @@ def lobby_settings(args: argparse.Namespace) -> Settings:
         max_waiting_tables=args.max_waiting_tables,
         table_seed=args.table_seed,
         start_lease_ms=args.start_lease_ms,
+        rated_bots=rated_bots(args.rated_bots),
+        rating_pools=args.rating_pools,
+        rating_min_games=args.rating_min_games,
+        leaver_share=args.leaver_share,
     )
 
 

@@ -117,6 +117,9 @@ class Registry:
         # Whether an id no match has is a table of the lobby that has not
         # started (set by the lobby): its seat token is refused more clearly.
         self.pending_table: Callable[[str], Awaitable[bool]] | None = None
+        # Told each time this process sees a match end (set by the lobby, which
+        # records the result; it may be told more than once, by every replica).
+        self.match_over: Callable[[str], None] | None = None
         ACTIVE_MATCHES.set_function(self.active)
         LOADED_MATCHES.set_function(lambda: len(self.sessions))
 
@@ -234,7 +237,12 @@ class Registry:
         if match_id not in self.sessions and self.unloaded.pop(match_id, None) is None:
             self.order.append(match_id)
         self.sessions[match_id] = session
-        session.on_over = self._schedule_unload
+        session.on_over = self._over
+
+    def _over(self, session: Session) -> None:
+        self._schedule_unload(session)
+        if self.match_over is not None:
+            self.match_over(session.match_id)
 
     def _schedule_unload(self, session: Session, delay: float | None = None) -> None:
         if self.unload_after_s < 0 or session.match_id in self._unloads:

@@ -20,11 +20,12 @@ rating ``mu - 3 sigma`` (``Rating.conservative``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from openskill.models import PlackettLuce
 
+from .gen.spades.v1 import spades_pb2 as pb
 from .seats import CONTROL_HUMAN, CONTROL_STAND_IN
 
 MODEL = PlackettLuce()
@@ -70,6 +71,21 @@ class RatingRules:
 
     def left(self, p: Participant) -> bool:
         return p.turns > 0 and p.bot_turns > self.leaver_share * p.turns
+
+
+@dataclass(frozen=True, slots=True)
+class RatedBots:
+    """Whether bots may sit at rated tables, and the fixed rating each level plays at."""
+
+    allowed: bool = False
+    ratings: Mapping[int, Rating] = field(
+        default_factory=lambda: {
+            pb.BOT_LEVEL_EASY: Rating(16.0, 1.0),
+            pb.BOT_LEVEL_NORMAL: Rating(22.0, 1.0),
+            pb.BOT_LEVEL_HARD: Rating(26.0, 1.0),
+            pb.BOT_LEVEL_EXPERT: Rating(28.0, 1.0),
+        }
+    )
 
 
 def ranks(scores: Sequence[int]) -> list[int]:

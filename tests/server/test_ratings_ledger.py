@@ -113,7 +113,7 @@ def test_ratings_are_recomputed_from_the_stored_match_records_alone(backend: Bac
         for match_id, table in matches:
             assert await ledger.apply(match_id, "classic", table)
         ratings: dict[str, Rating] = {}
-        for doc in await store.get([f"rated:{m}" for m, _ in matches]):
+        for doc in await store.get([f"played:{m}" for m, _ in matches]):
             assert doc is not None
             record = json.loads(doc.data)
             table = [

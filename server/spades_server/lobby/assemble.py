@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ..matches import Registry
 from ..players import PlayerAuth
+from ..rating import RatingRules
 from ..store import Store
 from ..store.lobby import LobbyStore
 from ..store.lobby_memory import MemoryLobby
@@ -17,9 +18,12 @@ from .context import Context, Settings
 from .feed import Feed
 from .listing import Listing
 from .quickplay import Matchmaker, QuickPlay
+from .ratings import Ledger
 from .rematch import Rematches
+from .results import Results
 from .seat_keys import SeatKeys
 from .service import LobbyService
+from .standings import Standings
 from .sweeper import Sweeper
 from .tables import Tables
 
@@ -60,11 +64,21 @@ async def start_lobby(
     tables = Tables(ctx)
     quickplay = QuickPlay(ctx, tables)
     matchmaker = Matchmaker(ctx, quickplay)
-    sweeper = Sweeper(ctx, tables, quickplay)
+    ledger = Ledger(lstore, RatingRules(settings.leaver_share), min_games=settings.rating_min_games)
+    results = Results(ctx, ledger, settings.rated_bots)
+    sweeper = Sweeper(ctx, tables, quickplay, results)
     service = LobbyService(
-        ctx, players, registry, tables, quickplay, Rematches(ctx, tables), Listing(ctx)
+        ctx,
+        players,
+        registry,
+        tables,
+        quickplay,
+        Rematches(ctx, tables),
+        Listing(ctx),
+        Standings(ctx, ledger),
     )
     matchmaker.start()
     sweeper.start()
     registry.pending_table = tables.pending
+    registry.match_over = results.on_over
     return Lobby(service, ctx, matchmaker, sweeper)

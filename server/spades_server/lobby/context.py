@@ -6,7 +6,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from ..errors import exhausted, unavailable
@@ -14,6 +14,7 @@ from ..gen.spades.v1 import spades_pb2 as pb
 from ..matches import Registry
 from ..metrics import REJECTIONS
 from ..players import Player
+from ..rating import RatedBots
 from ..store.lobby import LobbyStore, Tx
 from .docs import player_key
 from .feed import Feed
@@ -39,6 +40,14 @@ class Settings:
     player_calls_per_second: float = 5.0  # lobby changes per player (a burst of 4×)
     poll_max_wait_ms: int = 25_000
     max_waiting_tables: int = 100_000
+    # Rated play: whether bots may sit at rated tables (at fixed ratings), the
+    # pools ("preset": one per preset; "one": one for every table), the rated
+    # games a player needs to be on a leaderboard, and the share of a human's
+    # turns a stand-in may play before they count as having left.
+    rated_bots: RatedBots = field(default_factory=RatedBots)
+    rating_pools: str = "preset"
+    rating_min_games: int = 3
+    leaver_share: float = 0.5
     # Testing only: every table is dealt from this seed (0: a random one each),
     # so that a scenario through the lobby deals the same cards every run.
     table_seed: int = 0

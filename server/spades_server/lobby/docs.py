@@ -56,6 +56,9 @@ def lobby_set(rules_key: str) -> str:
     return f"lobby:{rules_key}"
 
 
+RATED_QUEUE = "~rated"  # a rated queue's name: its rules' key and this
+
+
 def queue_set(rules_key: str) -> str:
     return f"q:{rules_key}"
 
@@ -105,6 +108,8 @@ class TableDoc:
     close_reason: str = ""
     rematch_of: str = ""
     tickets: list[str] = field(default_factory=list)  # quick play: the placed tickets
+    rated: bool = False
+    pool: str = ""  # the rating pool (rated)
 
     def to_bytes(self) -> bytes:
         return json.dumps(self.to_json(), separators=(",", ":")).encode()
@@ -130,6 +135,8 @@ class TableDoc:
             "closed": self.close_reason,
             "rematch_of": self.rematch_of,
             "tickets": self.tickets,
+            "rated": self.rated,
+            "pool": self.pool,
         }
 
     @classmethod
@@ -154,6 +161,8 @@ class TableDoc:
             close_reason=d["closed"],
             rematch_of=d["rematch_of"],
             tickets=list(d["tickets"]),
+            rated=bool(d.get("rated", False)),  # absent from tables stored before rated play
+            pool=str(d.get("pool", "")),
         )
 
     @classmethod
@@ -188,6 +197,12 @@ class TicketDoc:
     bots_at_ms: int = 0
     table: str = ""  # PLACED
     reason: str = ""  # CANCELLED
+    rated: bool = False
+
+    @property
+    def queue(self) -> str:
+        """The queue it waits in: rated tickets apart from unrated ones."""
+        return self.rules_key + RATED_QUEUE if self.rated else self.rules_key
 
     def to_bytes(self) -> bytes:
         return json.dumps(self.to_json(), separators=(",", ":")).encode()
@@ -206,6 +221,7 @@ class TicketDoc:
             "bots_at": self.bots_at_ms,
             "table": self.table,
             "reason": self.reason,
+            "rated": self.rated,
         }
 
     @classmethod
@@ -223,6 +239,7 @@ class TicketDoc:
             bots_at_ms=d["bots_at"],
             table=d["table"],
             reason=d["reason"],
+            rated=bool(d.get("rated", False)),
         )
 
     @classmethod

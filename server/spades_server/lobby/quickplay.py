@@ -121,6 +121,7 @@ class QuickPlay:
             created_ms=ticket.created_ms,
             cancel_reason=ticket.reason,
             version=version + (table_version if ticket.state == PLACED else 0),
+            rated=ticket.rated,
         )
         if ticket.state in (SEARCHING, PLACED):
             msg.bots_at_ms = ticket.bots_at_ms
@@ -176,10 +177,10 @@ class QuickPlay:
                     and waiting.state == PARTNER
                     and waiting.partner == player.id
                 ):
-                    if waiting.rules_key != rules.key:
+                    if waiting.rules_key != rules.key or waiting.rated != req.rated:
                         raise precondition(
                             "PARTY_RULESET_MISMATCH",
-                            f"{partner} asked for other rules: ask for the same",
+                            f"{partner} asked for other rules (or rated play): ask for the same",
                             ticket_id=waiting.id,
                         )
                     self._join_party(waiting, player, now)
@@ -195,6 +196,7 @@ class QuickPlay:
                 names=[player.name],
                 created_ms=now,
                 partner=partner,
+                rated=req.rated,
             )
             if not partner:
                 ticket.queued_ms = now
@@ -226,11 +228,11 @@ class QuickPlay:
         key = ticket_key(ticket.id)
         tx.expect.setdefault(key, version)
         tx.put[key] = ticket.to_bytes()
-        queue = queue_set(ticket.rules_key)
+        queue = queue_set(ticket.queue)
         if ticket.state == SEARCHING:
             tx.zadd += [
                 (queue, ticket.id, float(ticket.queued_ms)),
-                (QUEUES, ticket.rules_key, 0.0),
+                (QUEUES, ticket.queue, 0.0),
             ]
         else:
             tx.zrem.append((queue, ticket.id))
@@ -279,13 +281,12 @@ class QuickPlay:
         await ctx.store.commit(tx)
 
     # -- placing ------------------------------------------------------------------------
-    async def place(self, rules_key: str) -> int | None:
-        """Place what can be placed of one queue now; returns when the queue
-        next needs a look (its oldest ticket's bots), None when it is empty."""
+    async def place(self, queue: str) -> int | None:
+        """Place what can be placed of one queue (``TicketDoc.queue``) now;
+        returns when the queue next needs a look (its oldest ticket's bots),
+        None when it is empty."""
         ctx, store = self.ctx, self.ctx.store
-        members = await store.zrange(
-            queue_set(rules_key), float("-inf"), float("inf"), 0, QUEUE_WINDOW
-        )
+        members = await store.zrange(queue_set(queue), float("-inf"), float("inf"), 0, QUEUE_WINDOW)
         if not members:
             return None
         ids = [m for m, _ in members]
@@ -346,7 +347,9 @@ class QuickPlay:
             bot_level=level,
             seed=self.ctx.new_seed(),
             tickets=plan.tickets,
+            rated=first.rated,
         )
+        self.tables.set_rated(doc)
         tx = Tx(expect={table_key(doc.id): 0})
         for ticket_id in plan.tickets:
             ticket, version = tickets[ticket_id]
@@ -389,7 +392,7 @@ class Matchmaker:
             self._rescan_at = 0.0  # the feed had a gap: look at every queue
             self._wake.set()
         elif change.ticket is not None and change.ticket.state == SEARCHING:
-            self.dirty.add(change.ticket.rules_key)
+            self.dirty.add(change.ticket.queue)
             self._wake.set()
 
     async def _run(self) -> None:

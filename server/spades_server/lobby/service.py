@@ -27,6 +27,7 @@ from .docs import CLOSED, STARTED, TableDoc, table_key, ticket_key
 from .listing import Listing
 from .quickplay import QuickPlay
 from .rematch import Rematches
+from .standings import Standings
 from .tables import Tables, check_table_id, table_pb
 
 log = structlog.get_logger("spades.lobby")
@@ -45,6 +46,7 @@ class LobbyService:
         quickplay: QuickPlay,
         rematches: Rematches,
         listing: Listing,
+        standings: Standings,
     ) -> None:
         self.ctx = ctx
         self.players = players
@@ -53,6 +55,7 @@ class LobbyService:
         self.quickplay = quickplay
         self.rematches = rematches
         self.listing = listing
+        self.standings = standings
 
     # -- helpers ------------------------------------------------------------------
     def _player(self, context: Context_) -> Player:
@@ -207,6 +210,21 @@ class LobbyService:
             self._rules_key(request.filter), request.page_size, request.page_token
         )
         return lpb.ListTablesResponse(tables=tables, next_page_token=nxt, version=version)
+
+    @rpc.unary
+    async def GetLeaderboard(
+        self, request: lpb.GetLeaderboardRequest, context: Context_
+    ) -> lpb.GetLeaderboardResponse:
+        self._player(context)
+        return await self.standings.leaderboard(request)
+
+    @rpc.unary
+    async def GetProfile(
+        self, request: lpb.GetProfileRequest, context: Context_
+    ) -> lpb.GetProfileResponse:
+        player = self._player(context)
+        profile = await self.standings.profile(request.player_id or player.id)
+        return lpb.GetProfileResponse(profile=profile)
 
     @rpc.streaming
     async def WatchLobby(

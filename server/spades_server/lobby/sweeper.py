@@ -1,5 +1,6 @@
 """What falls due: waiting tables whose wait ran out, tables whose start was
-left half done (their lease ran out), party tickets whose partner never came.
+left half done (their lease ran out), party tickets whose partner never came,
+started matches whose result is not recorded yet (``results``).
 
 Every replica sweeps the same due set; each change is a commit that expects
 what it read, so one replica does it and the others find it done.
@@ -19,6 +20,7 @@ from ..store.lobby import Tx
 from .context import Context
 from .docs import DUE
 from .quickplay import QuickPlay
+from .results import PLAYING, Results
 from .tables import Tables
 
 log = structlog.get_logger("spades.lobby.sweeper")
@@ -26,11 +28,17 @@ log = structlog.get_logger("spades.lobby.sweeper")
 
 class Sweeper:
     def __init__(
-        self, ctx: Context, tables: Tables, quickplay: QuickPlay, every_s: float = 0.25
+        self,
+        ctx: Context,
+        tables: Tables,
+        quickplay: QuickPlay,
+        results: Results,
+        every_s: float = 0.25,
     ) -> None:
         self.ctx = ctx
         self.tables = tables
         self.quickplay = quickplay
+        self.results = results
         self.every_s = every_s
         self._task: asyncio.Task[None] | None = None
         self._closed = False
@@ -61,6 +69,8 @@ class Sweeper:
                 log.info("due entry skipped", member=member, reason=e.reason)
                 with contextlib.suppress(StoreError):
                     await self.ctx.store.commit(Tx(zrem=[(DUE, member)]))
+        for match_id, _ in await self.ctx.store.zrange(PLAYING, float("-inf"), float(now), 0, 20):
+            await self.results.fall_due(match_id)
 
     async def close(self) -> None:
         self._closed = True

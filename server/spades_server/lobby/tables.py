@@ -29,7 +29,7 @@ from ..matches import SeatSpec
 from ..players import Player
 from ..store import MatchExists, StoreError
 from ..store.lobby import Tx
-from . import invites, presence
+from . import invites, presence, results
 from . import rules as rules_mod
 from .context import Context
 from .docs import (
@@ -118,6 +118,8 @@ def table_pb(doc: TableDoc, version: int, viewer: str = "", code_shown: bool = F
         close_reason=doc.close_reason,
         rematch_of=doc.rematch_of,
         version=version,
+        rated=doc.rated,
+        rating_pool=doc.pool if doc.rated else "",
     )
 
 
@@ -226,6 +228,12 @@ class Tables:
                 "wait_seconds",
             )
         spectators = access.spectators_from_pb(req.spectators)
+        if req.rated and bots and not ctx.settings.rated_bots.allowed:
+            raise invalid(
+                "RATED_WITHOUT_BOTS",
+                "a rated table seats humans only on this server: no bot_seats",
+                "bot_seats",
+            )
         await ctx.check_rate(player)
         if await ctx.store.zcard(DUE) >= settings.max_waiting_tables:
             raise ServiceError(
@@ -254,7 +262,9 @@ class Tables:
             spectators=spectators,
             unattended="close" if req.unattended == lpb.UNATTENDED_CLOSE else "bots",
             bot_level=level,
+            rated=req.rated,
         )
+        self.set_rated(doc)
         doc.seats[seat] = SeatDoc(PLAYER, player.id, player.name, nonce=ctx.seat_keys.new_nonce())
 
         async def decide() -> tuple[Tx | None, None]:
@@ -410,7 +420,14 @@ class Tables:
         for i in doc.open_seats():
             doc.seats[i] = SeatDoc(BOT, name=bot_name(i), level=doc.bot_level)
 
+    def set_rated(self, doc: TableDoc) -> None:
+        """Settle whether a table is rated, and its pool: a rated table that
+        bots sit at is not, unless the server allows it."""
+        doc.rated = results.keeps_rating(doc, self.ctx.settings.rated_bots)
+        doc.pool = results.pool_of(doc.ruleset, self.ctx.settings.rating_pools) if doc.rated else ""
+
     def _begin_start(self, doc: TableDoc, now: int) -> None:
+        self.set_rated(doc)
         doc.state = STARTING
         doc.deadline_ms = now + self.ctx.settings.start_lease_ms
         doc.seed = self.ctx.new_seed()
@@ -459,6 +476,7 @@ class Tables:
             doc.state = STARTED
             tx = Tx()
             self.write(tx, doc, version)
+            results.schedule(tx, doc.id, ctx.now_ms())
             if await ctx.store.commit(tx) is not None:
                 log.info("table started", table_id=table_id, kind=doc.kind)
                 return doc, version + 1

@@ -99,6 +99,10 @@ class LobbyStore(Protocol):
     async def zcard(self, name: str) -> int:
         """How many members the set has."""
 
+    async def zrank(self, name: str, member: str) -> int | None:
+        """The member's place in the set's ascending order (score, then
+        member), from 0; None when it is not in the set."""
+
     async def feed_after(self, after: int, limit: int) -> FeedPage:
         """At most ``limit`` events numbered above ``after``, oldest first."""
 

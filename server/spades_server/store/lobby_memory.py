@@ -233,6 +233,15 @@ class MemoryLobby:
         check_key(name)
         return len(self._sets.get(name, ()))
 
+    async def zrank(self, name: str, member: str) -> int | None:
+        self._check_open()
+        check_key(name)
+        members = self._sets.get(name, {})
+        score = members.get(member)
+        if score is None:
+            return None
+        return sum(1 for m, s in members.items() if (s, m) < (score, member))
+
     async def feed_after(self, after: int, limit: int) -> FeedPage:
         self._check_open()
         first = self._feed[0][0] if self._feed else self._last + 1

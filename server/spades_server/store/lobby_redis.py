@@ -225,6 +225,11 @@ class RedisLobby:
         check_key(name)
         return int(await self._call(lambda: self._redis.zcard(self.set_key(name))))
 
+    async def zrank(self, name: str, member: str) -> int | None:
+        check_key(name)
+        rank: Any = await self._call(lambda: self._redis.zrank(self.set_key(name), member))
+        return None if rank is None else int(rank)
+
     async def feed_after(self, after: int, limit: int) -> FeedPage:
         async def work() -> list[Any]:
             pipe = self._redis.pipeline(transaction=True)

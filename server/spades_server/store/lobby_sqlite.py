@@ -227,6 +227,24 @@ class SqliteLobby:
 
         return await self._run(work)
 
+    async def zrank(self, name: str, member: str) -> int | None:
+        check_key(name)
+
+        def work(conn: sqlite3.Connection) -> int | None:
+            row = conn.execute(
+                "SELECT score FROM lobby_zsets WHERE name = ? AND member = ?", (name, member)
+            ).fetchone()
+            if row is None:
+                return None
+            (before,) = conn.execute(
+                "SELECT count(*) FROM lobby_zsets WHERE name = ?"
+                " AND (score < ? OR (score = ? AND member < ?))",
+                (name, row[0], row[0], member),
+            ).fetchone()
+            return int(before)
+
+        return await self._run(work)
+
     async def feed_after(self, after: int, limit: int) -> FeedPage:
         def work(conn: sqlite3.Connection) -> FeedPage:
             rows = conn.execute(
