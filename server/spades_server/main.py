@@ -28,6 +28,7 @@ from .gen.spades.v1 import lobby_pb2 as lpb
 from .gen.spades.v1 import spades_pb2 as pb
 from .lobby.assemble import start_lobby
 from .lobby.context import Settings
+from .lobby.matchmaker import Band
 from .lobby.seat_keys import SeatKeys
 from .matches import Registry
 from .metrics import observe_gc_pauses
@@ -384,6 +385,20 @@ OPTIONS = (
         float,
     ),
     _Opt(
+        "--rating-band",
+        "SPADES_RATING_BAND",
+        "5",
+        "rated quick play seats players whose ratings (mu) differ by at most this at first",
+        float,
+    ),
+    _Opt(
+        "--rating-band-widen",
+        "SPADES_RATING_BAND_WIDEN",
+        "0.25",
+        "how much wider the rating band grows each second a rated ticket waits",
+        float,
+    ),
+    _Opt(
         "--rated-bots",
         "SPADES_RATED_BOTS",
         "off",
@@ -581,6 +596,8 @@ def _check_lobby(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error("--rating-min-games must be 0 to 1000")
     if not 0 <= args.leaver_share <= 1:
         p.error("--leaver-share must be 0 to 1")
+    if not 0 <= args.rating_band <= 1000 or not 0 <= args.rating_band_widen <= 1000:
+        p.error("--rating-band and --rating-band-widen must be 0 to 1000")
     try:
         rated_bots(args.rated_bots)
     except ValueError as e:
@@ -624,6 +641,7 @@ def lobby_settings(args: argparse.Namespace) -> Settings:
         rating_pools=args.rating_pools,
         rating_min_games=args.rating_min_games,
         leaver_share=args.leaver_share,
+        rating_band=Band(args.rating_band, args.rating_band_widen),
     )
 
 

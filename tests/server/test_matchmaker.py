@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from spades_server.lobby.matchmaker import Entry, Plan, decide, next_deadline
+from spades_server.lobby.matchmaker import Band, Entry, Plan, decide, next_deadline
 
 WAIT = 20_000
 
@@ -112,3 +112,48 @@ def test_invariants(kinds: list[tuple[bool, int]], now: int, shape: tuple[int, b
                 assert not bots, f"{e.ticket_id} waits while a bot sits"
             else:
                 assert not ({0, 2} <= bots or {1, 3} <= bots), f"party {e.ticket_id} waits"
+
+
+# -- rated queues: the rating band ---------------------------------------------------
+
+
+def rated(n: int, rating: float, at: int = 0) -> Entry:
+    return Entry(f"t{n}", (f"p{n}",), at, rating)
+
+
+def test_a_rated_queue_seats_close_ratings_together() -> None:
+    band = Band(base=5.0, widen_per_s=0.25)
+    queue = [rated(i, r) for i, r in enumerate([10, 30, 11, 31, 12, 32, 13, 33])]
+    plans = decide(queue, 4, True, now_ms=0, bot_wait_ms=WAIT, band=band)
+    seated = sorted(sorted(p for p in players(plan) if p) for plan in plans)
+    assert seated == [["p0", "p2", "p4", "p6"], ["p1", "p3", "p5", "p7"]]
+    # Without a band, first come first served mixes them.
+    (first, _) = decide(queue, 4, True, now_ms=0, bot_wait_ms=WAIT)
+    assert sorted(p for p in players(first) if p) == ["p0", "p1", "p2", "p3"]
+
+
+def test_the_band_widens_as_tickets_wait_until_anyone_meets_anyone() -> None:
+    band = Band(base=5.0, widen_per_s=0.25)
+    queue = [rated(i, r) for i, r in enumerate([10, 10, 30, 30])]
+    assert decide(queue, 4, True, now_ms=0, bot_wait_ms=10 * WAIT, band=band) == []
+    # 20 apart: a band of 5 + 0.25/s is that wide after 60 s.
+    assert decide(queue, 4, True, now_ms=59_000, bot_wait_ms=10 * WAIT, band=band) == []
+    (plan,) = decide(queue, 4, True, now_ms=60_000, bot_wait_ms=10 * WAIT, band=band)
+    assert None not in players(plan)
+    # Meanwhile the queue is looked at again every second, not only when bots are due.
+    assert next_deadline(queue, 10 * WAIT, now_ms=1_000, band=band) == 2_000
+    assert next_deadline(queue, 10 * WAIT) == 10 * WAIT
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.floats(min_value=0, max_value=50), min_size=1, max_size=24),
+    st.integers(min_value=0, max_value=120_000),
+)
+def test_no_rated_table_spreads_wider_than_its_band(ratings: list[float], now: int) -> None:
+    band = Band(base=5.0, widen_per_s=0.25)
+    queue = [rated(i, r, at=0) for i, r in enumerate(ratings)]
+    by_player = {f"p{i}": r for i, r in enumerate(ratings)}
+    for plan in decide(queue, 4, True, now_ms=now, bot_wait_ms=10 * WAIT, band=band):
+        seated = [by_player[p] for p in players(plan) if p]
+        assert max(seated) - min(seated) <= band.width(now) + 1e-9

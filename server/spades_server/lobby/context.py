@@ -18,6 +18,7 @@ from ..rating import RatedBots
 from ..store.lobby import LobbyStore, Tx
 from .docs import player_key
 from .feed import Feed
+from .matchmaker import Band
 from .seat_keys import SeatKeys
 
 _R = TypeVar("_R")
@@ -48,6 +49,9 @@ class Settings:
     rating_pools: str = "preset"
     rating_min_games: int = 3
     leaver_share: float = 0.5
+    # Rated quick play seats players whose ratings (mu) lie within this band,
+    # widening as they wait (matchmaker.Band).
+    rating_band: Band = field(default_factory=Band)
     # Testing only: every table is dealt from this seed (0: a random one each),
     # so that a scenario through the lobby deals the same cards every run.
     table_seed: int = 0

@@ -10,6 +10,11 @@ or 1 and 3): partners. A lone player takes the seats in the order 0, 2, 1, 3,
 so that two lone players become partners and leave the other pair free for a
 party. A table is placed when it is full, or, when the oldest ticket in it has
 waited ``bot_wait_ms``, with bots in its open seats.
+
+A rated queue's entries carry their rating (a party's, its players' mean),
+and a table takes an entry only while the spread of its ratings stays within
+a band that widens with waiting (``Band``): strong players meet strong
+players when enough of them queue, and anyone meets anyone after a while.
 """
 
 from __future__ import annotations
@@ -27,6 +32,19 @@ class Entry:
     ticket_id: str
     players: tuple[str, ...]  # one, or two partners
     queued_ms: int
+    rating: float = 0.0  # rated queues: the players' mean mu
+
+
+@dataclass(frozen=True, slots=True)
+class Band:
+    """The widest spread of ratings (mu) a table may seat: ``base`` at
+    first, ``widen_per_s`` wider each second its oldest entry has waited."""
+
+    base: float = 5.0
+    widen_per_s: float = 0.25
+
+    def width(self, waited_ms: int) -> float:
+        return self.base + self.widen_per_s * max(0, waited_ms) / 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +63,14 @@ class _Forming:
     seats: list[tuple[str, str] | None]
     oldest_ms: int
     entries: list[Entry] = field(default_factory=list)
+    low: float = float("inf")
+    high: float = float("-inf")
+
+    def within(self, entry: Entry, band: Band | None, now_ms: int) -> bool:
+        if band is None or not self.entries:
+            return True
+        spread = max(self.high, entry.rating) - min(self.low, entry.rating)
+        return spread <= band.width(now_ms - min(self.oldest_ms, entry.queued_ms))
 
     def fit(self, entry: Entry, partnerships: bool) -> tuple[int, ...] | None:
         """The seats ``entry`` would take here, or None when it does not fit."""
@@ -62,6 +88,8 @@ class _Forming:
             self.seats[seat] = (entry.ticket_id, player)
         self.entries.append(entry)
         self.oldest_ms = min(self.oldest_ms, entry.queued_ms)
+        self.low = min(self.low, entry.rating)
+        self.high = max(self.high, entry.rating)
 
     @property
     def full(self) -> bool:
@@ -74,6 +102,7 @@ def decide(
     partnerships: bool,
     now_ms: int,
     bot_wait_ms: int,
+    band: Band | None = None,
 ) -> list[Plan]:
     """The tables to place now from ``entries`` (one queue, in queue order).
 
@@ -83,7 +112,8 @@ def decide(
     forming: list[_Forming] = []
     for entry in entries:
         for table in forming:
-            spot = None if table.full else table.fit(entry, partnerships)
+            fits = not table.full and table.within(entry, band, now_ms)
+            spot = table.fit(entry, partnerships) if fits else None
             if spot is not None:
                 table.place(entry, spot)
                 break
@@ -100,6 +130,19 @@ def decide(
     ]
 
 
-def next_deadline(entries: Sequence[Entry], bot_wait_ms: int) -> int | None:
-    """When the oldest entry's wait for bots runs out (None: no entry)."""
-    return min(e.queued_ms for e in entries) + bot_wait_ms if entries else None
+# How often a rated queue is looked at again while its band widens.
+BAND_STEP_MS = 1000
+
+
+def next_deadline(
+    entries: Sequence[Entry], bot_wait_ms: int, now_ms: int = 0, band: Band | None = None
+) -> int | None:
+    """When the queue needs a look: the oldest entry's wait for bots runs
+    out, or, in a rated queue of two or more entries, the band has widened
+    (None: no entry)."""
+    if not entries:
+        return None
+    due = min(e.queued_ms for e in entries) + bot_wait_ms
+    if band is not None and len(entries) > 1:
+        due = min(due, now_ms + BAND_STEP_MS)
+    return due

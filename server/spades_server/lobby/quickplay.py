@@ -31,7 +31,7 @@ from ..gen.spades.v1 import lobby_pb2 as lpb
 from ..players import Player
 from ..store import StoreError
 from ..store.lobby import Tx
-from . import matchmaker, presence
+from . import matchmaker, presence, results
 from . import rules as rules_mod
 from .context import Context
 from .docs import (
@@ -58,6 +58,7 @@ from .docs import (
     ticket_key,
 )
 from .feed import Change
+from .ratings import rating_key, standing_of
 from .tables import Tables, bot_name, table_pb
 
 log = structlog.get_logger("spades.lobby.quickplay")
@@ -301,13 +302,17 @@ class QuickPlay:
             return None
         first = next(iter(tickets.values()))[0]
         rules = rules_mod.stored(first.ruleset)
+        queued = sorted((t for t, _ in tickets.values()), key=lambda t: (t.queued_ms, t.id))
+        band = ctx.settings.rating_band if first.rated else None
+        ratings = await self._ratings(first.ruleset, queued) if band else {}
         entries = [
-            matchmaker.Entry(t.id, tuple(t.players), t.queued_ms)
-            for t, _ in sorted(tickets.values(), key=lambda tv: (tv[0].queued_ms, tv[0].id))
+            matchmaker.Entry(t.id, tuple(t.players), t.queued_ms, ratings.get(t.id, 0.0))
+            for t in queued
         ]
         bot_wait = self._bot_wait_ms()
+        now = ctx.now_ms()
         plans = matchmaker.decide(
-            entries, rules.engine.players, rules.engine.partnerships, ctx.now_ms(), bot_wait
+            entries, rules.engine.players, rules.engine.partnerships, now, bot_wait, band
         )
         # The plans share no ticket: their claims, then their starts, go to the
         # store together (one group commit on SQLite, not one per table).
@@ -316,7 +321,19 @@ class QuickPlay:
         await asyncio.gather(*(self.tables.start(t) for t in started))
         placed = {t for plan, c in zip(plans, claimed, strict=True) if c for t in plan.tickets}
         left = [e for e in entries if e.ticket_id not in placed]
-        return matchmaker.next_deadline(left, bot_wait)
+        return matchmaker.next_deadline(left, bot_wait, now, band)
+
+    async def _ratings(self, ruleset: str, tickets: list[TicketDoc]) -> dict[str, float]:
+        """Each rated ticket's rating in its pool: its players' mean mu (a
+        player with no rated game has the starting rating)."""
+        pool = results.pool_of(ruleset, self.ctx.settings.rating_pools)
+        players = sorted({p for t in tickets for p in t.players})
+        docs = await self.ctx.store.get([rating_key(pool, p) for p in players])
+        mu = {
+            p: standing_of(p, d.data if d else None).rating.mu
+            for p, d in zip(players, docs, strict=True)
+        }
+        return {t.id: sum(mu[p] for p in t.players) / len(t.players) for t in tickets}
 
     async def _claim(
         self, plan: matchmaker.Plan, tickets: dict[str, tuple[TicketDoc, int]]

@@ -110,7 +110,7 @@ class Ledger:
             _check_pool(done.pool)
         _check_match(done.match_id)
         rated = [p for p in done.participants if p.player not in done.fixed] if done.pool else []
-        keys = [f"played:{done.match_id}"] + [_key(done.pool, p.player) for p in rated]
+        keys = [f"played:{done.match_id}"] + [rating_key(done.pool, p.player) for p in rated]
         keys += [stats_key(player) for player in done.records]
         for _ in range(MAX_ATTEMPTS):
             docs = await self.store.get(keys)
@@ -131,7 +131,7 @@ class Ledger:
         self, tx: Tx, done: Finished, rated: list[Participant], docs: Sequence[Doc | None]
     ) -> dict[str, tuple[Rating, Rating]]:
         before = {
-            p.player: _standing(p.player, d.data if d else None)
+            p.player: standing_of(p.player, d.data if d else None)
             for p, d in zip(rated, docs, strict=True)
         }
         ratings = {k: s.rating for k, s in before.items()} | dict(done.fixed)
@@ -147,7 +147,7 @@ class Ledger:
                 old.losses + (won[p.player] != 1),
                 done.names.get(p.player, old.name),
             )
-            key = _key(done.pool, p.player)
+            key = rating_key(done.pool, p.player)
             tx.put[key] = _encode(new)
             if new.games >= self.min_games:
                 tx.zadd.append((board_key(done.pool), key, -new.rating.conservative))
@@ -170,8 +170,8 @@ class Ledger:
         """Each player's standing in the pool (a player with no rated game has
         the starting rating and no games)."""
         _check_pool(pool)
-        docs = await self.store.get([_key(pool, p) for p in players])
-        return [_standing(p, d.data if d else None) for p, d in zip(players, docs, strict=True)]
+        docs = await self.store.get([rating_key(pool, p) for p in players])
+        return [standing_of(p, d.data if d else None) for p, d in zip(players, docs, strict=True)]
 
     async def profile(self, player: str) -> Profile | None:
         """The player's record; None if they never finished a lobby match."""
@@ -193,7 +193,7 @@ class Ledger:
         """The player's place on the pool's leaderboard, from 0; None when
         not on it."""
         _check_pool(pool)
-        return await self.store.zrank(board_key(pool), _key(pool, player))
+        return await self.store.zrank(board_key(pool), rating_key(pool, player))
 
     async def rank_of_key(self, pool: str, key: str) -> int | None:
         return await self.store.zrank(board_key(pool), key)
@@ -222,11 +222,11 @@ def _check_match(match_id: str) -> None:
         raise RatingError("a match id is 1 to 64 printable characters without spaces")
 
 
-def _key(pool: str, player: str) -> str:
+def rating_key(pool: str, player: str) -> str:
     return f"rating:{pool}:{player_key(player)}"
 
 
-def _standing(player: str, data: bytes | None) -> Standing:
+def standing_of(player: str, data: bytes | None) -> Standing:
     return Standing(player, DEFAULT) if data is None else _decode(data)
 
 
