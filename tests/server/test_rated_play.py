@@ -4,24 +4,29 @@ leaderboard pages, and every refusal with its reason (issue 26)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 
 import grpc
 import pytest
 from lobby_harness import (
     LOBBY_FLAGS,
-    QUICK_RULES,
     Player,
+    bearer,
     play_out,
     player,
     state_name,
     sure_bid,
+    view,
 )
 from openskill.models import PlackettLuce
 from server_harness import Deadline, Server, expect_failure
 from spades_server.gen.spades.v1 import lobby_pb2 as lpb
 from spades_server.gen.spades.v1 import spades_pb2 as pb
+from spades_server.gen.spades.v1 import spades_pb2_grpc
 
+# One hand ends the match: a side reaches 1 point or falls to -1.
+ONE_HAND = pb.Ruleset(preset="classic", target_score=1, mercy_score=-1)
 FLAGS = (*LOBBY_FLAGS, "--rating-min-games", "1", "--quickplay-bot-wait-seconds", "1")
 
 
@@ -37,7 +42,7 @@ def seat_four(server: Server, rated: bool = True) -> tuple[lpb.Table, list[Playe
     """Four humans at one table (seats 0 to 3), played out; the table as it
     started, the players by seat and their tokens."""
     players = [player(server, f"r{i}") for i in range(4)]
-    opened = players[0].call("OpenTable", lpb.OpenTableRequest(ruleset=QUICK_RULES, rated=rated))
+    opened = players[0].call("OpenTable", lpb.OpenTableRequest(ruleset=ONE_HAND, rated=rated))
     table = opened.table
     tokens = [opened.seat_token]
     for i, p in enumerate(players[1:], start=1):
@@ -113,10 +118,10 @@ def test_a_rated_table_refuses_bot_seats_and_bots_filling_it_make_it_unrated(
         grpc.StatusCode.INVALID_ARGUMENT,
         host.call,
         "OpenTable",
-        lpb.OpenTableRequest(ruleset=QUICK_RULES, rated=True, bot_seats=[1]),
+        lpb.OpenTableRequest(ruleset=ONE_HAND, rated=True, bot_seats=[1]),
     )
     assert failure.reason == "RATED_WITHOUT_BOTS" and "bot_seats" in failure.fields
-    opened = host.call("OpenTable", lpb.OpenTableRequest(ruleset=QUICK_RULES, rated=True))
+    opened = host.call("OpenTable", lpb.OpenTableRequest(ruleset=ONE_HAND, rated=True))
     assert opened.table.rated
     started = host.call("StartTable", lpb.StartTableRequest(table_id=opened.table.table_id))
     assert state_name(started.table) == "TABLE_STATE_STARTED"
@@ -128,7 +133,7 @@ def test_a_rated_table_refuses_bot_seats_and_bots_filling_it_make_it_unrated(
 
 
 def test_rated_and_unrated_tickets_wait_in_different_queues(server: Server) -> None:
-    rules = pb.Ruleset(preset="classic", target_score=1, no_mercy_score=True, blind_nil=False)
+    rules = pb.Ruleset(preset="classic", target_score=1, mercy_score=-1, blind_nil=False)
     rated = [player(server, f"q{i}") for i in range(4)]
     casual = player(server, "casual")
     casual_ticket = casual.call("QuickPlay", lpb.QuickPlayRequest(ruleset=rules)).ticket
@@ -257,3 +262,72 @@ def test_leaderboard_and_profile_need_a_player_credential(server: Server) -> Non
     with pytest.raises(grpc.RpcError) as err:
         stub.GetLeaderboard(lpb.GetLeaderboardRequest(), timeout=10)
     assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+def leave(server: Server, match_id: str, token: str, claim: bool = False) -> None:
+    assert server.channel is not None
+    stub = spades_pb2_grpc.SpadesServiceStub(server.channel)
+    if claim:
+        stub.ClaimSeat(pb.ClaimSeatRequest(match_id=match_id), metadata=bearer(token), timeout=10)
+    else:
+        stub.LeaveSeat(pb.LeaveSeatRequest(match_id=match_id), metadata=bearer(token), timeout=10)
+
+
+def expected_ratings(scores: list[int], leaver: int | None) -> dict[int, tuple[float, float]]:
+    """Each seat's (mu, sigma) after a first rated match, as openskill rates
+    it directly: sides as teams; a leaver alone, below everyone."""
+    model = PlackettLuce()
+    ranks = [1 + sum(o > s for o in scores) for s in scores]
+    rated = model.rate([[model.rating(), model.rating()] for _ in range(2)], ranks=ranks)
+    out = {
+        seat: (rated[seat % 2][seat // 2].mu, rated[seat % 2][seat // 2].sigma) for seat in range(4)
+    }
+    if leaver is not None:
+        teams = [[model.rating() for s in (side, side + 2) if s != leaver] for side in (0, 1)]
+        alone = model.rate([*teams, [model.rating()]], ranks=[*ranks, max(ranks) + 1])
+        out[leaver] = (alone[2][0].mu, alone[2][0].sigma)
+    return out
+
+
+def rating_of(asker: Player, who: Player) -> tuple[float, float]:
+    (rating,) = wait_profile(asker, who.id, 1).ratings
+    return rating.mu, rating.sigma
+
+
+def test_a_player_who_leaves_for_good_is_ranked_below_everyone(server: Server) -> None:
+    table, players, tokens = seat_four(server)
+    leave(server, table.table_id, tokens[1])  # a bot stands in for every turn of seat 1
+    end = play_out(server, table.table_id, [tokens[0], tokens[2], tokens[3]], choose=sure_bid)
+    expected = expected_ratings(list(end.scores), leaver=1)
+    for seat, p in enumerate(players):
+        assert rating_of(players[0], p) == pytest.approx(expected[seat]), seat
+    # The partner is rated on the team's result; the leaver loses more than the partner.
+    assert expected[1][0] < expected[3][0]
+
+
+def test_a_player_who_comes_back_is_rated_as_everyone_else(server: Server) -> None:
+    table, players, tokens = seat_four(server)
+    match_id = table.table_id
+    leave(server, match_id, tokens[1])
+    d = Deadline(30)
+    while not view(server, match_id, tokens[1]).bids[1].has_bid:  # a bot bid for seat 1
+        d.check("a bot to bid for seat 1")
+        for token in (tokens[0], tokens[2], tokens[3]):
+            v = view(server, match_id, token)
+            if v.legal_actions:
+                act(server, match_id, token, sure_bid(v))
+    leave(server, match_id, tokens[1], claim=True)
+    end = play_out(server, match_id, tokens, choose=sure_bid)
+    expected = expected_ratings(list(end.scores), leaver=None)
+    for seat, p in enumerate(players):
+        assert rating_of(players[0], p) == pytest.approx(expected[seat]), seat
+
+
+def act(server: Server, match_id: str, token: str, action: pb.Action) -> None:
+    assert server.channel is not None
+    stub = spades_pb2_grpc.SpadesServiceStub(server.channel)
+    stub.SubmitAction(
+        pb.SubmitActionRequest(match_id=match_id, action_id=uuid.uuid4().hex, action=action),
+        metadata=bearer(token),
+        timeout=10,
+    )
