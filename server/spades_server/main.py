@@ -399,6 +399,14 @@ OPTIONS = (
         float,
     ),
     _Opt(
+        "--result-check-seconds",
+        "SPADES_RESULT_CHECK_SECONDS",
+        "600",
+        "a lobby match whose end no replica recorded (it died first) is looked at this "
+        "long after its start, then again as long as it has run",
+        float,
+    ),
+    _Opt(
         "--rated-bots",
         "SPADES_RATED_BOTS",
         "off",
@@ -596,6 +604,8 @@ def _check_lobby(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error("--rating-min-games must be 0 to 1000")
     if not 0 <= args.leaver_share <= 1:
         p.error("--leaver-share must be 0 to 1")
+    if not 0.1 <= args.result_check_seconds <= 86_400:
+        p.error("--result-check-seconds must be 0.1 to 86400")
     if not 0 <= args.rating_band <= 1000 or not 0 <= args.rating_band_widen <= 1000:
         p.error("--rating-band and --rating-band-widen must be 0 to 1000")
     try:
@@ -642,6 +652,7 @@ def lobby_settings(args: argparse.Namespace) -> Settings:
         rating_min_games=args.rating_min_games,
         leaver_share=args.leaver_share,
         rating_band=Band(args.rating_band, args.rating_band_widen),
+        result_check_ms=int(args.result_check_seconds * 1000),
     )
 
 

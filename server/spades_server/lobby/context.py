@@ -52,6 +52,9 @@ class Settings:
     # Rated quick play seats players whose ratings (mu) lie within this band,
     # widening as they wait (matchmaker.Band).
     rating_band: Band = field(default_factory=Band)
+    # A started match's result is recorded when a replica sees it end; if
+    # none did (it died first), the sweeper looks this long after the start.
+    result_check_ms: int = 600_000
     # Testing only: every table is dealt from this seed (0: a random one each),
     # so that a scenario through the lobby deals the same cards every run.
     table_seed: int = 0

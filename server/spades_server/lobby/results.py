@@ -36,8 +36,7 @@ from .ratings import Finished, Ledger
 log = structlog.get_logger("spades.lobby.results")
 
 PLAYING = "playing"  # started lobby matches whose result is not recorded, by next check
-FIRST_CHECK_MS = 600_000  # then again after as long as the match has run so far
-MAX_CHECK_MS = 3_600_000
+MAX_CHECK_MS = 3_600_000  # the first check (Settings.result_check_ms), then as long as it ran
 
 
 def pool_of(table_rules: str, pools: str) -> str:
@@ -54,9 +53,9 @@ def keeps_rating(doc: TableDoc, bots: RatedBots) -> bool:
     return doc.rated and (bots.allowed or all(s.state != BOT for s in doc.seats))
 
 
-def schedule(tx: Tx, table_id: str, now_ms: int) -> None:
+def schedule(tx: Tx, table_id: str, now_ms: int, check_ms: int) -> None:
     """A started table's match: to be checked for a result (in ``tx``)."""
-    tx.zadd.append((PLAYING, table_id, float(now_ms + FIRST_CHECK_MS)))
+    tx.zadd.append((PLAYING, table_id, float(now_ms + check_ms)))
 
 
 class Results:
@@ -118,7 +117,8 @@ class Results:
             await self.ctx.store.commit(Tx(zrem=[(PLAYING, match_id)]))
             return
         created = TableDoc.from_bytes(doc.data).created_ms
-        wait = min(MAX_CHECK_MS, max(FIRST_CHECK_MS, now - created))
+        first = self.ctx.settings.result_check_ms
+        wait = min(max(MAX_CHECK_MS, first), max(first, now - created))
         await self.ctx.store.commit(Tx(zadd=[(PLAYING, match_id, float(now + wait))]))
 
 

@@ -476,7 +476,7 @@ class Tables:
             doc.state = STARTED
             tx = Tx()
             self.write(tx, doc, version)
-            results.schedule(tx, doc.id, ctx.now_ms())
+            results.schedule(tx, doc.id, ctx.now_ms(), ctx.settings.result_check_ms)
             if await ctx.store.commit(tx) is not None:
                 log.info("table started", table_id=table_id, kind=doc.kind)
                 return doc, version + 1
