@@ -14,8 +14,9 @@ import (
 )
 
 // The lobby (spades.v1.LobbyService): tables, the lobby's list, invitations,
-// quick play and rematch. Every call but Rematch carries a player credential
-// (a Player); Rematch carries a seat token of the finished match (a Seat).
+// quick play, rematch, and rated play's leaderboards and profiles. Every
+// call but Rematch carries a player credential (a Player); Rematch carries a
+// seat token of the finished match (a Seat).
 
 // LongPollWait is how long AwaitPlacement, AwaitTableStart and AwaitRematch
 // ask the server to hold each long poll (the server cuts a longer wait to its
@@ -107,6 +108,12 @@ func (c *Client) pollContext(ctx context.Context, wait time.Duration) (context.C
 // the response has the table (with its invite code if invite-only) and the
 // player's seat token, which plays the seat (Client.Seat) once the table has
 // started. Not retried: a second OpenTable is refused (ALREADY_SEATED).
+//
+// req.Rated asks for a rated table: its match's result moves the players'
+// ratings in the pool of its ruleset (Table.RatingPool; see Leaderboard and
+// Profile). Rated with BotSeats is refused (INVALID_ARGUMENT
+// RATED_WITHOUT_BOTS), and a rated table that starts with a bot seated (bots
+// taking the open seats of StartTable) is played unrated (Table.Rated false).
 func (p *Player) OpenTable(ctx context.Context, req *spadesv1.OpenTableRequest) (*spadesv1.OpenTableResponse, error) {
 	return unary(ctx, p.c, p.source, 0, false, func(ctx context.Context) (*spadesv1.OpenTableResponse, error) {
 		return p.c.lobby.OpenTable(ctx, req)
@@ -403,6 +410,15 @@ func WithPartner(playerID string) QuickPlayOption {
 	return func(r *spadesv1.QuickPlayRequest) { r.PartnerPlayerId = playerID }
 }
 
+// WithRated asks for a rated game: the ticket waits in a queue of its own,
+// apart from unrated players, and the match's result moves the players'
+// ratings in the ruleset's pool (GetTicket shows Ticket.Rated; the placement's
+// table, Table.Rated and Table.RatingPool). A table the server seats a bot at
+// is not rated (Table.Rated false).
+func WithRated() QuickPlayOption {
+	return func(r *spadesv1.QuickPlayRequest) { r.Rated = true }
+}
+
 // QuickPlay asks for a game of these rules (nil: classic) and returns the
 // ticket; AwaitPlacement waits until it is placed. A player holds one ticket
 // at a time. Not retried (a second call is refused, ALREADY_QUEUED, with
@@ -495,6 +511,102 @@ func (p *Player) AwaitPlacement(ctx context.Context, ticketID string) (*spadesv1
 		return nil, err
 	}
 	return ticket.GetPlacement(), nil
+}
+
+// -- ratings ----------------------------------------------------------------------
+
+// LeaderboardOption sets a field of Leaderboard and LeaderboardPages.
+type LeaderboardOption func(*spadesv1.GetLeaderboardRequest)
+
+// WithPageSize asks for n players a page (0: the server's default, 25; at
+// most 200, else INVALID_ARGUMENT BAD_PAGE_SIZE).
+func WithPageSize(n int32) LeaderboardOption {
+	return func(r *spadesv1.GetLeaderboardRequest) { r.PageSize = n }
+}
+
+// WithPageToken asks for the page of a NextPageToken or PreviousPageToken
+// of an earlier page of the same pool (another's, or a token the server did
+// not give, is INVALID_ARGUMENT BAD_PAGE_TOKEN).
+func WithPageToken(token string) LeaderboardOption {
+	return func(r *spadesv1.GetLeaderboardRequest) { r.PageToken = token }
+}
+
+// WithAroundPlayer asks for the page that holds this player (not with
+// WithPageToken: INVALID_ARGUMENT TOKEN_AND_PLAYER). A player not on the
+// leaderboard (fewer rated games than its MinGames, or none) is NOT_FOUND
+// PLAYER_NOT_RATED.
+func WithAroundPlayer(playerID string) LeaderboardOption {
+	return func(r *spadesv1.GetLeaderboardRequest) { r.AroundPlayerId = playerID }
+}
+
+// Leaderboard returns a page of a rating pool's leaderboard ("": the
+// server's default pool, "classic"; the pools are the ruleset presets), best
+// first: from the top, or the page of WithPageToken or WithAroundPlayer, with
+// WithPageSize players. Each entry has its rank (from 1); the response has
+// the tokens of the pages after and before it ("" at either end), the
+// players on the board (TotalPlayers) and the rated games it takes to be on
+// it (MinGames). An unknown pool is NOT_FOUND POOL_NOT_FOUND. Retried while
+// the server is unreachable.
+func (p *Player) Leaderboard(ctx context.Context, pool string, opts ...LeaderboardOption) (*spadesv1.GetLeaderboardResponse, error) {
+	req := &spadesv1.GetLeaderboardRequest{Pool: pool}
+	for _, o := range opts {
+		o(req)
+	}
+	return p.leaderboard(ctx, req)
+}
+
+func (p *Player) leaderboard(ctx context.Context, req *spadesv1.GetLeaderboardRequest) (*spadesv1.GetLeaderboardResponse, error) {
+	return unary(ctx, p.c, p.source, 0, true, func(ctx context.Context) (*spadesv1.GetLeaderboardResponse, error) {
+		return p.c.lobby.GetLeaderboard(ctx, req)
+	})
+}
+
+// LeaderboardPages iterates over a pool's leaderboard page by page, going
+// down: from the page Leaderboard would return with these options (the top,
+// a page token's page, or a player's page), then each NextPageToken's, to
+// the last. A token names the player at its page's edge, so the next page
+// starts after the last player seen even when ratings move meanwhile.
+//
+//	for page, err := range player.LeaderboardPages(ctx, "classic", spades.WithPageSize(50)) {
+//		if err != nil { ... }
+//		for _, e := range page.GetEntries() { fmt.Println(e.GetRank(), e.GetName()) }
+//	}
+func (p *Player) LeaderboardPages(ctx context.Context, pool string, opts ...LeaderboardOption) iter.Seq2[*spadesv1.GetLeaderboardResponse, error] {
+	return func(yield func(*spadesv1.GetLeaderboardResponse, error) bool) {
+		req := &spadesv1.GetLeaderboardRequest{Pool: pool}
+		for _, o := range opts {
+			o(req)
+		}
+		for {
+			page, err := p.leaderboard(ctx, req)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !yield(page, nil) {
+				return
+			}
+			if page.GetNextPageToken() == "" {
+				return
+			}
+			req = &spadesv1.GetLeaderboardRequest{Pool: req.GetPool(), PageSize: req.GetPageSize(), PageToken: page.GetNextPageToken()}
+		}
+	}
+}
+
+// Profile returns what anyone may see of a player ("": the caller): their
+// rating in each pool they played a rated match in (Rank 0 while they have
+// fewer rated games than the leaderboard's MinGames), and their record in
+// finished lobby matches with humans only (WithHumans) and with bots
+// (WithBots). A match's result is recorded a moment after it ends. A player
+// who finished no lobby match is NOT_FOUND PLAYER_NOT_FOUND; an id over 128
+// characters, INVALID_ARGUMENT BAD_PLAYER_ID. Retried while the server is
+// unreachable.
+func (p *Player) Profile(ctx context.Context, playerID string) (*spadesv1.PlayerProfile, error) {
+	resp, err := unary(ctx, p.c, p.source, 0, true, func(ctx context.Context) (*spadesv1.GetProfileResponse, error) {
+		return p.c.lobby.GetProfile(ctx, &spadesv1.GetProfileRequest{PlayerId: playerID})
+	})
+	return resp.GetProfile(), err
 }
 
 // -- rematch ----------------------------------------------------------------------

@@ -528,6 +528,13 @@ func TestCancelTicket(t *testing.T) {
 // Session, until the match is over.
 func playOut(t *testing.T, ctx context.Context, seats ...*spades.Seat) {
 	t.Helper()
+	playOutBy(t, ctx, func(legal []*spadesv1.Action) *spadesv1.Action { return legal[0] }, seats...)
+}
+
+// playOutBy plays every seat given by choose (of the legal actions), each on
+// a Session, until the match is over.
+func playOutBy(t *testing.T, ctx context.Context, choose func([]*spadesv1.Action) *spadesv1.Action, seats ...*spades.Seat) {
+	t.Helper()
 	sessions := make([]*spades.Session, len(seats))
 	for i, seat := range seats {
 		ses, err := seat.Open(ctx, 0)
@@ -548,7 +555,7 @@ func playOut(t *testing.T, ctx context.Context, seats ...*spades.Seat) {
 				return
 			}
 			if len(view.GetLegalActions()) > 0 {
-				if _, err := sessions[i].Act(ctx, view.GetLegalActions()[0]); err != nil {
+				if _, err := sessions[i].Act(ctx, choose(view.GetLegalActions())); err != nil {
 					t.Fatalf("seat %d: %v", view.GetSeat(), err)
 				}
 				acted = true

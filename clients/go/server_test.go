@@ -91,6 +91,18 @@ func tlsServer(t testing.TB) *testServer {
 	return started(t, sharedTLS, sharedTLSErr)
 }
 
+// ratedServer is a server of the test's own, stopped when it ends, whose
+// leaderboards show a player after one rated game (--rating-min-games 1)
+// and hold nobody else's players (also when the test runs again, -count).
+func ratedServer(t testing.TB) *testServer {
+	t.Helper()
+	s, err := startServer("--", "--rating-min-games", "1")
+	if s != nil {
+		t.Cleanup(s.stop)
+	}
+	return started(t, s, err)
+}
+
 func started(t testing.TB, s *testServer, err error) *testServer {
 	t.Helper()
 	if err != nil {
