@@ -47,10 +47,12 @@ class Lobby:
     ctx: Context
     matchmaker: Matchmaker
     sweeper: Sweeper
+    results: Results
 
     async def close(self) -> None:
         await self.matchmaker.close()
         await self.sweeper.close()
+        await self.results.close()
         await self.ctx.store.close()
 
 
@@ -81,4 +83,4 @@ async def start_lobby(
     sweeper.start()
     registry.pending_table = tables.pending
     registry.match_over = results.on_over
-    return Lobby(service, ctx, matchmaker, sweeper)
+    return Lobby(service, ctx, matchmaker, sweeper, results)

@@ -21,6 +21,7 @@ import asyncio
 
 import structlog
 
+from .. import tasks
 from ..errors import ServiceError
 from ..gen.spades.v1 import spades_pb2 as pb
 from ..player_stats import seat_records, side_of
@@ -72,6 +73,12 @@ class Results:
         task = asyncio.get_running_loop().create_task(self._record_now(match_id))
         self._running[match_id] = task
         task.add_done_callback(lambda _: self._running.pop(match_id, None))
+
+    async def close(self) -> None:
+        """Stop recording (shutting down): what was not recorded is the
+        sweeper's, on whichever replica runs next."""
+        for task in list(self._running.values()):
+            await tasks.stop(task)
 
     async def _record_now(self, match_id: str) -> None:
         try:
