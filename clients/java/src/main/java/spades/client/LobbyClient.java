@@ -3,8 +3,13 @@ package spades.client;
 import io.grpc.Status;
 import io.grpc.stub.MetadataUtils;
 import java.time.Duration;
+import java.util.Iterator;
+import java.util.NoSuchElementException;
 import java.util.function.Supplier;
 import spades.v1.Lobby.CancelTicketRequest;
+import spades.v1.Lobby.GetLeaderboardRequest;
+import spades.v1.Lobby.GetLeaderboardResponse;
+import spades.v1.Lobby.GetProfileRequest;
 import spades.v1.Lobby.GetTableRequest;
 import spades.v1.Lobby.GetTicketRequest;
 import spades.v1.Lobby.JoinTableRequest;
@@ -16,6 +21,7 @@ import spades.v1.Lobby.LobbyFilter;
 import spades.v1.Lobby.OpenTableRequest;
 import spades.v1.Lobby.OpenTableResponse;
 import spades.v1.Lobby.Placement;
+import spades.v1.Lobby.PlayerProfile;
 import spades.v1.Lobby.PollLobbyRequest;
 import spades.v1.Lobby.QuickPlayRequest;
 import spades.v1.Lobby.StartTableRequest;
@@ -36,8 +42,8 @@ import spades.v1.Spades.Ruleset;
 /**
  * The lobby as one player sees it ({@code spades.v1.LobbyService}, made by {@link
  * SpadesClient#lobby}): tables that wait for players, the lobby that lists them, invitations by
- * code, and quick play. Every call carries the player's credential, a JWT the game's identity
- * provider signed ({@code authorization: Bearer <jwt>}).
+ * code, quick play, and rated play's leaderboards and profiles. Every call carries the player's
+ * credential, a JWT the game's identity provider signed ({@code authorization: Bearer <jwt>}).
  *
  * <p>A table is a match that is not dealt yet: its id is the id of the match it becomes, and the
  * seat token a player gets on sitting down ({@link #openTable}, {@link #joinTable}) or on being
@@ -58,7 +64,8 @@ import spades.v1.Spades.Ruleset;
  * on {@link SpadesException#getReason()} ({@code INVITE_NOT_FOUND}, {@code ALREADY_SEATED},
  * {@code TABLE_STARTED}, {@code CREDENTIAL_EXPIRED}, ...). The calls that change nothing or are
  * idempotent on the server ({@code getTable}, {@code listTables}, {@code pollLobby}, {@code
- * getTicket}, {@code joinTable}, {@code cancelTicket}) are retried after a dropped connection;
+ * getTicket}, {@code joinTable}, {@code cancelTicket}, {@code getLeaderboard}, {@code
+ * getProfile}) are retried after a dropped connection;
  * {@code openTable}, {@code leaveTable}, {@code startTable} and {@code quickPlay} are not. The
  * object is thread-safe and cheap: make one per player.
  */
@@ -108,7 +115,9 @@ public final class LobbyClient {
    * bot_seats}, and it waits for players until its seats are taken, then it is dealt; {@code
    * TABLE_VISIBILITY_INVITE_ONLY} keeps it out of the lobby, to be joined by its {@code
    * invite_code} (the answer's table has it). A player sits at one waiting table at a time and
-   * holds no ticket meanwhile ({@code ALREADY_SEATED}, {@code ALREADY_QUEUED}). Not retried.
+   * holds no ticket meanwhile ({@code ALREADY_SEATED}, {@code ALREADY_QUEUED}). {@code rated}
+   * asks for a rated table (see {@link #openTable(Ruleset, boolean)}); with {@code bot_seats} it
+   * is refused, {@code INVALID_ARGUMENT RATED_WITHOUT_BOTS}. Not retried.
    *
    * @param request the table's rules, seats and settings
    * @return the table, the caller's seat and its seat token (it plays once the table started)
@@ -116,6 +125,27 @@ public final class LobbyClient {
    */
   public OpenTableResponse openTable(OpenTableRequest request) {
     return SpadesClient.call(() -> stub().openTable(request));
+  }
+
+  /**
+   * Opens a public table of {@code ruleset} and sits at seat 0, rated or not. A rated table is
+   * for humans only: its match counts in the rating pool of its rules ({@code Table.rating_pool})
+   * once all its seats are taken by players; bots filling open seats (the host's {@link
+   * #startTable}, or the wait running out) make it unrated ({@code Table.rated} false) unless the
+   * server allows bots in rated play. Not retried.
+   *
+   * @param ruleset the rules (null or empty: classic)
+   * @param rated whether the match rates its players
+   * @return the table ({@code rated} and {@code rating_pool} set if rated), the caller's seat and
+   *     its seat token
+   * @throws SpadesException if refused ({@code INVALID_RULESET}, {@code ALREADY_SEATED}, ...)
+   */
+  public OpenTableResponse openTable(Ruleset ruleset, boolean rated) {
+    OpenTableRequest.Builder b = OpenTableRequest.newBuilder().setRated(rated);
+    if (ruleset != null) {
+      b.setRuleset(ruleset);
+    }
+    return openTable(b.build());
   }
 
   /**
@@ -467,7 +497,36 @@ public final class LobbyClient {
    *     {@code PARTY_RULESET_MISMATCH}, ...)
    */
   public Ticket quickPlay(Ruleset ruleset, String partnerPlayerId) {
-    QuickPlayRequest.Builder b = QuickPlayRequest.newBuilder();
+    return quickPlay(ruleset, partnerPlayerId, false);
+  }
+
+  /**
+   * Asks for a game alone, rated or not. A rated ticket ({@code Ticket.rated}) is queued apart
+   * from unrated ones and placed with players of a similar rating first (a band that widens while
+   * it waits); if bots fill the table's open seats, the match is not rated (unless the server
+   * allows bots in rated play). Not retried.
+   *
+   * @param ruleset the rules (null or empty: classic)
+   * @param rated whether the game is rated
+   * @return the ticket, {@code SEARCHING}
+   * @throws SpadesException if refused
+   */
+  public Ticket quickPlay(Ruleset ruleset, boolean rated) {
+    return quickPlay(ruleset, "", rated);
+  }
+
+  /**
+   * Asks for a game as a party of two partners, rated or not (both must ask for the same); see
+   * {@link #quickPlay(Ruleset, String)} and {@link #quickPlay(Ruleset, boolean)}.
+   *
+   * @param ruleset the rules (null or empty: classic)
+   * @param partnerPlayerId the partner's player id ("" or null to play alone)
+   * @param rated whether the game is rated
+   * @return the ticket
+   * @throws SpadesException if refused
+   */
+  public Ticket quickPlay(Ruleset ruleset, String partnerPlayerId, boolean rated) {
+    QuickPlayRequest.Builder b = QuickPlayRequest.newBuilder().setRated(rated);
     if (ruleset != null) {
       b.setRuleset(ruleset);
     }
@@ -478,9 +537,10 @@ public final class LobbyClient {
   }
 
   /**
-   * Asks for a game; see {@link #quickPlay(Ruleset, String)}.
+   * Asks for a game; see {@link #quickPlay(Ruleset, String)} and {@link #quickPlay(Ruleset,
+   * boolean)}.
    *
-   * @param request the rules and the partner
+   * @param request the rules, the partner and whether it is rated
    * @return the ticket
    * @throws SpadesException if refused
    */
@@ -635,6 +695,204 @@ public final class LobbyClient {
     CancelTicketRequest request =
         CancelTicketRequest.newBuilder().setTicketId(ticketId == null ? "" : ticketId).build();
     return client.retrying(() -> stub().cancelTicket(request)).getTicket();
+  }
+
+  // -- ratings --------------------------------------------------------------------------------
+
+  /**
+   * The top page of a rating pool's leaderboard, best first, of the server's default size (25).
+   * See {@link #getLeaderboard(GetLeaderboardRequest)}.
+   *
+   * @param pool the rating pool ({@code Table.rating_pool}: a preset such as "classic"); "" or
+   *     null: the server's default pool
+   * @return the page
+   * @throws SpadesException if refused ({@code NOT_FOUND POOL_NOT_FOUND}, ...)
+   */
+  public GetLeaderboardResponse getLeaderboard(String pool) {
+    return getLeaderboard(pool, 0, "");
+  }
+
+  /**
+   * A page of a rating pool's leaderboard: the top, or the page after or before an earlier
+   * page's token.
+   *
+   * @param pool the rating pool ("" or null: the server's default); a token is valid for its own
+   *     pool only
+   * @param pageSize players per page (0: 25; at most 200)
+   * @param pageToken a {@code next_page_token} or {@code previous_page_token} of an earlier page
+   *     ("" or null: the top)
+   * @return the page
+   * @throws SpadesException if refused ({@code INVALID_ARGUMENT BAD_PAGE_TOKEN}, {@code
+   *     BAD_PAGE_SIZE}, {@code NOT_FOUND POOL_NOT_FOUND}, ...)
+   */
+  public GetLeaderboardResponse getLeaderboard(String pool, int pageSize, String pageToken) {
+    return getLeaderboard(
+        GetLeaderboardRequest.newBuilder()
+            .setPool(pool == null ? "" : pool)
+            .setPageSize(pageSize)
+            .setPageToken(pageToken == null ? "" : pageToken)
+            .build());
+  }
+
+  /**
+   * The page of a rating pool's leaderboard that holds {@code playerId} (pages are cut from the
+   * top, so the player is anywhere on it); walk on from its tokens.
+   *
+   * @param pool the rating pool ("" or null: the server's default)
+   * @param playerId the player
+   * @param pageSize players per page (0: 25; at most 200)
+   * @return the page
+   * @throws SpadesException if refused ({@code NOT_FOUND PLAYER_NOT_RATED}: the player is not on
+   *     this leaderboard, not rated in the pool or with fewer games than {@code min_games})
+   */
+  public GetLeaderboardResponse getLeaderboardAround(String pool, String playerId, int pageSize) {
+    return getLeaderboard(
+        GetLeaderboardRequest.newBuilder()
+            .setPool(pool == null ? "" : pool)
+            .setPageSize(pageSize)
+            .setAroundPlayerId(playerId == null ? "" : playerId)
+            .build());
+  }
+
+  /**
+   * A page of a rating pool's leaderboard, best first: the top, the page after or before a page
+   * token, or the page holding {@code around_player_id} (not both). Each entry has the player's
+   * {@code rank} (from 1), id, display name and {@code PlayerRating} (OpenSkill's {@code mu} and
+   * {@code sigma}, ordered by {@code conservative} = mu - 3 sigma, games, wins, losses); the
+   * answer also has {@code total_players} and {@code min_games}, the rated games a player needs
+   * to appear. The tokens name the player at the page's edge, so a page follows its players when
+   * ratings move meanwhile. Retried after a dropped connection.
+   *
+   * @param request the pool, the page size, and the page token or the player
+   * @return the page, with {@code next_page_token} (empty at the end) and {@code
+   *     previous_page_token} (empty at the top)
+   * @throws SpadesException if refused: {@code NOT_FOUND POOL_NOT_FOUND}, {@code INVALID_ARGUMENT
+   *     BAD_POOL}, {@code BAD_PAGE_TOKEN} (not given by this server, or of another pool), {@code
+   *     BAD_PAGE_SIZE}, {@code TOKEN_AND_PLAYER}, {@code NOT_FOUND PLAYER_NOT_RATED}
+   */
+  public GetLeaderboardResponse getLeaderboard(GetLeaderboardRequest request) {
+    return client.retrying(() -> stub().getLeaderboard(request));
+  }
+
+  /**
+   * The page after {@code page} (same pool), or null if {@code page} is the last.
+   *
+   * @param page a page this client read
+   * @param pageSize players per page, as for {@code page} (0: 25)
+   * @return the next page, or null
+   * @throws SpadesException if refused
+   */
+  public GetLeaderboardResponse nextLeaderboardPage(GetLeaderboardResponse page, int pageSize) {
+    String token = page.getNextPageToken();
+    return token.isEmpty() ? null : getLeaderboard(page.getPool(), pageSize, token);
+  }
+
+  /**
+   * The page before {@code page} (same pool), or null if {@code page} is the top.
+   *
+   * @param page a page this client read
+   * @param pageSize players per page, as for {@code page} (0: 25)
+   * @return the previous page, or null
+   * @throws SpadesException if refused
+   */
+  public GetLeaderboardResponse previousLeaderboardPage(
+      GetLeaderboardResponse page, int pageSize) {
+    String token = page.getPreviousPageToken();
+    return token.isEmpty() ? null : getLeaderboard(page.getPool(), pageSize, token);
+  }
+
+  /**
+   * A rating pool's leaderboard from the top, page after page, each read when the iteration
+   * comes to it ({@code for (GetLeaderboardResponse page : lobby.leaderboardPages("classic",
+   * 50))}). See {@link #leaderboardPages(GetLeaderboardRequest)}.
+   *
+   * @param pool the rating pool ("" or null: the server's default)
+   * @param pageSize players per page (0: 25; at most 200)
+   * @return the pages (each iterator starts again from the top)
+   */
+  public Iterable<GetLeaderboardResponse> leaderboardPages(String pool, int pageSize) {
+    return leaderboardPages(
+        GetLeaderboardRequest.newBuilder()
+            .setPool(pool == null ? "" : pool)
+            .setPageSize(pageSize)
+            .build());
+  }
+
+  /**
+   * A leaderboard page by page: the page {@code first} asks for (the top, a token's, or a
+   * player's), then the ones after it, following {@code next_page_token} until the end. Each page
+   * is read when the iteration comes to it; a refusal is thrown from {@code hasNext()} or {@code
+   * next()} as a {@link SpadesException}. Each {@code iterator()} starts again from {@code
+   * first}.
+   *
+   * @param first the first page's request
+   * @return the pages
+   */
+  public Iterable<GetLeaderboardResponse> leaderboardPages(GetLeaderboardRequest first) {
+    return () ->
+        new Iterator<GetLeaderboardResponse>() {
+          /** The request of the page not read yet, or null at the end. */
+          private GetLeaderboardRequest request = first;
+          /** The page read by hasNext() and not handed out yet. */
+          private GetLeaderboardResponse page;
+
+          @Override
+          public boolean hasNext() {
+            if (page == null && request != null) {
+              page = getLeaderboard(request);
+              String token = page.getNextPageToken();
+              request =
+                  token.isEmpty()
+                      ? null
+                      : GetLeaderboardRequest.newBuilder()
+                          .setPool(page.getPool())
+                          .setPageSize(first.getPageSize())
+                          .setPageToken(token)
+                          .build();
+            }
+            return page != null;
+          }
+
+          @Override
+          public GetLeaderboardResponse next() {
+            if (!hasNext()) {
+              throw new NoSuchElementException();
+            }
+            GetLeaderboardResponse out = page;
+            page = null;
+            return out;
+          }
+        };
+  }
+
+  /**
+   * The caller's own profile; see {@link #getProfile(String)}.
+   *
+   * @return the profile
+   * @throws SpadesException if refused ({@code NOT_FOUND PLAYER_NOT_FOUND}: no finished lobby
+   *     match yet)
+   */
+  public PlayerProfile getProfile() {
+    return getProfile("");
+  }
+
+  /**
+   * A player's public profile: their rating in every pool they played a rated match in ({@code
+   * ratings}: mu, sigma, conservative, games, wins, losses, and {@code rank}, 0 while they have
+   * fewer than the leaderboard's {@code min_games}), and their record over finished lobby matches
+   * ({@code with_humans}: every seat a human; {@code with_bots}: a bot seated), and when they last
+   * played. Everyone sees the same profile. A match's result is recorded just after it ends, so
+   * the profile shows it a moment later. Retried after a dropped connection.
+   *
+   * @param playerId the player's id ("" or null: the caller)
+   * @return the profile
+   * @throws SpadesException if refused ({@code NOT_FOUND PLAYER_NOT_FOUND}: the player finished
+   *     no lobby match here; {@code INVALID_ARGUMENT BAD_PLAYER_ID}: over 128 characters)
+   */
+  public PlayerProfile getProfile(String playerId) {
+    GetProfileRequest request =
+        GetProfileRequest.newBuilder().setPlayerId(playerId == null ? "" : playerId).build();
+    return client.retrying(() -> stub().getProfile(request)).getProfile();
   }
 
   // -- seats ----------------------------------------------------------------------------------
