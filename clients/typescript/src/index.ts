@@ -5,6 +5,8 @@ export { SpadesClient, SeatClient, type ActionInit, type CallOpts, type RematchO
 export {
   PlayerClient,
   type JoinTarget,
+  type LeaderboardOptions,
+  type LeaderboardPagesOptions,
   type LobbyFilterInit,
   type LobbyWatchOptions,
   type PlacementOptions,

@@ -1,9 +1,9 @@
-// A player's calls of spades.v1.LobbyService — tables, the lobby, invitations
-// and quick play — with their player credential, deadlines, retries and
-// errors handled once. Like client.ts it makes no transport: the same calls
-// run over Node's gRPC and over a browser's gRPC-Web or Connect (through
-// Envoy). Rematch needs a seat token, not a player credential: it is
-// SeatClient.rematch / awaitRematch.
+// A player's calls of spades.v1.LobbyService — tables, the lobby, invitations,
+// quick play, and rated play's leaderboards and profiles — with their player
+// credential, deadlines, retries and errors handled once. Like client.ts it
+// makes no transport: the same calls run over Node's gRPC and over a
+// browser's gRPC-Web or Connect (through Envoy). Rematch needs a seat token,
+// not a player credential: it is SeatClient.rematch / awaitRematch.
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Code, type CallOptions } from "@connectrpc/connect";
 import type { CallOpts, SpadesClient } from "./client.js";
@@ -11,12 +11,15 @@ import { SpadesError } from "./errors.js";
 import {
   TableState,
   TicketState,
+  type GetLeaderboardResponse,
   type JoinTableResponse,
+  type LeaderboardEntry,
   type ListTablesResponse,
   type LobbyFilterSchema,
   type OpenTableRequestSchema,
   type OpenTableResponse,
   type Placement,
+  type PlayerProfile,
   type Table,
   type Ticket,
   type WatchLobbyResponse,
@@ -75,6 +78,24 @@ export interface PlacementOptions extends LongPollOpts {
   stream?: boolean;
 }
 
+/** Which leaderboard page: of a pool (empty: the server's default, "classic" unless it keeps one pool, "all"), at the top, after or before a page token, or around a player. */
+export interface LeaderboardOptions extends CallOpts {
+  /** The rating pool (a table's `ratingPool`: the preset's name, "classic", "polish", ...); empty or unset: the server's default. */
+  pool?: string;
+  /** Players per page (0 or unset: 25; at most 200). */
+  pageSize?: number;
+  /** A `nextPageToken` or `previousPageToken` of an earlier page of the same pool. */
+  pageToken?: string;
+  /** The page that holds this player (not with `pageToken`: TOKEN_AND_PLAYER). */
+  aroundPlayerId?: string;
+}
+
+/** How `leaderboardPages` walks: from its first page (the top, a token's or a player's) down (`"next"`, the default) or up (`"previous"`). */
+export interface LeaderboardPagesOptions extends LeaderboardOptions {
+  /** Follow `nextPageToken` (down the board, the default) or `previousPageToken` (up towards the top). */
+  direction?: "next" | "previous";
+}
+
 const TABLE_FINAL = new Set([TableState.STARTED, TableState.CLOSED]);
 const TICKET_FINAL = new Set([TicketState.PLACED, TicketState.CANCELLED]);
 
@@ -95,6 +116,11 @@ const TICKET_FINAL = new Set([TicketState.PLACED, TicketState.CANCELLED]);
  * calls that are safe to repeat are retried after a dropped connection with
  * the client's backoff; `openTable`, `leaveTable` and `quickPlay` are not (a
  * repeat is refused: ALREADY_SEATED, NOT_SEATED, ALREADY_QUEUED).
+ *
+ * Rated play: `openTable({ rated: true })` and `quickPlay({ rated: true })`;
+ * `leaderboard()` (a page), `leaderboardPages()` and `leaderboardEntries()`
+ * (walking the pages) read a pool's leaderboard, `profile(playerId)` a
+ * player's ratings and record.
  */
 export class PlayerClient {
   constructor(
@@ -110,8 +136,12 @@ export class PlayerClient {
    * closes, by `unattended`), then it is dealt. `botSeats` are played by bots
    * from the start; `visibility: TableVisibility.INVITE_ONLY` keeps it out of
    * the lobby, and the answer's `table.inviteCode` is what friends join with.
-   * Not retried: a repeat is refused ALREADY_SEATED (its metadata names the
-   * table).
+   * `rated: true` asks for a rated table (its result moves the players'
+   * ratings in the pool of its rules, `table.ratingPool`): humans only, so
+   * with `botSeats` it is refused INVALID_ARGUMENT RATED_WITHOUT_BOTS, and
+   * if bots take open seats when it starts it plays unrated (`table.rated`
+   * false). Not retried: a repeat is refused ALREADY_SEATED (its metadata
+   * names the table).
    */
   openTable(request: MessageInitShape<typeof OpenTableRequestSchema> = {}, opts?: CallOpts): Promise<OpenTableResponse> {
     return this.unary((o) => this.client.lobbyRpc.openTable(request, o), opts);
@@ -304,11 +334,14 @@ export class PlayerClient {
   /**
    * Asks for a game (QuickPlay): alone, or as a party with `partnerPlayerId`
    * (both must ask, naming each other, for the same rules; the first waits,
-   * WAITING_FOR_PARTNER). Resolves with the ticket; `awaitPlacement(ticket)`
-   * waits for its seat. Not retried: a repeat is refused ALREADY_QUEUED (its
-   * metadata names the ticket; `getTicket()` finds it too).
+   * WAITING_FOR_PARTNER). `rated: true` queues for a rated game, apart from
+   * unrated tickets (a party's players must both ask for it); if bots fill
+   * the table it plays unrated (`placement.table.rated` false). Resolves with
+   * the ticket; `awaitPlacement(ticket)` waits for its seat. Not retried: a
+   * repeat is refused ALREADY_QUEUED (its metadata names the ticket;
+   * `getTicket()` finds it too).
    */
-  async quickPlay(request: { ruleset?: RulesetInit; partnerPlayerId?: string } = {}, opts?: CallOpts): Promise<Ticket> {
+  async quickPlay(request: { ruleset?: RulesetInit; partnerPlayerId?: string; rated?: boolean } = {}, opts?: CallOpts): Promise<Ticket> {
     const res = await this.unary((o) => this.client.lobbyRpc.quickPlay(request, o), opts);
     return required(res.ticket, "QuickPlay");
   }
@@ -408,6 +441,85 @@ export class PlayerClient {
       options,
     );
     return placementOf(placed)!;
+  }
+
+  // -- rated play ----------------------------------------------------------------
+
+  /**
+   * One page of a rating pool's leaderboard (GetLeaderboard), best first:
+   * the top, the page after or before `pageToken`, or the page that holds
+   * `aroundPlayerId`. Each entry has its `rank` (from 1), the player's id,
+   * name and `rating` (`conservative`, mu - 3 sigma, orders the board); the
+   * page has `nextPageToken` and `previousPageToken` ("" at either end),
+   * `totalPlayers`, and `minGames`, the rated games a player needs to
+   * appear. Refusals: NOT_FOUND POOL_NOT_FOUND (no such pool),
+   * INVALID_ARGUMENT BAD_POOL, BAD_PAGE_SIZE, BAD_PAGE_TOKEN (a token this
+   * server did not give, or another pool's), TOKEN_AND_PLAYER (both a token
+   * and a player), NOT_FOUND PLAYER_NOT_RATED (the player is not on the
+   * board). Retried.
+   */
+  leaderboard(options: LeaderboardOptions = {}): Promise<GetLeaderboardResponse> {
+    const request = {
+      pool: options.pool ?? "",
+      pageSize: options.pageSize ?? 0,
+      pageToken: options.pageToken ?? "",
+      aroundPlayerId: options.aroundPlayerId ?? "",
+    };
+    return this.unary((o) => this.client.lobbyRpc.getLeaderboard(request, o), options, true);
+  }
+
+  /**
+   * The pages of a leaderboard one after the other: from the first page
+   * `leaderboard(options)` answers (the top, a token's, or a player's), down
+   * the board with `nextPageToken` or, with `direction: "previous"`, up
+   * towards the top with `previousPageToken`, until the end. Ratings move
+   * while a walk is under way; the tokens follow the players at the pages'
+   * edges, so a player may appear twice or be missed, never a page skipped.
+   */
+  async *leaderboardPages(options: LeaderboardPagesOptions = {}): AsyncGenerator<GetLeaderboardResponse> {
+    const { direction = "next", ...first } = options;
+    // The pages after the first: by token only (a token and a player are refused together).
+    const { aroundPlayerId: _, pageToken: __, ...rest } = first;
+    let page = await this.leaderboard(first);
+    for (;;) {
+      yield page;
+      const pageToken = direction === "next" ? page.nextPageToken : page.previousPageToken;
+      if (pageToken === "" || page.entries.length === 0) {
+        return;
+      }
+      page = await this.leaderboard({ ...rest, pageToken });
+    }
+  }
+
+  /**
+   * Every entry of a leaderboard, in the order `leaderboardPages` walks
+   * (best first, or with `direction: "previous"` each page's entries in
+   * reverse: worst first, towards the top), a page at a time: stop whenever
+   * (`break`), and no further page is asked for.
+   */
+  async *leaderboardEntries(options: LeaderboardPagesOptions = {}): AsyncGenerator<LeaderboardEntry> {
+    for await (const page of this.leaderboardPages(options)) {
+      if (options.direction === "previous") {
+        yield* [...page.entries].reverse();
+      } else {
+        yield* page.entries;
+      }
+    }
+  }
+
+  /**
+   * A player's public profile (GetProfile; empty id, the default: the
+   * caller's own): `ratings`, one `PlayerRating` per pool they played a rated
+   * match in (`mu`, `sigma`, `conservative`, `games`, `wins`, `losses`,
+   * `rank`: 0 while under the pool's minimum of games), `withHumans` and
+   * `withBots` (`PlayerStats`: matches, wins, hands, contracts made and set,
+   * mean bid and tricks, bags, nils and blind nils), `lastPlayedMs`. A
+   * player who finished no lobby match: NOT_FOUND PLAYER_NOT_FOUND; an id
+   * over 128 characters: INVALID_ARGUMENT BAD_PLAYER_ID. Retried.
+   */
+  async profile(playerId = "", opts?: CallOpts): Promise<PlayerProfile> {
+    const res = await this.unary((o) => this.client.lobbyRpc.getProfile({ playerId }, o), opts, true);
+    return required(res.profile, "GetProfile");
   }
 
   // -- plumbing ------------------------------------------------------------------
