@@ -1,5 +1,6 @@
-"""Fixtures of the client's tests (see harness.py)."""
+"""Fixtures of the client's tests (see harness.py, and rated.py for rated play)."""
 
-from harness import harness, replicated_harness, tls_harness
+from harness import harness, rated_harness, replicated_harness, tls_harness
+from rated import rated_match
 
-__all__ = ["harness", "replicated_harness", "tls_harness"]
+__all__ = ["harness", "rated_harness", "rated_match", "replicated_harness", "tls_harness"]

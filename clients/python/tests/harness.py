@@ -170,6 +170,13 @@ def replicated_harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Har
 
 
 @pytest.fixture(scope="session")
+def rated_harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
+    """Rated play: a player is on a leaderboard after one rated game."""
+    with serve(tmp_path_factory.mktemp("serve-rated"), "--", "--rating-min-games", "1") as h:
+        yield h
+
+
+@pytest.fixture(scope="session")
 def tls_harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
     """TLS only, operator calls over mutual TLS on the operator port."""
     with serve(tmp_path_factory.mktemp("serve-tls"), "--tls") as h:

@@ -10,6 +10,7 @@ import uuid
 from pathlib import Path
 
 from harness import Harness
+from rated import RatedMatch
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 EXAMPLE_TIMEOUT_S = 60
@@ -92,3 +93,24 @@ def test_the_quick_play_example_plays_three_tricks_of_its_match(harness: Harness
 
 def test_the_invite_only_table_example_runs(harness: Harness) -> None:
     assert lobby_example(4, harness, "Host") == shown_after(python_blocks()[4])
+
+
+def test_the_rated_play_example_shows_the_profile_and_the_leaderboard(
+    rated_harness: Harness, rated_match: RatedMatch
+) -> None:
+    ann = rated_match.player(0)
+    won = ann.player_id in rated_match.winners
+    code = python_blocks()[5]
+    out = run_example(code, rated_harness, SPADES_CREDENTIAL=ann.credential).splitlines()
+    shown = shown_after(code)
+    assert re.fullmatch(
+        r"classic: rank \d+, rating -?\d+\.\d\d, " + ("1-0" if won else "0-1"), out[0]
+    )
+    assert re.fullmatch(r"with humans: 1 match\(es\), \d+% of contracts made", out[1])
+    assert re.fullmatch(r"my page: ranks \d+-\d+ of \d+", out[2])
+    entries = [line.split() for line in out[3:]]
+    assert [int(e[0]) for e in entries] == list(range(1, len(entries) + 1))
+    assert "Ann" in [e[1] for e in entries]
+    # The README shows a run like this one.
+    assert re.fullmatch(r"classic: rank \d+, rating -?\d+\.\d\d, \d-\d", shown[0])
+    assert shown[1].startswith("with humans: ") and shown[2].startswith("my page: ")

@@ -5,11 +5,12 @@ through ``Console(record=True).export_text()``)."""
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 from rich.console import Console, RenderableType
 
-from spades_client import SpadesError, pb
+from spades_client import SpadesError, lobby_pb, pb
 from spades_client.terminal.cards import card_text, parse_card, parse_suit, sort_hand
 from spades_client.terminal.cli import UsageError, bot_levels, parse_options
 from spades_client.terminal.model import SPECTATOR, Table
@@ -22,6 +23,7 @@ from spades_client.terminal.parse import (
     resolve,
 )
 from spades_client.terminal.render import Renderer
+from spades_client.terminal.standings import around_id, leaderboard_page, profile_card
 
 S, H, D, C = pb.SUIT_SPADES, pb.SUIT_HEARTS, pb.SUIT_DIAMONDS, pb.SUIT_CLUBS
 
@@ -416,3 +418,67 @@ def test_events_keep_a_spectators_table() -> None:
     assert t3.players == 3
     t3.apply(pb.MatchEvent(bidding_closed=pb.BiddingClosed(bids=[1, 2, 3], contracts=[1, 2, 3])))
     assert not t3.partnerships and t3.sides == 3
+
+
+# -- standings: spades me and spades top ----------------------------------------------------
+
+
+def _profile() -> lobby_pb.PlayerProfile:
+    return lobby_pb.PlayerProfile(
+        player_id="p-tess",
+        name="Tess",
+        ratings=[
+            lobby_pb.PlayerRating(
+                pool="classic", mu=27.5, sigma=7.25, conservative=5.75, games=4, wins=3,
+                losses=1, rank=2,
+            ),
+            lobby_pb.PlayerRating(pool="polish", mu=25, sigma=8, conservative=1, games=1),
+        ],
+        with_humans=lobby_pb.PlayerStats(
+            matches=4, wins=3, hands=20, contracts=18, contracts_made=15, sets=3,
+            contracts_made_share=15 / 18, mean_bid=3.25, mean_tricks=3.5, bags=9,
+            bags_per_hand=0.45, nils_bid=2, nils_made=1, blind_nils_bid=1, blind_nils_made=0,
+        ),
+    )  # fmt: skip
+
+
+def test_a_profile_shows_ratings_per_pool_and_the_record() -> None:
+    out = text_of(profile_card(_profile(), Renderer(), mine=True))
+    assert "Tess (player id p-tess, you)" in out
+    assert re.search(r"^classic\s+#2\s+5\.75\s+27\.50\s+7\.25\s+4\s+3/1$", out, re.M), out
+    assert re.search(r"^polish\s+unranked\s+1\.00\s+25\.00\s+8\.00\s+1\s+0/0$", out, re.M), out
+    assert re.search(r"^Matches \(won\)\s+4 \(3\)\s+0 \(0\)$", out, re.M), out
+    assert re.search(r"^Contracts made\s+15/18 \(83%\)\s+-$", out, re.M), out
+    assert re.search(r"^Bags per hand\s+0\.45 \(9 in all\)\s+-$", out, re.M), out
+    assert re.search(r"^Nils made/bid\s+1/2\s+-$", out, re.M), out
+    assert re.search(r"^Blind nils made/bid\s+0/1\s+-$", out, re.M), out
+    assert "last played" not in out
+    ascii_out = text_of(profile_card(_profile(), Renderer(ascii_only=True), mine=False))
+    assert (
+        re.search(r"Rating\s+mu\s+sigma\s+Games", ascii_out) and "(player id p-tess)" in ascii_out
+    )
+
+
+def test_a_leaderboard_page_marks_you() -> None:
+    page = lobby_pb.GetLeaderboardResponse(
+        pool="classic",
+        total_players=30,
+        min_games=3,
+        entries=[
+            lobby_pb.LeaderboardEntry(
+                rank=26 + i,
+                player_id=f"p-{i}",
+                name=name,
+                rating=lobby_pb.PlayerRating(conservative=10 - i, mu=30 - i, sigma=6, games=9),
+            )
+            for i, name in enumerate(["Ann", "Tess"])
+        ],
+    )
+    out = text_of(leaderboard_page(page, Renderer(), me="p-1"))
+    assert "Leaderboard · classic · 26-27 of 30 players (3 rated games or more to be listed)" in out
+    assert re.search(r"^\s+26\s+Ann\s+10\.00\s+30\.00\s+6\.00\s+9\s+0/0$", out, re.M), out
+    assert re.search(r"^\s+27\s+Tess \(you\)\s+9\.00", out, re.M), out
+    empty = text_of(leaderboard_page(lobby_pb.GetLeaderboardResponse(pool="german"), Renderer()))
+    assert "Nobody is on the german leaderboard yet." in empty
+    assert around_id(None, "p-1") == "" and around_id("Me", "p-1") == "p-1"
+    assert around_id(" p-9 ", "p-1") == "p-9"

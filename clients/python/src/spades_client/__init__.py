@@ -16,6 +16,16 @@ proto/spades/v1/lobby.proto. A player's lobby calls need its credential:
 >>> async with sc.connect("localhost:50051", credential=JWT) as client:  # doctest: +SKIP
 ...     ticket = await client.quick_play(sc.pb.Ruleset(preset="classic"))
 ...     seat = client.seat(await client.wait_for_placement(ticket))
+
+Rated play's standings, with the same credential: ``leaderboard(pool,
+page_size=, page_token=, around_player_id=)`` (a page, best first; every page
+with ``leaderboard_pages``) and ``profile(player_id="")`` (ratings per pool
+and the record with humans and with bots):
+
+>>> async with sc.connect("localhost:50051", credential=JWT) as client:  # doctest: +SKIP
+...     me = await client.profile()
+...     async for page in client.leaderboard_pages("classic", page_size=50):
+...         print([(e.rank, e.name) for e in page.entries])
 """
 
 from ._client import DEFAULT_POLL_WAIT_MS, DEFAULT_TIMEOUT, TLS, Client, Seat, connect

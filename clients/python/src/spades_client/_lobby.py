@@ -3,8 +3,10 @@
 ``Client`` inherits them from ``LobbyCalls``: tables (open, join by id or by
 invite code, leave, start, look at, watch), the lobby's listing (pages, a
 stream and a long poll of its changes, and ``follow_lobby``, the listing kept
-up to date), quick play (ask, look at, watch, cancel, wait until placed).
-Rematch needs a seat token, not a credential: it is ``Seat.rematch``.
+up to date), quick play (ask, look at, watch, cancel, wait until placed),
+and rated play's standings (a pool's leaderboard, a page at a time, and a
+player's profile). Rematch needs a seat token, not a credential: it is
+``Seat.rematch``.
 
 Every call here carries ``Client.credential`` as ``authorization: Bearer
 <jwt>`` (none if it is None: the server answers ``UNAUTHENTICATED``
@@ -97,6 +99,7 @@ class LobbyCalls:
         unattended: lpb.Unattended.ValueType = lpb.UNATTENDED_UNSPECIFIED,
         wait_seconds: int = 0,
         spectators: pb.Spectators.ValueType = pb.SPECTATORS_UNSPECIFIED,
+        rated: bool = False,
         timeout: float | None = None,
     ) -> lpb.OpenTableResponse:
         """Open a table and sit at it (``seat``, 0 unless given): a whole
@@ -105,8 +108,12 @@ class LobbyCalls:
         starts it (``start_table``) or its wait (``wait_seconds``, 0: the
         server's) runs out (``unattended``: bots fill it, or it closes). An
         ``TABLE_VISIBILITY_INVITE_ONLY`` table is not listed: the response's
-        ``table.invite_code`` is how others join. The response's
-        ``seat_token`` plays the seat once the table has started. Not retried
+        ``table.invite_code`` is how others join. ``rated``: the match counts
+        in its rating pool (``table.rating_pool``); humans only, so with
+        ``bot_seats`` it is refused ``INVALID_ARGUMENT`` ``RATED_WITHOUT_BOTS``,
+        and bots filling open seats at the start make it unrated
+        (``table.rated`` false). The response's ``seat_token`` plays the seat
+        once the table has started. Not retried
         (a repeat after a lost answer is refused ``ALREADY_SEATED``, whose
         ``metadata["table_id"]`` names the table)."""
         if request is None:
@@ -119,6 +126,7 @@ class LobbyCalls:
                 unattended=unattended,
                 wait_seconds=wait_seconds,
                 spectators=spectators,
+                rated=rated,
             )
             if seat is not None:
                 request.seat = seat
@@ -413,15 +421,20 @@ class LobbyCalls:
         ruleset: pb.Ruleset | None = None,
         *,
         partner_player_id: str = "",
+        rated: bool = False,
         timeout: float | None = None,
     ) -> lpb.Ticket:
         """Ask for a game of ``ruleset``'s rules (None: classic): alone, or as
         ``partner_player_id``'s partner (both ask, naming each other; the
-        first waits, ``TICKET_STATE_WAITING_FOR_PARTNER``). The ticket: wait
-        for its placement with ``wait_for_placement``. Not retried: after a
-        failure whose outcome is unknown, ``get_ticket()`` (the latest
-        ticket) tells whether it was queued."""
-        request = lpb.QuickPlayRequest(ruleset=ruleset, partner_player_id=partner_player_id)
+        first waits, ``TICKET_STATE_WAITING_FOR_PARTNER``). ``rated``: a
+        rated game, queued apart from unrated ones (a party's players both
+        ask for the same); if bots fill the table, it is not rated. The
+        ticket: wait for its placement with ``wait_for_placement``. Not
+        retried: after a failure whose outcome is unknown, ``get_ticket()``
+        (the latest ticket) tells whether it was queued."""
+        request = lpb.QuickPlayRequest(
+            ruleset=ruleset, partner_player_id=partner_player_id, rated=rated
+        )
         response: lpb.QuickPlayResponse = await self.call(
             self.lobby_stub.QuickPlay, request, metadata=self._player(), timeout=timeout
         )
@@ -522,6 +535,95 @@ class LobbyCalls:
                 if got.state in _TICKET_OVER:
                     return _placed(got)
                 ticket_id, version = got.ticket_id, max(version, got.version)
+
+    # -- rated play: leaderboards and profiles -----------------------------------------
+    async def leaderboard(
+        self,
+        pool: str = "",
+        *,
+        page_size: int = 0,
+        page_token: str = "",
+        around_player_id: str = "",
+        timeout: float | None = None,
+    ) -> lpb.GetLeaderboardResponse:
+        """One page of a rating pool's leaderboard, best first (``pool``
+        empty: the server's default, ``classic``; the pools are the presets).
+        The top; or the page after or before a page (its ``next_page_token``,
+        empty on the last page, or its ``previous_page_token``, empty at the
+        top) as ``page_token``; or the page that holds ``around_player_id``
+        (not with a token). ``page_size``: 0 is 25, at most 200. The
+        response has each entry's ``rank`` (from 1), ``total_players`` and
+        ``min_games`` (the rated games a player needs to be listed).
+        Refusals: ``NOT_FOUND`` ``POOL_NOT_FOUND``, ``PLAYER_NOT_RATED``;
+        ``INVALID_ARGUMENT`` ``BAD_POOL``, ``BAD_PAGE_TOKEN`` (a token the
+        server did not give, or another pool's), ``BAD_PAGE_SIZE``,
+        ``TOKEN_AND_PLAYER``. A read: retried after a transient failure."""
+        return await self.call(
+            self.lobby_stub.GetLeaderboard,
+            lpb.GetLeaderboardRequest(
+                pool=pool,
+                page_size=page_size,
+                page_token=page_token,
+                around_player_id=around_player_id,
+            ),
+            metadata=self._player(),
+            timeout=timeout,
+            retry=True,
+        )
+
+    async def leaderboard_pages(
+        self,
+        pool: str = "",
+        *,
+        page_size: int = 0,
+        page_token: str = "",
+        around_player_id: str = "",
+        backward: bool = False,
+    ) -> AsyncGenerator[lpb.GetLeaderboardResponse, None]:
+        """The pages of a leaderboard from the top (or from ``page_token``, or
+        from the page of ``around_player_id``) to the last one, each as
+        ``leaderboard`` answers it; with ``backward``, from there up to the
+        top. A page's tokens name the player at its edge, so the walk follows
+        the players it reached while ratings move."""
+        token, around = page_token, around_player_id
+        while True:
+            page = await self.leaderboard(
+                pool, page_size=page_size, page_token=token, around_player_id=around
+            )
+            yield page
+            token = page.previous_page_token if backward else page.next_page_token
+            around = ""
+            if not token:
+                return
+
+    async def leaderboard_entries(
+        self, pool: str = "", *, page_size: int = 0
+    ) -> AsyncGenerator[lpb.LeaderboardEntry, None]:
+        """Every entry of a leaderboard, best first, a page at a time."""
+        async for page in self.leaderboard_pages(pool, page_size=page_size):
+            for entry in page.entries:
+                yield entry
+
+    async def profile(
+        self, player_id: str = "", *, timeout: float | None = None
+    ) -> lpb.PlayerProfile:
+        """A player's public profile (``player_id`` empty: the caller's own):
+        ``ratings`` (one ``PlayerRating`` per pool they played a rated match
+        in: ``mu``, ``sigma``, ``conservative``, ``games``, ``wins``,
+        ``losses``, ``rank``, 0 while under the minimum of games), their
+        record ``with_humans`` and ``with_bots`` (``PlayerStats``), and
+        ``last_played_ms``. ``NOT_FOUND`` ``PLAYER_NOT_FOUND`` for a player who
+        finished no lobby match (a match's result is recorded just after it
+        ends); ``INVALID_ARGUMENT`` ``BAD_PLAYER_ID`` for an id over 128
+        characters. A read: retried after a transient failure."""
+        response: lpb.GetProfileResponse = await self.call(
+            self.lobby_stub.GetProfile,
+            lpb.GetProfileRequest(player_id=player_id),
+            metadata=self._player(),
+            timeout=timeout,
+            retry=True,
+        )
+        return response.profile
 
 
 def _started(table: lpb.Table) -> lpb.Table:

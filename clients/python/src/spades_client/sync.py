@@ -5,7 +5,8 @@ process, a daemon); each method here runs the matching coroutine there and
 waits for it. The classes mirror the asyncio ones: ``Client`` (the lobby's
 calls too), ``Seat``, ``Session``; errors are the same ``SpadesError``. The
 lobby's streams (``watch_table``, ``watch_ticket``, ``watch_lobby``,
-``follow_lobby``, ``tables``) are plain iterators here; ``close()`` one (or
+``follow_lobby``, ``tables``, ``leaderboard_pages``, ``leaderboard_entries``)
+are plain iterators here; ``close()`` one (or
 leave its ``for`` loop) to end its call.
 
 >>> from spades_client import sync                              # doctest: +SKIP
@@ -217,6 +218,7 @@ class Client:
         unattended: lpb.Unattended.ValueType = lpb.UNATTENDED_UNSPECIFIED,
         wait_seconds: int = 0,
         spectators: pb.Spectators.ValueType = pb.SPECTATORS_UNSPECIFIED,
+        rated: bool = False,
     ) -> lpb.OpenTableResponse:
         return self._run(
             self.aio.open_table(
@@ -230,6 +232,7 @@ class Client:
                 unattended=unattended,
                 wait_seconds=wait_seconds,
                 spectators=spectators,
+                rated=rated,
             )
         )
 
@@ -319,9 +322,15 @@ class Client:
         return self._iterate(self.aio.follow_lobby(ruleset, poll=poll, wait_ms=wait_ms))
 
     def quick_play(
-        self, ruleset: pb.Ruleset | None = None, *, partner_player_id: str = ""
+        self,
+        ruleset: pb.Ruleset | None = None,
+        *,
+        partner_player_id: str = "",
+        rated: bool = False,
     ) -> lpb.Ticket:
-        return self._run(self.aio.quick_play(ruleset, partner_player_id=partner_player_id))
+        return self._run(
+            self.aio.quick_play(ruleset, partner_player_id=partner_player_id, rated=rated)
+        )
 
     def get_ticket(
         self, ticket_id: str = "", *, after_version: int = 0, wait_ms: int = 0
@@ -347,6 +356,51 @@ class Client:
         return self._run(
             self.aio.wait_for_placement(ticket, watch=watch, wait_ms=wait_ms, timeout=timeout)
         )
+
+    # -- rated play ----------------------------------------------------------------------
+    def leaderboard(
+        self,
+        pool: str = "",
+        *,
+        page_size: int = 0,
+        page_token: str = "",
+        around_player_id: str = "",
+    ) -> lpb.GetLeaderboardResponse:
+        return self._run(
+            self.aio.leaderboard(
+                pool,
+                page_size=page_size,
+                page_token=page_token,
+                around_player_id=around_player_id,
+            )
+        )
+
+    def leaderboard_pages(
+        self,
+        pool: str = "",
+        *,
+        page_size: int = 0,
+        page_token: str = "",
+        around_player_id: str = "",
+        backward: bool = False,
+    ) -> Generator[lpb.GetLeaderboardResponse, None, None]:
+        return self._iterate(
+            self.aio.leaderboard_pages(
+                pool,
+                page_size=page_size,
+                page_token=page_token,
+                around_player_id=around_player_id,
+                backward=backward,
+            )
+        )
+
+    def leaderboard_entries(
+        self, pool: str = "", *, page_size: int = 0
+    ) -> Generator[lpb.LeaderboardEntry, None, None]:
+        return self._iterate(self.aio.leaderboard_entries(pool, page_size=page_size))
+
+    def profile(self, player_id: str = "") -> lpb.PlayerProfile:
+        return self._run(self.aio.profile(player_id))
 
 
 class Seat:

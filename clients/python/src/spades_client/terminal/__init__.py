@@ -8,13 +8,16 @@ rich, the ``terminal`` extra: ``pip install 'spades-client[terminal]'``.
     spades lobby --guest          the tables waiting for players: sit at one, open one
     spades join CODE --guest      an invite-only table, by its invite code
     spades quickplay --guest      a game with other players (bots fill in after a wait)
+    spades me --guest             your profile: ratings, rank, record
+    spades top --around me        a leaderboard of rated play, a page at a time
     spades watch MATCH --address HOST:PORT
     spades replay game.json       step through a game record (needs spades_engine)
 
 Modules: ``cards`` (card text in and out), ``parse`` (what is typed, mapped
 onto the legal actions), ``model`` (the table, from a view or from events),
 ``render`` (rich renderables), ``play``, ``lobby`` (lobby, join and quickplay:
-a player credential, the wait at a table or for a ticket), ``watch``,
+a player credential, the wait at a table or for a ticket), ``standings``
+(``me`` and ``top``: a profile, a leaderboard's pages), ``watch``,
 ``replay``, ``embedded`` (the server of one's own), ``lines`` (input that does
 not block), ``cli``.
 """

@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import signal
+import sys
 from collections.abc import Coroutine, Sequence
 from typing import Any, Final
 
@@ -30,13 +31,14 @@ from .lobby import (
 )
 from .play import PlayLoop, Rejoin
 from .render import Renderer, hint
+from .standings import StandingsView, around_id
 from .watch import WatchLoop
 
 __all__ = ["main"]
 
 PROG: Final = "spades"
 DEFAULT_ADDRESS: Final = "localhost:50051"
-LOBBY_COMMANDS: Final = frozenset({"lobby", "join", "quickplay"})
+LOBBY_COMMANDS: Final = frozenset({"lobby", "join", "quickplay", "me", "top"})
 BOT_LEVELS: Final[dict[str, pb.BotLevel.ValueType]] = {
     "random": pb.BOT_LEVEL_RANDOM,
     "easy": pb.BOT_LEVEL_EASY,
@@ -89,8 +91,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG,
         description="Play Spades in a terminal against bots or other players (through "
-        "the lobby, quick play or an invite code), watch a match, or step through a game "
-        "record.",
+        "the lobby, quick play or an invite code), see your profile and the leaderboards of "
+        "rated play, watch a match, or step through a game record.",
     )
     p.add_argument(
         "--ascii", action="store_true", help="write suits as letters (QS), not symbols (Q♠)"
@@ -200,10 +202,51 @@ def _parser() -> argparse.ArgumentParser:
     qp.add_argument(
         "--partner", metavar="PLAYER_ID", default="", help="play as this player's partner"
     )
+    qp.add_argument(
+        "--rated",
+        action="store_true",
+        help="a rated game, with players of a similar rating (not rated if bots fill in)",
+    )
     _player(qp)
     _rules(qp)
     _pace(qp)
     _no_pause(qp)
+
+    me = sub.add_parser(
+        "me",
+        help="your profile: ratings, rank and record",
+        description="Your profile (or another player's, with --player): your rating in each "
+        "pool you played rated matches in, with your rank, games, wins and losses; and your "
+        "record in matches with humans only and in matches with bots (contracts made, mean "
+        "bid and tricks, bags per hand, nils and blind nils, sets).",
+    )
+    me.add_argument("--player", metavar="PLAYER_ID", help="another player's profile")
+    _player(me)
+
+    top = sub.add_parser(
+        "top",
+        help="a leaderboard of rated play",
+        description="A page of a rating pool's leaderboard, best first: the top, or the page "
+        "around a player (--around me, or a player id). At a terminal, n and p go to the "
+        "next and the previous page and q quits; otherwise the command for the next page "
+        "is printed (--page-token).",
+    )
+    top.add_argument(
+        "--pool",
+        default="",
+        metavar="NAME",
+        help="the rating pool: a preset, classic (default), polish, german, bulgarian, ...",
+    )
+    top.add_argument(
+        "--page-size", type=int, default=0, metavar="N", help="players per page (default 25)"
+    )
+    top.add_argument(
+        "--around", metavar="me|PLAYER_ID", help="the page that holds you, or this player"
+    )
+    top.add_argument(
+        "--page-token", default="", metavar="T", help="a page another run printed (next, previous)"
+    )
+    _player(top)
 
     r = sub.add_parser(
         "replay",
@@ -458,10 +501,63 @@ async def _lobby(args: argparse.Namespace, console: Console, renderer: Renderer)
             if args.command == "join":
                 return await flow.join_code(args.code, args.seat)
             if args.command == "quickplay":
-                return await flow.quickplay(rules, args.partner)
+                return await flow.quickplay(rules, args.partner, rated=args.rated)
             return await flow.browse(rules if chosen else None, rules)
         finally:
             reader.close()
+
+
+# -- standings: me and top -----------------------------------------------------------------
+
+
+async def _standings(args: argparse.Namespace, console: Console, renderer: Renderer) -> int:
+    if args.command == "top":
+        if not 0 <= args.page_size <= 200:
+            raise UsageError("--page-size is 1 to 200 (0: the server's 25)")
+        if args.around is not None and args.page_token:
+            raise UsageError("--around or --page-token, not both")
+    me = await _identity(args)
+    async with connect(args.address, credential=me.credential) as client:
+        view = StandingsView(console, client, me.player_id, renderer=renderer, command=PROG)
+        if args.command == "me":
+            return await view.profile(args.player or "")
+        around = around_id(args.around, me.player_id)
+        if args.around is not None and not around:
+            raise UsageError("--around me needs a credential that names you (its sub)")
+        rerun = _rerun(args)
+        if not sys.stdin.isatty():
+            return await view.leaderboard(
+                args.pool,
+                page_size=args.page_size,
+                around=around,
+                page_token=args.page_token,
+                rerun=rerun,
+            )
+        reader = LineReader().start()
+        try:
+            return await view.leaderboard(
+                args.pool,
+                page_size=args.page_size,
+                around=around,
+                page_token=args.page_token,
+                reader=reader,
+            )
+        finally:
+            reader.close()
+
+
+def _rerun(args: argparse.Namespace) -> str:
+    """The options of ``spades top`` a next page's command repeats."""
+    out = ""
+    if args.pool:
+        out += f" --pool {args.pool}"
+    if args.page_size:
+        out += f" --page-size {args.page_size}"
+    if args.address != DEFAULT_ADDRESS:
+        out += f" --address {args.address}"
+    if args.guest:
+        out += " --guest"
+    return out
 
 
 # -- replay ------------------------------------------------------------------------------
@@ -538,7 +634,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "replay":
             return _replay(args, console, renderer)
-        runner = {"play": _play, "watch": _watch}.get(args.command, _lobby)
+        runners = {"play": _play, "watch": _watch, "me": _standings, "top": _standings}
+        runner = runners.get(args.command, _lobby)
         return asyncio.run(_until_signalled(runner(args, console, renderer)))
     except (UsageError, CredentialError) as e:
         console.print(hint(f"{PROG} {args.command}: {e}", "red"))

@@ -4,10 +4,12 @@ credential), then the seat played as ``spades play`` plays it (``PlayLoop``).
 
 - ``lobby``: the public tables waiting for players, kept up to date
   (``Client.follow_lobby``): a table's number sits at it, ``open`` opens one
-  (``open invite``: invite-only; its code is printed), ``q`` quits;
+  (``open invite``: invite-only; its code is printed; ``open rated``: a
+  rated table, humans only), ``q`` quits;
 - ``join CODE``: sits at an invite-only table by its invite code;
 - ``quickplay``: asks the matchmaker for a game (``--partner ID``: as that
-  player's partner), shows the wait, and ``q`` withdraws the ticket.
+  player's partner; ``--rated``: a rated one), shows the wait, and ``q``
+  withdraws the ticket.
 
 At a table that waits for players its seats are shown as they fill; ``start``
 (the host: bots take the open seats now) and ``q`` (stand up) are accepted.
@@ -221,6 +223,15 @@ class _Inputs(Generic[T]):
             await self.stream.aclose()
 
 
+_OPEN_WORDS: Final = frozenset({"public", "invite", "invite-only", "rated"})
+
+
+def _is_open(text: str) -> bool:
+    """``open``, and any of ``public``, ``invite`` (``invite-only``), ``rated``."""
+    words = text.split()
+    return bool(words) and words[0] == "open" and set(words[1:]) <= _OPEN_WORDS
+
+
 def _is_quit(text: str) -> bool:
     return parse_command(text) == Meta("quit") or text.strip().lower() in ("leave", "cancel")
 
@@ -255,10 +266,11 @@ class LobbyFlow:
         self.console.print(hint(f"You are {who}{known}."))
 
     # -- quick play ------------------------------------------------------------------
-    async def quickplay(self, ruleset: pb.Ruleset, partner: str) -> int:
-        ticket = await self.client.quick_play(ruleset, partner_player_id=partner)
+    async def quickplay(self, ruleset: pb.Ruleset, partner: str, *, rated: bool = False) -> int:
+        ticket = await self.client.quick_play(ruleset, partner_player_id=partner, rated=rated)
         with_whom = f" with {partner} as your partner" if partner else ""
-        self.console.print(hint(f"You asked for a game of {rules_text(ruleset)}{with_whom}."))
+        kind = "a rated game" if rated else "a game"
+        self.console.print(hint(f"You asked for {kind} of {rules_text(ruleset)}{with_whom}."))
         inputs = _Inputs(self.client.watch_ticket(ticket.ticket_id), self.reader)
         shown = 0
         over = False
@@ -344,9 +356,10 @@ class LobbyFlow:
         """Wait at a table until it starts (then play it), closes, or the
         person stands up."""
         players = len(table.seats)
+        rated = ", rated" if table.rated else ""
         self.console.print(
             hint(
-                f"You sit at table {table.table_id} ({rules_text(table.ruleset)}) as "
+                f"You sit at table {table.table_id} ({rules_text(table.ruleset)}{rated}) as "
                 f"{seat_position(seat, players)}."
             )
         )
@@ -480,12 +493,13 @@ class LobbyFlow:
                 try:
                     if text.isdigit() and 1 <= int(text) <= len(tables):
                         seated = await self.client.join_table(tables[int(text) - 1].table_id)
-                    elif text in ("open", "open public", "open invite", "open invite-only"):
+                    elif _is_open(text):
                         seated = await self.client.open_table(
                             ruleset=rules,
                             visibility=lpb.TABLE_VISIBILITY_INVITE_ONLY
                             if "invite" in text
                             else lpb.TABLE_VISIBILITY_PUBLIC,
+                            rated="rated" in text.split(),
                         )
                     elif text in ("", "l", "list", "t"):
                         self.console.print(self.lobby_list(tables, shown))
@@ -500,8 +514,8 @@ class LobbyFlow:
     def _lobby_help(self, tables: list[lpb.Table]) -> str:
         pick = f"a table's number (1-{len(tables)}) to sit at it, " if tables else ""
         return (
-            f"Type {pick}`open` to open a table (`open invite` for an invite-only one), "
-            "`q` to quit."
+            f"Type {pick}`open` to open a table (`open invite` for an invite-only one, "
+            "`open rated` for a rated one), `q` to quit."
         )
 
     def lobby_list(self, tables: list[lpb.Table], shown: pb.Ruleset | None) -> RenderableType:
@@ -522,7 +536,7 @@ class LobbyFlow:
                 grid.add_row(
                     str(i),
                     t.table_id[:8],
-                    rules_text(t.ruleset),
+                    rules_text(t.ruleset) + (", rated" if t.rated else ""),
                     ", ".join(names),
                     f"{open_seats}/{len(t.seats)}",
                     _countdown(t.deadline_ms) if t.deadline_ms else "",
