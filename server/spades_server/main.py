@@ -411,7 +411,8 @@ OPTIONS = (
         "SPADES_RATED_BOTS",
         "off",
         "bots at rated tables: off (a bot makes a table unrated), on (at their default "
-        "fixed ratings), or each level's fixed mu, e.g. easy=16,normal=22,hard=26,expert=28",
+        "fixed ratings, easy=13,normal=24,hard=28,expert=35), or each level's fixed mu, "
+        "e.g. easy=12,expert=36",
     ),
     _Opt(
         "--party-wait-seconds",

@@ -80,10 +80,11 @@ class RatedBots:
     allowed: bool = False
     ratings: Mapping[int, Rating] = field(
         default_factory=lambda: {
-            pb.BOT_LEVEL_EASY: Rating(16.0, 1.0),
-            pb.BOT_LEVEL_NORMAL: Rating(22.0, 1.0),
-            pb.BOT_LEVEL_HARD: Rating(26.0, 1.0),
-            pb.BOT_LEVEL_EXPERT: Rating(28.0, 1.0),
+            # bench/rating_sim.py's levels' mean mu (bench/ratings/README.md).
+            pb.BOT_LEVEL_EASY: Rating(13.0, 1.0),
+            pb.BOT_LEVEL_NORMAL: Rating(24.0, 1.0),
+            pb.BOT_LEVEL_HARD: Rating(28.0, 1.0),
+            pb.BOT_LEVEL_EXPERT: Rating(35.0, 1.0),
         }
     )
 

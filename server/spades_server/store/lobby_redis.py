@@ -214,6 +214,15 @@ class RedisLobby:
             start, num = max(0, offset), count
 
         async def work() -> list[Any]:
+            if low == float("-inf") and high == float("inf"):
+                # By place: ZRANGEBYSCORE ... LIMIT walks past every skipped
+                # member (12.5 ms at offset 95,000 here, against 0.12 ms for
+                # ZRANGE by index: bench/ratings.py), which a deep leaderboard
+                # page pays.
+                end = -1 if num is None or num < 0 else (start or 0) + num - 1
+                if num == 0:
+                    return []
+                return await self._redis.zrange(key, start or 0, end, withscores=True)
             return await self._redis.zrangebyscore(
                 key, _score(low), _score(high), start=start, num=num, withscores=True
             )
