@@ -7,10 +7,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
+from types import SimpleNamespace
 
 import pytest
 from lobby_stores import Backend, play
+from spades_server.gen.spades.v1 import lobby_pb2 as lpb
+from spades_server.lobby.context import Settings
 from spades_server.lobby.ratings import Ledger, Standing
+from spades_server.lobby.seat_keys import SeatKeys
+from spades_server.lobby.standings import Standings
 from spades_server.rating import DEFAULT, Participant, Rating, RatingError, rate
 
 
@@ -142,5 +148,64 @@ def test_bad_input_is_refused_and_changes_nothing(backend: Backend) -> None:
             await ledger.top("classic", -1, 5)
         assert (await ledger.standings("classic", ["ann"]))[0].games == 0
         assert await ledger.apply("m1", "classic", table)  # the id was never used
+
+    play(backend, scenario)
+
+
+def test_leaderboard_pages_stay_consistent_while_ratings_change(backend: Backend) -> None:
+    """Pages read while matches are applied: each page best first with
+    consecutive ranks, every token it gave accepted, and a walk that reaches
+    the end without a player twice on one page."""
+
+    async def scenario(b: Backend) -> None:
+        store = await b.lobby()
+        ledger = Ledger(store)
+        ctx = SimpleNamespace(settings=Settings(), seat_keys=SeatKeys(b"k" * 32))
+        standings = Standings(ctx, ledger)  # type: ignore[arg-type]
+        rng = random.Random(26)
+        people = [f"p{i}" for i in range(40)]
+
+        def a_match() -> list[Participant]:
+            a, b_, c, d = rng.sample(people, 4)
+            return partnership(
+                a, b_, c, d, ab=rng.randrange(-200, 500), cd=rng.randrange(-200, 500)
+            )
+
+        for n in range(20):
+            await ledger.apply(f"seed{n}", "classic", a_match())
+        done = asyncio.Event()
+
+        async def change() -> None:
+            for n in range(60):
+                await ledger.apply(f"live{n}", "classic", a_match())
+                await asyncio.sleep(0)
+            done.set()
+
+        async def walk() -> int:
+            walks = 0
+            while not done.is_set() or walks < 2:
+                token, rank = "", 0
+                while True:
+                    page = await standings.leaderboard(
+                        lpb.GetLeaderboardRequest(pool="classic", page_size=5, page_token=token)
+                    )
+                    ranks = [e.rank for e in page.entries]
+                    if ranks:
+                        assert ranks == list(range(ranks[0], ranks[0] + len(ranks)))
+                        assert ranks[0] == rank + 1, "a page went back, or skipped places"
+                        rank = ranks[-1]
+                    values = [e.rating.conservative for e in page.entries]
+                    assert values == sorted(values, reverse=True)
+                    assert len({e.player_id for e in page.entries}) == len(page.entries)
+                    token = page.next_page_token
+                    await asyncio.sleep(0)  # the memory store never suspends: let changes in
+                    if not token:
+                        break
+                walks += 1
+            return walks
+
+        _, walks = await asyncio.gather(change(), walk())
+        assert walks >= 2
+        assert await ledger.players("classic") <= len(people)
 
     play(backend, scenario)

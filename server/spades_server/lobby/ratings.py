@@ -187,16 +187,16 @@ class Ledger:
             board_key(pool), float("-inf"), float("inf"), offset, count
         )
         docs = await self.store.get([key for key, _ in members])
-        return [_decode(d.data) for d in docs if d is not None]
+        # A match may have moved a player between reading the board and their
+        # documents: the page is shown in the order of what it shows.
+        page = [_decode(d.data) for d in docs if d is not None]
+        return sorted(page, key=lambda s: -s.rating.conservative)
 
     async def rank(self, pool: str, player: str) -> int | None:
         """The player's place on the pool's leaderboard, from 0; None when
         not on it."""
         _check_pool(pool)
         return await self.store.zrank(board_key(pool), rating_key(pool, player))
-
-    async def rank_of_key(self, pool: str, key: str) -> int | None:
-        return await self.store.zrank(board_key(pool), key)
 
     async def players(self, pool: str) -> int:
         """How many players the pool's leaderboard shows."""

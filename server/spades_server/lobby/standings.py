@@ -1,15 +1,16 @@
 """Leaderboards and profiles as the API shows them (GetLeaderboard, GetProfile).
 
 A leaderboard page is read from the pool's sorted set by place. Its page
-tokens name the player at the page's edge (the next page starts after them,
-the previous one ends before them), so a page follows the player it was
-anchored to when ratings move meanwhile, rather than a place that now holds
-someone else. A token names its pool too: another pool's is refused.
+tokens hold the place the next (or previous) page starts from, its pool and
+a signature (``SeatKeys.mac``): a token this server did not give, or another
+pool's, is refused. While ratings move, walking on from a token never goes
+back up the board; a player whose place changed across a page's edge
+meanwhile may show on two pages, or on none, as on any leaderboard read a
+page at a time.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 
 import grpc
@@ -21,13 +22,12 @@ from ..errors import ServiceError, invalid
 from ..gen.spades.v1 import lobby_pb2 as lpb
 from ..player_stats import Record
 from .context import Context
-from .docs import player_key
 from .ratings import BOTS, HUMANS, POOL, Ledger, Standing
 
 DEFAULT_PAGE = 25
 MAX_PAGE = 200
 MAX_PLAYER_ID = 128
-_TOKEN = re.compile(r"([np])\.([0-9a-f]{6})\.([0-9a-f]{64})")
+_TOKEN = re.compile(r"([np])\.(0|[1-9][0-9]{0,8})\.([0-9a-f]{16})")
 
 
 class Standings:
@@ -61,7 +61,7 @@ class Standings:
             )
         start = 0
         if req.page_token:
-            start = await self._from_token(pool, req.page_token, size)
+            start = self._from_token(pool, req.page_token, size)
         elif req.around_player_id:
             check_player_id(req.around_player_id, "around_player_id")
             rank = await self.ledger.rank(pool, req.around_player_id)
@@ -85,20 +85,22 @@ class Standings:
                 )
             )
         if page and start + len(page) < total:
-            out.next_page_token = _token("n", pool, page[-1].player)
-        if page and start > 0:
-            out.previous_page_token = _token("p", pool, page[0].player)
+            out.next_page_token = self._token("n", pool, start + len(page))
+        if start > 0:
+            out.previous_page_token = self._token("p", pool, start)
         return out
 
-    async def _from_token(self, pool: str, token: str, size: int) -> int:
-        m = page_tokens.decode(token, _TOKEN)
-        direction, tag, member = m.groups()
-        if tag != _pool_tag(pool):
+    def _token(self, direction: str, pool: str, place: int) -> str:
+        body = f"{direction}.{place}"
+        return page_tokens.encode(f"{body}.{self.ctx.seat_keys.mac(f'{pool}.{body}')}")
+
+    def _from_token(self, pool: str, token: str, size: int) -> int:
+        """The first place of the page a token asks for: the next page
+        starts where its page ended, the previous one ends where it began."""
+        direction, place, mac = page_tokens.decode(token, _TOKEN).groups()
+        if mac != self.ctx.seat_keys.mac(f"{pool}.{direction}.{place}"):
             raise page_tokens.bad_token()
-        rank = await self.ledger.rank_of_key(pool, f"rating:{pool}:p:{member}")
-        if rank is None:
-            raise page_tokens.bad_token()
-        return rank + 1 if direction == "n" else max(0, rank - size)
+        return int(place) if direction == "n" else max(0, int(place) - size)
 
     async def profile(self, player: str) -> lpb.PlayerProfile:
         check_player_id(player, "player_id")
@@ -141,12 +143,3 @@ def rating_pb(pool: str, s: Standing, rank: int) -> lpb.PlayerRating:
         losses=s.losses,
         rank=rank,
     )
-
-
-def _pool_tag(pool: str) -> str:
-    return hashlib.sha256(pool.encode()).hexdigest()[:6]
-
-
-def _token(direction: str, pool: str, player: str) -> str:
-    member = player_key(player).removeprefix("p:")
-    return page_tokens.encode(f"{direction}.{_pool_tag(pool)}.{member}")
