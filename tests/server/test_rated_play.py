@@ -5,7 +5,7 @@ leaderboard pages, and every refusal with its reason (issue 26)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import grpc
 import pytest
@@ -331,3 +331,30 @@ def act(server: Server, match_id: str, token: str, action: pb.Action) -> None:
         metadata=bearer(token),
         timeout=10,
     )
+
+
+def test_with_rated_bots_a_bot_plays_at_its_fixed_rating(
+    make_server: Callable[..., Server],
+) -> None:
+    srv = make_server(*FLAGS, "--rated-bots", "normal=20")
+    human = player(srv, "solo")
+    opened = human.call(
+        "OpenTable",
+        lpb.OpenTableRequest(
+            ruleset=ONE_HAND, rated=True, bot_seats=[1, 2, 3], bot_level=pb.BOT_LEVEL_NORMAL
+        ),
+    )
+    assert opened.table.rated and state_name(opened.table) == "TABLE_STATE_STARTED"
+    end = play_out(srv, opened.table.table_id, [opened.seat_token], choose=sure_bid)
+    scores = list(end.scores)
+    model = PlackettLuce()
+    bots = [model.rating(mu=20.0, sigma=1.0) for _ in range(3)]  # openskill adjusts each
+    ranks = [1 + sum(o > s for o in scores) for s in scores]
+    rated = model.rate([[model.rating(), bots[0]], bots[1:]], ranks=ranks)
+    found = wait_profile(human, human.id, 1)
+    (rating,) = found.ratings
+    assert (rating.mu, rating.sigma) == pytest.approx((rated[0][0].mu, rated[0][0].sigma))
+    assert found.with_bots.matches == 1
+    # The bots' ratings are fixed: nobody else is on the board.
+    board = human.call("GetLeaderboard", lpb.GetLeaderboardRequest())
+    assert [e.player_id for e in board.entries] == [human.id]
