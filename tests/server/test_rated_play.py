@@ -358,3 +358,26 @@ def test_with_rated_bots_a_bot_plays_at_its_fixed_rating(
     # The bots' ratings are fixed: nobody else is on the board.
     board = human.call("GetLeaderboard", lpb.GetLeaderboardRequest())
     assert [e.player_id for e in board.entries] == [human.id]
+
+
+def test_with_one_pool_every_preset_counts_in_it(make_server: Callable[..., Server]) -> None:
+    srv = make_server(*FLAGS, "--rating-pools", "one")
+    players = [player(srv, f"one{i}") for i in range(4)]
+    german = pb.Ruleset(preset="german", target_score=1, mercy_score=-1)
+    opened = players[0].call("OpenTable", lpb.OpenTableRequest(ruleset=german, rated=True))
+    tokens = [opened.seat_token]
+    for i, p in enumerate(players[1:], start=1):
+        joined = p.call("JoinTable", lpb.JoinTableRequest(table_id=opened.table.table_id, seat=i))
+        tokens.append(joined.seat_token)
+    assert joined.table.rated and joined.table.rating_pool == "all"
+    play_out(srv, opened.table.table_id, tokens, choose=sure_bid)
+    assert [r.pool for r in wait_profile(players[0], players[2].id, 1).ratings] == ["all"]
+    board = players[0].call("GetLeaderboard", lpb.GetLeaderboardRequest())
+    assert board.pool == "all" and board.total_players == 4
+    failure = expect_failure(
+        grpc.StatusCode.NOT_FOUND,
+        players[0].call,
+        "GetLeaderboard",
+        lpb.GetLeaderboardRequest(pool="german"),
+    )
+    assert failure.reason == "POOL_NOT_FOUND"
