@@ -79,6 +79,7 @@ from spades_server.lobby import ratings as ledger_mod
 from spades_server.lobby.context import Context, Settings
 from spades_server.lobby.docs import player_key
 from spades_server.lobby.ratings import Ledger, Standing, board_key
+from spades_server.lobby.seat_keys import SeatKeys
 from spades_server.lobby.standings import Standings
 from spades_server.rating import Participant, Rating
 from spades_server.store.lobby import Doc, LobbyStore, Tx
@@ -458,7 +459,7 @@ async def bench_store(
             store=counting,
             feed=None,  # type: ignore[arg-type]
             registry=None,  # type: ignore[arg-type]
-            seat_keys=None,  # type: ignore[arg-type]
+            seat_keys=SeatKeys.from_settings("", "bench-operator-token"),  # signs page tokens
             settings=Settings(),
         )
         standings = Standings(ctx, ledger)

@@ -188,8 +188,13 @@ def test_sorted_sets(backend: Backend) -> None:
         assert await lobby.zrange("s", -INF, INF, offset=2, count=0) == []
         assert await lobby.zrange("s", -INF, INF, offset=9) == []
         assert await lobby.zrange("s", 3, INF) == []
+        assert [await lobby.zrank("s", m) for m in ("neg", "B", "b", "d")] == [0, 2, 4, 5]
+        assert await lobby.zrank("s", "nobody") is None
+        assert await lobby.zrank("nothing", "a") is None
         await lobby.commit(Tx(zadd=[("s", "a", 3.0)], zrem=[("s", "b"), ("s", "nobody")]))
         assert [m for m, _ in await lobby.zrange("s", -INF, INF)] == ["neg", "c", "B", "d", "a"]
+        assert await lobby.zcard("s") == 5  # a member moved is counted once, none removed twice
+        assert await lobby.zrank("s", "a") == 4
         await lobby.commit(Tx(zrem=[("s", m) for m, _ in members]))
         assert (await lobby.zcard("s"), await lobby.zrange("s", -INF, INF)) == (0, [])
 
@@ -540,3 +545,34 @@ def test_sqlite_commits_are_durable_beside_matches(tmp_path: Path) -> None:
     run(second())
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 1  # the matches' schema
+
+
+def test_sqlite_counts_the_sets_of_a_database_from_before_the_counts(tmp_path: Path) -> None:
+    path = tmp_path / "older.db"
+
+    async def fill() -> None:
+        store = await SqliteStore.open(path)
+        lobby = SqliteLobby(store)
+        await lobby.commit(Tx(zadd=[("board", f"p{i}", float(i)) for i in range(30)]))
+        await lobby.commit(Tx(zadd=[("other", "x", 1.0)]))
+        await lobby.close()
+        await store.close()
+
+    async def reopen() -> None:
+        store = await SqliteStore.open(path)
+        lobby = SqliteLobby(store)
+        assert (await lobby.zcard("board"), await lobby.zcard("other")) == (30, 1)
+        await lobby.commit(Tx(zadd=[("board", "p31", 1.0)], zrem=[("board", "p0")]))
+        assert await lobby.zcard("board") == 30
+        await lobby.close()
+        await store.close()
+
+    run(fill())
+    with sqlite3.connect(path) as conn:  # as a database made before the counts was
+        for statement in (
+            "DROP TRIGGER lobby_zsets_added",
+            "DROP TRIGGER lobby_zsets_removed",
+            "DROP TABLE lobby_zcards",
+        ):
+            conn.execute(statement)
+    run(reopen())
