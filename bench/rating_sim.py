@@ -72,6 +72,7 @@ from typing import Any
 from spades_server.gen.spades.v1 import spades_pb2 as pb
 from spades_server.rating import DEFAULT, Participant, RatedBots, Rating, rate
 
+from server import pct  # bench/server.py
 from spades_engine import preset
 from spades_engine.tournament import Config, play_pair
 
@@ -91,11 +92,6 @@ def sigmoid(x: float) -> float:
         return 1.0 / (1.0 + math.exp(-x))
     e = math.exp(x)
     return e / (1.0 + e)
-
-
-def pct(values: Sequence[float], q: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, int(q * len(s)))] if s else float("nan")
 
 
 # -- calibration on the engine ------------------------------------------------------------
@@ -473,7 +469,7 @@ def simulate(strengths: dict[str, float], args: argparse.Namespace) -> None:
     print(head)
     print("-" * len(head))
     for lv in LEVELS:
-        a = got[lv]["placed"]
+        a = sorted(got[lv]["placed"])
         print(
             f"{lv:<8} {got[lv]['target']:>7.2f} {_n(pct(a, 0.5)):>13} {_n(pct(a, 0.9)):>5}"
             f" {sum(math.isinf(v) for v in a):>6}"

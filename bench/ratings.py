@@ -62,9 +62,6 @@ import json
 import os
 import platform
 import random
-import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -73,12 +70,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import redis
 from spades_server.gen.spades.v1 import lobby_pb2 as lpb
-from spades_server.lobby import ratings as ledger_mod
 from spades_server.lobby.context import Context, Settings
-from spades_server.lobby.docs import player_key
-from spades_server.lobby.ratings import Ledger, Standing, board_key
+from spades_server.lobby.ratings import (
+    Ledger,
+    Standing,
+    board_key,
+    encode_standing,
+    rating_key,
+)
 from spades_server.lobby.seat_keys import SeatKeys
 from spades_server.lobby.standings import Standings
 from spades_server.rating import Participant, Rating
@@ -89,6 +89,9 @@ from spades_server.store.lobby_sqlite import SqliteLobby
 from spades_server.store.redis import RedisStore
 from spades_server.store.sqlite import SqliteStore
 
+from replicas import RedisProcess  # bench/replicas.py
+from server import pct  # bench/server.py
+
 UPDATE_POOL = "polish"  # the updates part's pool
 BOARD_POOL = "classic"
 Match = tuple[
@@ -98,78 +101,7 @@ REDIS_START_S = 10.0
 STORE_CALLS = 50  # timings of each store call alone
 
 
-def pct(values: Sequence[float], q: float) -> float:
-    """The q-quantile (nearest rank) of the values; NaN when empty."""
-    s = sorted(values)
-    if not s:
-        return float("nan")
-    return s[min(len(s) - 1, int(q * len(s)))]
-
-
-def rating_key(pool: str, player: str) -> str:
-    """The ledger's key of a player's rating document (its own function if it has one)."""
-    own = getattr(ledger_mod, "rating_key", None) or getattr(ledger_mod, "_key", None)
-    if own is not None:
-        return str(own(pool, player))
-    return f"rating:{pool}:{player_key(player)}"
-
-
-def encode_standing(s: Standing) -> bytes:
-    own = getattr(ledger_mod, "_encode", None)
-    if own is not None:
-        return bytes(own(s))
-    doc = {"player": s.player, "mu": s.rating.mu, "sigma": s.rating.sigma}
-    doc |= {"games": s.games, "wins": s.wins, "losses": s.losses, "name": s.name}
-    return json.dumps(doc, separators=(",", ":")).encode()
-
-
 # -- stores -------------------------------------------------------------------------------
-
-
-class RedisServer:
-    """redis-server on a free loopback port, files in ``workdir``, no persistence."""
-
-    def __init__(self, workdir: Path) -> None:
-        binary = shutil.which("redis-server") or "/usr/bin/redis-server"
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = int(s.getsockname()[1])
-        argv = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(workdir)]
-        argv += ["--save", "", "--appendonly", "no", "--daemonize", "no"]
-        self.log = workdir / "redis.log"
-        with self.log.open("wb") as log:
-            self.proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
-            )
-        self.client = redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=30)
-        deadline = time.monotonic() + REDIS_START_S
-        while True:
-            try:
-                if self.client.ping():
-                    break
-            except redis.exceptions.ConnectionError:
-                pass
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"redis-server did not start:\n{self.log.read_text()[-2000:]}")
-            time.sleep(0.02)
-        self.version = str(self.client.info("server")["redis_version"])
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def used_memory(self) -> int:
-        return int(self.client.info("memory")["used_memory"])
-
-    def stop(self) -> None:
-        self.client.close()
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 class Counting:
@@ -211,7 +143,7 @@ class Opened:
     lobby: LobbyStore
     sqlite: SqliteStore | None = None
     redis_store: RedisStore | None = None
-    redis: RedisServer | None = None
+    redis: RedisProcess | None = None
     prefix: str = ""
     closers: list[Any] = field(default_factory=list)
 
@@ -246,7 +178,7 @@ class Opened:
 
 
 async def open_store(
-    kind: str, workdir: Path, server: RedisServer | None, synchronous: str
+    kind: str, workdir: Path, server: RedisProcess | None, synchronous: str
 ) -> Opened:
     if kind == "memory":
         return Opened(kind, MemoryLobby())
@@ -300,8 +232,8 @@ async def updates(
         "concurrency": concurrency,
         "seconds": wall,
         "per_second": len(matches) / wall,
-        "p50_ms": 1000 * pct(latencies, 0.5),
-        "p99_ms": 1000 * pct(latencies, 0.99),
+        "p50_ms": 1000 * pct(sorted(latencies), 0.5),
+        "p99_ms": 1000 * pct(sorted(latencies), 0.99),
         "lost_commits": counting.lost,
     }
 
@@ -373,8 +305,8 @@ async def reads(
         lat = await timed(calls, standings)
         wall = time.perf_counter() - t0
         out[name] = {
-            "p50_ms": 1000 * pct(lat, 0.5),
-            "p99_ms": 1000 * pct(lat, 0.99),
+            "p50_ms": 1000 * pct(sorted(lat), 0.5),
+            "p99_ms": 1000 * pct(sorted(lat), 0.99),
             "per_second": len(lat) / wall,
         }
     return out
@@ -404,7 +336,7 @@ async def store_calls(opened: Opened, players: int, rng: random.Random) -> dict[
             t0 = time.perf_counter()
             await call()
             lat.append(time.perf_counter() - t0)
-        out[name] = 1000 * pct(lat, 0.5)
+        out[name] = 1000 * pct(sorted(lat), 0.5)
     if opened.redis is not None:
         # What a read by rank would cost: ZRANGE by index, O(log n + 25),
         # where ZRANGEBYSCORE ... LIMIT walks the offset (the store's zrange).
@@ -423,7 +355,7 @@ async def store_calls(opened: Opened, players: int, rng: random.Random) -> dict[
                 t0 = time.perf_counter()
                 run()
                 lat.append(time.perf_counter() - t0)
-            out[name + " (sync client)"] = 1000 * pct(lat, 0.5)
+            out[name + " (sync client)"] = 1000 * pct(sorted(lat), 0.5)
     return out
 
 
@@ -431,7 +363,7 @@ async def store_calls(opened: Opened, players: int, rng: random.Random) -> dict[
 
 
 async def bench_store(
-    kind: str, args: argparse.Namespace, workdir: Path, server: RedisServer | None
+    kind: str, args: argparse.Namespace, workdir: Path, server: RedisProcess | None
 ) -> dict[str, Any]:
     rng = random.Random(args.seed)
     opened = await open_store(kind, workdir, server, args.sqlite_synchronous)
@@ -565,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
         server = None
         try:
             if "redis" in kinds:
-                server = RedisServer(Path(tmp))
+                server = RedisProcess(Path(tmp) / "redis-server", None)
                 print(
                     f"redis   {server.version}, loopback,"
                     " no persistence (--save '' --appendonly no)"
@@ -578,7 +510,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {kind}: done in {time.perf_counter() - t0:.0f} s", flush=True)
         finally:
             if server is not None:
-                server.stop()
+                server.client.close()
+                server.proc.terminate()
+                server.proc.wait(timeout=10)
     report(results, args)
     print()
     print(

@@ -148,7 +148,7 @@ class Ledger:
                 done.names.get(p.player, old.name),
             )
             key = rating_key(done.pool, p.player)
-            tx.put[key] = _encode(new)
+            tx.put[key] = encode_standing(new)
             if new.games >= self.min_games:
                 tx.zadd.append((board_key(done.pool), key, -new.rating.conservative))
         return {
@@ -230,7 +230,7 @@ def standing_of(player: str, data: bytes | None) -> Standing:
     return Standing(player, DEFAULT) if data is None else _decode(data)
 
 
-def _encode(s: Standing) -> bytes:
+def encode_standing(s: Standing) -> bytes:
     doc = {"player": s.player, "mu": s.rating.mu, "sigma": s.rating.sigma}
     doc |= {"games": s.games, "wins": s.wins, "losses": s.losses, "name": s.name}
     return json.dumps(doc, separators=(",", ":")).encode()
