@@ -83,6 +83,30 @@ def view(server: Server, match_id: str, token: str) -> pb.SeatView:
     ).view
 
 
+def submit(server: Server, match_id: str, token: str, action: pb.Action, action_id: str) -> None:
+    spades_pb2_grpc.SpadesServiceStub(server.channel).SubmitAction(
+        pb.SubmitActionRequest(match_id=match_id, action_id=action_id, action=action),
+        metadata=bearer(token),
+        timeout=RPC_TIMEOUT,
+    )
+
+
+def seat_four(
+    servers: list[Server], ruleset: pb.Ruleset, rated: bool, prefix: str = "r"
+) -> tuple[lpb.Table, list[Player], list[str]]:
+    """Four players at one table, seats 0 to 3, each calling the lobby
+    through the next of ``servers``: the table as it started, the players by
+    seat and their seat tokens."""
+    players = [player(servers[i % len(servers)], f"{prefix}{i}") for i in range(4)]
+    opened = players[0].call("OpenTable", lpb.OpenTableRequest(ruleset=ruleset, rated=rated))
+    table, tokens = opened.table, [opened.seat_token]
+    for i, p in enumerate(players[1:], start=1):
+        joined = p.call("JoinTable", lpb.JoinTableRequest(table_id=table.table_id, seat=i))
+        tokens.append(joined.seat_token)
+        table = joined.table
+    return table, players, tokens
+
+
 def sure_bid(v: pb.SeatView) -> pb.Action:
     """Look at the cards rather than bid blind nil, and bid 3 (a side of two
     then makes its contract as often as not, so a match to 1 point ends

@@ -5,9 +5,10 @@ leaderboard pages, and every refusal with its reason (issue 26)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import grpc
+import lobby_harness
 import pytest
 from lobby_harness import (
     LOBBY_FLAGS,
@@ -16,6 +17,7 @@ from lobby_harness import (
     play_out,
     player,
     state_name,
+    submit,
     sure_bid,
     view,
 )
@@ -39,17 +41,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 
 def seat_four(server: Server, rated: bool = True) -> tuple[lpb.Table, list[Player], list[str]]:
-    """Four humans at one table (seats 0 to 3), played out; the table as it
-    started, the players by seat and their tokens."""
-    players = [player(server, f"r{i}") for i in range(4)]
-    opened = players[0].call("OpenTable", lpb.OpenTableRequest(ruleset=ONE_HAND, rated=rated))
-    table = opened.table
-    tokens = [opened.seat_token]
-    for i, p in enumerate(players[1:], start=1):
-        joined = p.call("JoinTable", lpb.JoinTableRequest(table_id=table.table_id, seat=i))
-        tokens.append(joined.seat_token)
-        table = joined.table
-    return table, players, tokens
+    return lobby_harness.seat_four([server], ONE_HAND, rated)
 
 
 def profile(asker: Player, player_id: str = "") -> lpb.PlayerProfile:
@@ -99,15 +91,21 @@ def test_a_rated_match_rates_its_sides_as_openskill_does(server: Server) -> None
 def test_a_players_record_counts_their_hands(server: Server) -> None:
     table, players, tokens = seat_four(server, rated=False)
     assert not table.rated and table.rating_pool == ""
-    play_out(server, table.table_id, tokens, choose=sure_bid)
+    end = play_out(server, table.table_id, tokens, choose=sure_bid)
     found = wait_profile(players[0], players[1].id, 1)
     assert not found.ratings, "an unrated match moves no rating"
     stats = found.with_humans
+    # Every seat looked at its cards and bid 3, every hand: each side's
+    # contract was 6.
     assert stats.matches == 1 and stats.hands >= 1
-    assert stats.contracts == stats.contracts_made + stats.sets
-    assert stats.mean_bid == pytest.approx(stats.mean_bid)  # a number, not NaN
-    assert 0 <= stats.contracts_made_share <= 1
-    assert stats.nils_made <= stats.nils_bid and stats.blind_nils_made <= stats.blind_nils_bid
+    assert stats.wins == int(end.scores[1] == max(end.scores))  # seat 1 plays for side 1
+    assert stats.mean_bid == 3.0
+    assert stats.contracts == stats.hands == stats.contracts_made + stats.sets
+    assert stats.contracts_made_share == pytest.approx(stats.contracts_made / stats.hands)
+    assert stats.bags_per_hand == pytest.approx(stats.bags / stats.hands)
+    tricks = stats.mean_tricks * stats.hands
+    assert tricks == pytest.approx(round(tricks))  # whole tricks, summed
+    assert stats.nils_bid == stats.blind_nils_bid == 0
 
 
 def test_a_rated_table_refuses_bot_seats_and_bots_filling_it_make_it_unrated(
@@ -315,69 +313,9 @@ def test_a_player_who_comes_back_is_rated_as_everyone_else(server: Server) -> No
         for token in (tokens[0], tokens[2], tokens[3]):
             v = view(server, match_id, token)
             if v.legal_actions:
-                act(server, match_id, token, sure_bid(v))
+                submit(server, match_id, token, sure_bid(v), uuid.uuid4().hex)
     leave(server, match_id, tokens[1], claim=True)
     end = play_out(server, match_id, tokens, choose=sure_bid)
     expected = expected_ratings(list(end.scores), leaver=None)
     for seat, p in enumerate(players):
         assert rating_of(players[0], p) == pytest.approx(expected[seat]), seat
-
-
-def act(server: Server, match_id: str, token: str, action: pb.Action) -> None:
-    assert server.channel is not None
-    stub = spades_pb2_grpc.SpadesServiceStub(server.channel)
-    stub.SubmitAction(
-        pb.SubmitActionRequest(match_id=match_id, action_id=uuid.uuid4().hex, action=action),
-        metadata=bearer(token),
-        timeout=10,
-    )
-
-
-def test_with_rated_bots_a_bot_plays_at_its_fixed_rating(
-    make_server: Callable[..., Server],
-) -> None:
-    srv = make_server(*FLAGS, "--rated-bots", "normal=20")
-    human = player(srv, "solo")
-    opened = human.call(
-        "OpenTable",
-        lpb.OpenTableRequest(
-            ruleset=ONE_HAND, rated=True, bot_seats=[1, 2, 3], bot_level=pb.BOT_LEVEL_NORMAL
-        ),
-    )
-    assert opened.table.rated and state_name(opened.table) == "TABLE_STATE_STARTED"
-    end = play_out(srv, opened.table.table_id, [opened.seat_token], choose=sure_bid)
-    scores = list(end.scores)
-    model = PlackettLuce()
-    bots = [model.rating(mu=20.0, sigma=1.0) for _ in range(3)]  # openskill adjusts each
-    ranks = [1 + sum(o > s for o in scores) for s in scores]
-    rated = model.rate([[model.rating(), bots[0]], bots[1:]], ranks=ranks)
-    found = wait_profile(human, human.id, 1)
-    (rating,) = found.ratings
-    assert (rating.mu, rating.sigma) == pytest.approx((rated[0][0].mu, rated[0][0].sigma))
-    assert found.with_bots.matches == 1
-    # The bots' ratings are fixed: nobody else is on the board.
-    board = human.call("GetLeaderboard", lpb.GetLeaderboardRequest())
-    assert [e.player_id for e in board.entries] == [human.id]
-
-
-def test_with_one_pool_every_preset_counts_in_it(make_server: Callable[..., Server]) -> None:
-    srv = make_server(*FLAGS, "--rating-pools", "one")
-    players = [player(srv, f"one{i}") for i in range(4)]
-    german = pb.Ruleset(preset="german", target_score=1, mercy_score=-1)
-    opened = players[0].call("OpenTable", lpb.OpenTableRequest(ruleset=german, rated=True))
-    tokens = [opened.seat_token]
-    for i, p in enumerate(players[1:], start=1):
-        joined = p.call("JoinTable", lpb.JoinTableRequest(table_id=opened.table.table_id, seat=i))
-        tokens.append(joined.seat_token)
-    assert joined.table.rated and joined.table.rating_pool == "all"
-    play_out(srv, opened.table.table_id, tokens, choose=sure_bid)
-    assert [r.pool for r in wait_profile(players[0], players[2].id, 1).ratings] == ["all"]
-    board = players[0].call("GetLeaderboard", lpb.GetLeaderboardRequest())
-    assert board.pool == "all" and board.total_players == 4
-    failure = expect_failure(
-        grpc.StatusCode.NOT_FOUND,
-        players[0].call,
-        "GetLeaderboard",
-        lpb.GetLeaderboardRequest(pool="german"),
-    )
-    assert failure.reason == "POOL_NOT_FOUND"

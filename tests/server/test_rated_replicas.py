@@ -10,7 +10,8 @@ import time
 from collections.abc import Callable
 
 import grpc
-from lobby_harness import LOBBY_FLAGS, Player, bearer, player, sure_bid
+import lobby_harness
+from lobby_harness import LOBBY_FLAGS, Player, bearer, player, submit, sure_bid, view
 from redis_harness import RedisServer
 from server_harness import RPC_TIMEOUT, Deadline, Server
 from spades_server.gen.spades.v1 import lobby_pb2 as lpb
@@ -27,38 +28,14 @@ def three(make_server: Callable[..., Server], redis: RedisServer, prefix: str) -
 
 
 def seat_four(servers: list[Server]) -> tuple[str, list[Player], list[str]]:
-    """Four players at a rated table, each calling the lobby through another replica."""
-    players = [player(servers[i % 3], f"x{i}") for i in range(4)]
-    opened = players[0].call("OpenTable", lpb.OpenTableRequest(ruleset=ONE_HAND, rated=True))
-    tokens = [opened.seat_token]
-    for i, p in enumerate(players[1:], start=1):
-        joined = p.call("JoinTable", lpb.JoinTableRequest(table_id=opened.table.table_id, seat=i))
-        tokens.append(joined.seat_token)
-    assert joined.table.rated
-    return opened.table.table_id, players, tokens
+    table, players, tokens = lobby_harness.seat_four(servers, ONE_HAND, True, prefix="x")
+    assert table.rated
+    return table.table_id, players, tokens
 
 
 def stub(server: Server) -> spades_pb2_grpc.SpadesServiceStub:
     assert server.channel is not None
     return spades_pb2_grpc.SpadesServiceStub(server.channel)
-
-
-def view(server: Server, match_id: str, token: str) -> pb.SeatView:
-    return (
-        stub(server)
-        .GetView(  # type: ignore[no-any-return]
-            pb.GetViewRequest(match_id=match_id), metadata=bearer(token), timeout=RPC_TIMEOUT
-        )
-        .view
-    )
-
-
-def submit(server: Server, match_id: str, token: str, action: pb.Action, action_id: str) -> None:
-    stub(server).SubmitAction(
-        pb.SubmitActionRequest(match_id=match_id, action_id=action_id, action=action),
-        metadata=bearer(token),
-        timeout=RPC_TIMEOUT,
-    )
 
 
 def last_card(v: pb.SeatView) -> bool:
