@@ -18,6 +18,7 @@ hands, which seat a stand-in played), and the ledger applies it exactly once
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import structlog
 
@@ -108,7 +109,7 @@ class Results:
             applied = await self.ledger.record(done)
         except RatingError as e:  # nothing to rate by: keep the records
             log.warning("a match could not be rated", match_id=match_id, error=str(e))
-            applied = await self.ledger.record(_unrated(done))
+            applied = await self.ledger.record(replace(done, pool="", participants=[], fixed={}))
         await store.commit(Tx(zrem=[(PLAYING, match_id)]))
         if applied:
             log.info("result recorded", match_id=match_id, pool=done.pool)
@@ -178,7 +179,3 @@ def finished(table: TableDoc, loaded: LoadedMatch, bots: RatedBots, now_ms: int)
         ended_ms=now_ms,
         fixed=fixed if rated else {},
     )
-
-
-def _unrated(done: Finished) -> Finished:
-    return Finished(done.match_id, "", [], done.records, done.names, done.with_bots, done.ended_ms)

@@ -22,11 +22,11 @@ from ..errors import ServiceError, invalid
 from ..gen.spades.v1 import lobby_pb2 as lpb
 from ..player_stats import Record
 from .context import Context
+from .quickplay import MAX_PLAYER_ID
 from .ratings import BOTS, HUMANS, POOL, Ledger, Standing
 
 DEFAULT_PAGE = 25
 MAX_PAGE = 200
-MAX_PLAYER_ID = 128
 _TOKEN = re.compile(r"([np])\.(0|[1-9][0-9]{0,8})\.([0-9a-f]{16})")
 
 
