@@ -13,7 +13,6 @@ import { after, before, describe, it } from "node:test";
 import { createGrpcWebTransport } from "@connectrpc/connect-node";
 import {
   Code,
-  Phase,
   SpadesClient,
   SpadesError,
   TableKind,
@@ -32,6 +31,7 @@ import {
   type WatchLobbyResponse,
 } from "../src/node.js";
 import { FAST, PKG, WAIT_MS, startServer, within, type Server } from "./harness.js";
+import { playOut } from "./play.js";
 import { startStack, type Stack } from "./stack.js";
 
 interface Player {
@@ -99,29 +99,6 @@ class Reader<T> {
           resolve();
         };
       });
-    }
-  }
-}
-
-/** Plays every seat given with its first legal action (submitAction) until the match is over. */
-async function playOut(seats: SeatClient[]): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  for (let n = 0; ; ) {
-    assert.ok(Date.now() < deadline, "the match did not end in time");
-    let acted = false;
-    for (const seat of seats) {
-      const view = await seat.getView();
-      if (view.phase === Phase.MATCH_OVER) {
-        return;
-      }
-      const action = view.legalActions[0];
-      if (action !== undefined) {
-        await seat.submitAction(action, { actionId: `a${++n}` });
-        acted = true;
-      }
-    }
-    if (!acted) {
-      await new Promise((resolve) => setTimeout(resolve, 5));
     }
   }
 }

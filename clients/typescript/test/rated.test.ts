@@ -13,7 +13,6 @@ import { promisify } from "node:util";
 import { after, before, describe, it } from "node:test";
 import {
   Code,
-  Phase,
   SpadesError,
   TableSeatState,
   TableState,
@@ -30,6 +29,7 @@ import {
   type SpadesClient,
 } from "../src/node.js";
 import { FAST, PKG, WAIT_MS, startServer, within, type Server } from "./harness.js";
+import { playOut } from "./play.js";
 
 interface Player {
   readonly id: string;
@@ -63,29 +63,6 @@ function choose(legal: Action[]): Action | undefined {
     legal.find((a) => a.kind.case === "bid" && a.kind.value.tricks === 3) ??
     legal[0]
   );
-}
-
-/** Plays every seat given by `choose` (submitAction) until the match is over. */
-async function playOut(seats: SeatClient[]): Promise<void> {
-  const deadline = Date.now() + 90_000;
-  for (let n = 0; ; ) {
-    assert.ok(Date.now() < deadline, "the match did not end in time");
-    let acted = false;
-    for (const seat of seats) {
-      const view = await seat.getView();
-      if (view.phase === Phase.MATCH_OVER) {
-        return;
-      }
-      const action = choose(view.legalActions);
-      if (action !== undefined) {
-        await seat.submitAction(action, { actionId: `r${++n}` });
-        acted = true;
-      }
-    }
-    if (!acted) {
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-  }
 }
 
 /** A profile once the server has recorded the player's match (PLAYER_NOT_FOUND until then). */
@@ -151,7 +128,7 @@ describe("rated play against a real server (serve.py --rating-min-games 1)", { t
       started.seats.map((s) => [s.state, s.playerId]),
       players.map((p) => [TableSeatState.PLAYER, p.id]),
     );
-    await playOut(tokens.map((t) => client.seat(t)));
+    await playOut(tokens.map((t) => client.seat(t)), choose, 90_000);
     return players;
   }
 
