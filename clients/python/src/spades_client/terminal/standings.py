@@ -57,6 +57,17 @@ def _greek(renderer: Renderer) -> tuple[str, str]:
     return ("mu", "sigma") if renderer.ascii_only else ("μ", "σ")
 
 
+def _titled(title: str) -> RichTable:
+    return RichTable(
+        title=title,
+        title_justify="left",
+        title_style="bold",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+    )
+
+
 def ratings_table(profile: lpb.PlayerProfile, renderer: Renderer) -> RenderableType:
     """One row per pool: rank, rating (mu - 3 sigma), mu, sigma, games, W/L."""
     if not profile.ratings:
@@ -64,14 +75,7 @@ def ratings_table(profile: lpb.PlayerProfile, renderer: Renderer) -> RenderableT
             "No rated match yet (`spades quickplay --rated`, or `open rated` in `spades lobby`).",
             "dim",
         )
-    grid = RichTable(
-        title="Ratings",
-        title_justify="left",
-        title_style="bold",
-        box=box.SIMPLE_HEAD,
-        show_edge=False,
-        pad_edge=False,
-    )
+    grid = _titled("Ratings")
     grid.add_column("Pool")
     grid.add_column("Rank", justify="right")
     grid.add_column("Rating", justify="right")
@@ -115,14 +119,7 @@ _RECORD_ROWS: Final[tuple[tuple[str, Callable[[lpb.PlayerStats], str]], ...]] = 
 
 def record_table(profile: lpb.PlayerProfile) -> RenderableType:
     """The record from finished lobby matches: with humans only, and with bots."""
-    grid = RichTable(
-        title="Record",
-        title_justify="left",
-        title_style="bold",
-        box=box.SIMPLE_HEAD,
-        show_edge=False,
-        pad_edge=False,
-    )
+    grid = _titled("Record")
     grid.add_column("")
     grid.add_column("With humans", justify="right")
     grid.add_column("With bots", justify="right")
