@@ -5,7 +5,7 @@ leaderboard pages, and every refusal with its reason (issue 26)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import grpc
 import lobby_harness
@@ -319,3 +319,53 @@ def test_a_player_who_comes_back_is_rated_as_everyone_else(server: Server) -> No
     expected = expected_ratings(list(end.scores), leaver=None)
     for seat, p in enumerate(players):
         assert rating_of(players[0], p) == pytest.approx(expected[seat]), seat
+
+
+def test_with_rated_bots_a_bot_plays_at_its_fixed_rating(
+    make_server: Callable[..., Server],
+) -> None:
+    srv = make_server(*FLAGS, "--rated-bots", "normal=20")
+    human = player(srv, "solo")
+    opened = human.call(
+        "OpenTable",
+        lpb.OpenTableRequest(
+            ruleset=ONE_HAND, rated=True, bot_seats=[1, 2, 3], bot_level=pb.BOT_LEVEL_NORMAL
+        ),
+    )
+    assert opened.table.rated and state_name(opened.table) == "TABLE_STATE_STARTED"
+    end = play_out(srv, opened.table.table_id, [opened.seat_token], choose=sure_bid)
+    scores = list(end.scores)
+    model = PlackettLuce()
+    bots = [model.rating(mu=20.0, sigma=1.0) for _ in range(3)]  # openskill adjusts each
+    ranks = [1 + sum(o > s for o in scores) for s in scores]
+    rated = model.rate([[model.rating(), bots[0]], bots[1:]], ranks=ranks)
+    found = wait_profile(human, human.id, 1)
+    (rating,) = found.ratings
+    assert (rating.mu, rating.sigma) == pytest.approx((rated[0][0].mu, rated[0][0].sigma))
+    assert found.with_bots.matches == 1
+    # The bots' ratings are fixed: nobody else is on the board.
+    board = human.call("GetLeaderboard", lpb.GetLeaderboardRequest())
+    assert [e.player_id for e in board.entries] == [human.id]
+
+
+def test_with_one_pool_every_preset_counts_in_it(make_server: Callable[..., Server]) -> None:
+    srv = make_server(*FLAGS, "--rating-pools", "one")
+    players = [player(srv, f"one{i}") for i in range(4)]
+    german = pb.Ruleset(preset="german", target_score=1, mercy_score=-1)
+    opened = players[0].call("OpenTable", lpb.OpenTableRequest(ruleset=german, rated=True))
+    tokens = [opened.seat_token]
+    for i, p in enumerate(players[1:], start=1):
+        joined = p.call("JoinTable", lpb.JoinTableRequest(table_id=opened.table.table_id, seat=i))
+        tokens.append(joined.seat_token)
+    assert joined.table.rated and joined.table.rating_pool == "all"
+    play_out(srv, opened.table.table_id, tokens, choose=sure_bid)
+    assert [r.pool for r in wait_profile(players[0], players[2].id, 1).ratings] == ["all"]
+    board = players[0].call("GetLeaderboard", lpb.GetLeaderboardRequest())
+    assert board.pool == "all" and board.total_players == 4
+    failure = expect_failure(
+        grpc.StatusCode.NOT_FOUND,
+        players[0].call,
+        "GetLeaderboard",
+        lpb.GetLeaderboardRequest(pool="german"),
+    )
+    assert failure.reason == "POOL_NOT_FOUND"
