@@ -5,6 +5,7 @@ import { render } from "preact";
 import { App, ErrorBoundary } from "./app.js";
 import { makeClient } from "./api.js";
 import { problemOf } from "./errors.js";
+import { initI18n } from "./i18n.js";
 import { saveTransport, transportFromUrl } from "./storage.js";
 import "./styles.css";
 
@@ -30,11 +31,14 @@ if (chosen !== undefined) {
   saveTransport(chosen);
 }
 
-const root = document.getElementById("app");
-if (root === null) {
-  banner(new Error("the page has no #app element"));
-} else {
+async function boot(): Promise<void> {
+  const root = document.getElementById("app");
+  if (root === null) {
+    banner(new Error("the page has no #app element"));
+    return;
+  }
   try {
+    await initI18n();
     root.textContent = "";
     render(
       <ErrorBoundary>
@@ -46,3 +50,5 @@ if (root === null) {
     banner(e);
   }
 }
+
+void boot();

@@ -1,2 +1,1 @@
-// Vite's CSS imports, for tsc.
-declare module "*.css";
+/// <reference types="vite/client" />
