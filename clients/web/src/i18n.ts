@@ -28,7 +28,7 @@ export const NAMESPACES = ["ui", "lobby", "reasons", "rules", "cards"] as const;
 
 const LANG_KEY = "spades.lang";
 
-const others = import.meta.glob<{ default: Record<string, unknown> }>("./locales/*/*.json");
+const others = import.meta.glob<{ default: Record<string, unknown> }>(["./locales/*/*.json", "!./locales/en/*.json"]);
 
 declare global {
   interface Window {
