@@ -12,7 +12,8 @@
 import { fromJson, type JsonValue } from "@bufbuild/protobuf";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import { MatchSummarySchema, SpadesClient, type MatchSummary } from "@spades/client";
-import { HttpProblem, sentence } from "./errors.js";
+import { HttpProblem, reasonText, sentence } from "./errors.js";
+import { t } from "./i18n.js";
 
 /** The service's client, through Envoy on this page's origin. */
 export function makeClient(): SpadesClient {
@@ -56,8 +57,8 @@ async function apiCall(path: string, init: RequestInit): Promise<unknown> {
     res = await fetch(path, { ...init, signal: AbortSignal.timeout(15_000), credentials: "same-origin" });
   } catch (e) {
     throw new HttpProblem({
-      title: "Connection lost",
-      text: "The web server cannot be reached.",
+      title: t("problem.title.connectionLost"),
+      text: t("problem.webServerUnreachable"),
       reason: "",
       code: "",
       rule: undefined,
@@ -73,8 +74,9 @@ async function apiCall(path: string, init: RequestInit): Promise<unknown> {
   if (!res.ok) {
     const err = (body as ApiError | undefined)?.error;
     throw new HttpProblem({
-      title: err?.title ?? (res.status === 404 ? "Not found" : "Refused"),
-      text: sentence(err?.message ?? `The web server answered ${res.status} ${res.statusText}`),
+      title: t(res.status === 404 ? "problem.title.notFound" : res.status >= 500 ? "problem.title.serverError" : "problem.title.refused"),
+      text: reasonText(err?.reason ?? "") ?? t("reasons:_unknown", { message: sentence(err?.message ?? `${res.status} ${res.statusText}`) }),
+      serverText: sentence(err?.message ?? ""),
       reason: err?.reason ?? "",
       code: err?.code ?? String(res.status),
       rule: err?.rule,
@@ -92,7 +94,7 @@ export async function newMatch(req: NewMatchRequest): Promise<NewMatch> {
     body: JSON.stringify(req),
   })) as Partial<NewMatch>;
   if (typeof body.matchId !== "string" || typeof body.token !== "string" || typeof body.seat !== "number") {
-    throw new HttpProblem({ title: "Server error", text: "The web server's answer has no seat token.", reason: "", code: "", rule: undefined, transient: false });
+    throw new HttpProblem({ title: t("problem.title.serverError"), text: t("problem.noSeatToken"), reason: "", code: "", rule: undefined, transient: false });
   }
   return { matchId: body.matchId, seat: body.seat, token: body.token };
 }

@@ -1,11 +1,14 @@
-// Cards as people read them, and as the game record writes them.
-import { Rank, Suit, type Card } from "@spades/client";
+// Cards as people read them (in the page's language), and as the game record writes them.
+import { create } from "@bufbuild/protobuf";
+import { CardSchema, Rank, Suit, type Card } from "@spades/client";
+import { t } from "./i18n.js";
 
 const SUIT_LETTER: Record<number, string> = { [Suit.CLUBS]: "C", [Suit.DIAMONDS]: "D", [Suit.HEARTS]: "H", [Suit.SPADES]: "S" };
 const SUIT_SYMBOL: Record<number, string> = { [Suit.CLUBS]: "♣", [Suit.DIAMONDS]: "♦", [Suit.HEARTS]: "♥", [Suit.SPADES]: "♠" };
-const SUIT_NAME: Record<number, string> = { [Suit.CLUBS]: "clubs", [Suit.DIAMONDS]: "diamonds", [Suit.HEARTS]: "hearts", [Suit.SPADES]: "spades" };
+/** The suits' keys in the cards namespace. */
+const SUIT_KEY: Record<number, string> = { [Suit.CLUBS]: "clubs", [Suit.DIAMONDS]: "diamonds", [Suit.HEARTS]: "hearts", [Suit.SPADES]: "spades" };
+const RANK_KEY: Record<number, string> = { [Rank.JACK]: "jack", [Rank.QUEEN]: "queen", [Rank.KING]: "king", [Rank.ACE]: "ace" };
 const RANK_LETTER = "??23456789TJQKA";
-const RANK_LABEL: Record<number, string> = { [Rank.TEN]: "10", [Rank.JACK]: "J", [Rank.QUEEN]: "Q", [Rank.KING]: "K", [Rank.ACE]: "A" };
 
 export const SUITS: readonly Suit[] = [Suit.SPADES, Suit.HEARTS, Suit.CLUBS, Suit.DIAMONDS];
 
@@ -24,31 +27,52 @@ export function cardCode(c: Card): string {
   return (RANK_LETTER[c.rank] ?? "?") + (SUIT_LETTER[c.suit] ?? "?");
 }
 
-/** The rank as printed on the card's corner: `10`, `Q`, `7`, `★` for a joker. */
+/** The rank as printed on the card's corner, in the page's language: `10`, `Q` (`D` in Polish), `★` for a joker. */
 export function rankLabel(c: Card): string {
   if (isJoker(c)) {
     return "★";
   }
-  return RANK_LABEL[c.rank] ?? String(c.rank);
+  const key = RANK_KEY[c.rank];
+  return key !== undefined ? t(`cards:corner.${key}`) : String(c.rank);
 }
 
 export function suitSymbol(s: Suit): string {
   return SUIT_SYMBOL[s] ?? "?";
 }
 
+/** The suit's name standing alone: "spades", "piki", "Pik", "пика". */
 export function suitName(s: Suit): string {
-  return SUIT_NAME[s] ?? "no suit";
+  const key = SUIT_KEY[s];
+  return key !== undefined ? t(`cards:suit.${key}`) : "?";
 }
 
-/** A card for a sentence: `10♥`, `Q♠`, `Big Joker`. */
+/** The suit's word for a data attribute or a CSS class (never shown). */
+export function suitId(s: Suit): string {
+  return SUIT_KEY[s] ?? "none";
+}
+
+/** A card for a sentence, compact: `10♥`, `D♠` (Polish queen), the joker's name. */
 export function cardText(c: Card): string {
   if (c.rank === Rank.LITTLE_JOKER) {
-    return "Little Joker";
+    return t("cards:joker.little");
   }
   if (c.rank === Rank.BIG_JOKER) {
-    return "Big Joker";
+    return t("cards:joker.big");
   }
   return rankLabel(c) + suitSymbol(c.suit);
+}
+
+/** A card's spoken name, for screen readers: "queen of spades", "dama pik", "Pik-Dame", "дама пика". */
+export function cardName(c: Card): string {
+  if (c.rank === Rank.LITTLE_JOKER) {
+    return t("cards:joker.little");
+  }
+  if (c.rank === Rank.BIG_JOKER) {
+    return t("cards:joker.big");
+  }
+  const rank = t(`cards:rank.${RANK_KEY[c.rank] ?? String(c.rank)}`);
+  const suit = t(`cards:suitOf.${SUIT_KEY[c.suit] ?? "spades"}`);
+  return t("cards:card", { rank, suit });
 }
 
 export function isRed(c: Card): boolean {
@@ -81,4 +105,15 @@ export function bySuit(cards: readonly Card[]): Card[][] {
     }
   }
   return groups;
+}
+
+const LETTER_SUIT: Record<string, Suit> = { C: Suit.CLUBS, D: Suit.DIAMONDS, H: Suit.HEARTS, S: Suit.SPADES };
+
+/** The card a record code names (`QS`, `TH`, `BJ`), or undefined. */
+export function cardFromCode(code: string): Card | undefined {
+  if (code === "LJ") return create(CardSchema, { rank: Rank.LITTLE_JOKER });
+  if (code === "BJ") return create(CardSchema, { rank: Rank.BIG_JOKER });
+  const rank = RANK_LETTER.indexOf(code[0] ?? "");
+  const suit = LETTER_SUIT[code[1] ?? ""];
+  return rank >= 2 && suit !== undefined && code.length === 2 ? create(CardSchema, { rank, suit }) : undefined;
 }

@@ -11,8 +11,10 @@
 // "poll" mode, on PollEvents long polls (the same events in the same order);
 // a stream that looks held back by a buffering proxy makes the page switch to
 // long-poll by itself (Controller.checkStall, below).
+import { clone } from "@bufbuild/protobuf";
 import {
   Phase,
+  SeatViewSchema,
   SeatControl,
   SpadesError,
   pollEvents,
@@ -54,7 +56,16 @@ export interface TableState {
   readonly transport: Transport;
   /** True when "poll" was not chosen but fallen back to (this page, or earlier in this tab). */
   readonly fellBack: boolean;
+  /** True while the table shows a hand's end (its last trick) rather than the table as it is now. */
+  readonly holding: boolean;
+  /** The match's turn timer in milliseconds (0: none). */
+  readonly turnTimerMs: number;
+  /** When the turn in view began, on this page's clock (Date.now() ms); 0 when unknown. */
+  readonly turnSince: number;
 }
+
+/** How long the last trick of a hand stays on the table when the result is not dismissed. */
+export const HOLD_MS = 5_000;
 
 /**
  * The automatic fallback to long-poll. A stream owes the page events when it
@@ -87,6 +98,9 @@ abstract class Controller {
     scored: undefined,
     transport: "stream",
     fellBack: false,
+    holding: false,
+    turnTimerMs: 0,
+    turnSince: 0,
   };
   private readonly listeners = new Set<Listener>();
   protected stream: EventStream | undefined;
@@ -122,10 +136,64 @@ abstract class Controller {
 
   dismissScored(): void {
     this.set({ scored: undefined });
+    this.release();
   }
+
+  /** The server's clock minus this page's, as far as the events tell (their delivery makes it an upper bound). */
+  private clockSkew: number | undefined;
+
+  /** Notes when the turn in view began: the time of the latest event that moves the game. */
+  protected timeEvent(event: MatchEvent): void {
+    if (event.kind.case === "chatMessage" || event.timeMs === 0n) {
+      return;
+    }
+    const server = Number(event.timeMs);
+    const skew = server - Date.now();
+    this.clockSkew = this.clockSkew === undefined ? skew : Math.max(this.clockSkew, skew);
+    this.patch.turnSince = server - this.clockSkew;
+  }
+
+  /** Fields to set with the next set() (gathered by helpers during an event). */
+  protected patch: { -readonly [K in keyof TableState]?: TableState[K] } = {};
+
+  protected flush(extra: Partial<TableState> = {}): void {
+    const patch = { ...this.patch, ...extra };
+    this.patch = {};
+    this.set(patch);
+  }
+
+  private holdTimer: ReturnType<typeof setTimeout> | undefined;
+
+  /**
+   * Shows the end of a hand (`final`: the table after its last trick, before
+   * the next deal) for HOLD_MS, or until the result is dismissed; what comes
+   * meanwhile waits (see `present`).
+   */
+  protected hold(final: SeatView): void {
+    final.legalActions = [];
+    clearTimeout(this.holdTimer);
+    this.holdTimer = setTimeout(() => this.release(), HOLD_MS);
+    this.patch.holding = true;
+    this.patch.view = final;
+    this.patch.version = this.state.version + 1;
+  }
+
+  /** Ends a hold: the table as it is now. */
+  protected release(): void {
+    clearTimeout(this.holdTimer);
+    this.holdTimer = undefined;
+    if (this.state.holding) {
+      this.set({ holding: false });
+      this.afterHold();
+    }
+  }
+
+  /** What a controller draws once a hold ends. */
+  protected abstract afterHold(): void;
 
   stop(): void {
     this.stopped = true;
+    clearTimeout(this.holdTimer);
     clearTimeout(this.quiet);
     this.owed(false);
     this.stream?.close();
@@ -251,6 +319,12 @@ export function newActionId(): string {
 export class SeatController extends Controller {
   /** The sequence number the drawn view is as of. */
   private viewSeq = 0n;
+  /** The seat's events newer than the view drawn, in order (to finish a hand's picture at its end). */
+  private since: MatchEvent[] = [];
+  /** The newest view taken while a hand's end is held (or awaited: see show). */
+  private pending: SeatView | undefined;
+  /** The highest hand number whose HandScored this page has seen on its stream. */
+  private scoredUpTo = -1;
   private refreshing = false;
   private again = false;
 
@@ -268,6 +342,10 @@ export class SeatController extends Controller {
   }
 
   async start(): Promise<void> {
+    void matchSummary(this.saved.matchId).then(
+      (m) => this.set({ turnTimerMs: m.turnTimerMs }),
+      () => undefined, // the timer is a nicety: without the summary no countdown is shown
+    );
     try {
       let view = await this.seat.getView();
       const mine = view.seats[view.seat];
@@ -325,15 +403,51 @@ export class SeatController extends Controller {
     this.saved.lastSeq = String(event.seq);
     this.saved.log = log as LogEntry[];
     saveSeat(this.saved);
+    this.timeEvent(event);
+    if (event.seq > this.viewSeq) {
+      this.since.push(event);
+    }
     // Every hand scored that this page has not shown yet (the stream delivers
     // each event once, a reload resuming after the last one seen), even when
     // the view drawn already holds it (taken after the last card was played).
-    this.set({
-      log,
-      ...(event.kind.case === "handScored" ? { scored: event.kind.value } : {}),
-    });
+    if (event.kind.case === "handScored") {
+      this.patch.scored = event.kind.value;
+      this.scoredUpTo = Math.max(this.scoredUpTo, event.kind.value.handNumber);
+      this.holdHandEnd(event.kind.value.handNumber);
+      if (!this.patch.holding && this.pending !== undefined) {
+        this.afterHold(); // nothing to hold: the view that waited for the score comes in
+      }
+    }
+    this.flush({ log });
     if (event.seq > this.viewSeq) {
       void this.refresh();
+    }
+  }
+
+  /**
+   * The hand just scored, as it ended: the view drawn (of that hand) with the
+   * events since it applied, up to the score, so its last trick stays on the
+   * table while the next hand is dealt behind it.
+   */
+  private holdHandEnd(handNumber: number): void {
+    const drawn = this.state.view;
+    if (drawn === undefined || drawn.handNumber !== handNumber || drawn.phase === Phase.MATCH_OVER) {
+      return; // the view is already past that hand (a reload): nothing to finish
+    }
+    const final = clone(SeatViewSchema, drawn);
+    for (const e of this.since) {
+      if (e.seq > final.asOfSeq) {
+        applyPublicEvent(final, e);
+      }
+    }
+    this.hold(final);
+  }
+
+  protected override afterHold(): void {
+    const next = this.pending;
+    this.pending = undefined;
+    if (next !== undefined) {
+      this.draw(next);
     }
   }
 
@@ -341,7 +455,29 @@ export class SeatController extends Controller {
     if (view.asOfSeq < this.viewSeq) {
       return; // an older picture than the one drawn
     }
+    // A view past the end of the hand drawn waits for that hand's score on
+    // the stream, so the hand's last trick can be shown first (holdHandEnd).
+    const drawn = this.state.view;
+    const pastHand =
+      drawn !== undefined &&
+      drawn.phase !== Phase.MATCH_OVER &&
+      (view.handNumber > drawn.handNumber || view.phase === Phase.MATCH_OVER) &&
+      this.scoredUpTo < drawn.handNumber;
+    if (this.state.holding || pastHand) {
+      if (this.pending === undefined || view.asOfSeq >= this.pending.asOfSeq) {
+        this.pending = view;
+      }
+      return;
+    }
+    this.draw(view);
+  }
+
+  private draw(view: SeatView): void {
+    if (view.asOfSeq < this.viewSeq) {
+      return;
+    }
     this.viewSeq = view.asOfSeq;
+    this.since = this.since.filter((e) => e.seq > view.asOfSeq);
     this.set({ view, version: this.state.version + 1 });
   }
 
@@ -470,12 +606,22 @@ export class WatchController extends Controller {
 
   private onEvent(event: MatchEvent): void {
     applyPublicEvent(this.view, event);
+    this.timeEvent(event);
     const entry = describe(this.view, event);
-    this.set({
+    if (event.kind.case === "handScored") {
+      this.patch.scored = event.kind.value;
+      this.hold(clone(SeatViewSchema, this.view));
+    }
+    this.flush({
       link: "live",
       linkProblem: undefined,
       version: this.state.version + 1,
+      ...(this.state.holding || this.patch.holding ? {} : { view: this.view }),
       log: entry !== undefined ? capped([...this.state.log, entry]) : this.state.log,
     });
+  }
+
+  protected override afterHold(): void {
+    this.set({ view: this.view, version: this.state.version + 1 });
   }
 }

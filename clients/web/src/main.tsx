@@ -7,6 +7,7 @@ import { makeClient } from "./api.js";
 import { problemOf } from "./errors.js";
 import { initI18n } from "./i18n.js";
 import { saveTransport, transportFromUrl } from "./storage.js";
+import "./deck.css";
 import "./styles.css";
 
 function banner(e: unknown): void {

@@ -15,6 +15,8 @@ import {
   type MatchSummary,
   type SeatView,
 } from "@spades/client";
+import { sameCard } from "./cards.js";
+import { t } from "./i18n.js";
 
 /** A spectator's starting table: no hand, the seats and rules of the match summary when known. */
 export function emptyView(summary: MatchSummary | undefined): SeatView {
@@ -47,7 +49,7 @@ export function partnerships(view: SeatView): boolean {
 
 function ensureSeats(view: SeatView, seat: number): void {
   for (let s = view.seats.length; s <= seat; s++) {
-    view.seats.push(create(SeatInfoSchema, { seat: s, name: `Seat ${s + 1}`, control: SeatControl.UNSPECIFIED }));
+    view.seats.push(create(SeatInfoSchema, { seat: s, name: "", control: SeatControl.UNSPECIFIED }));
   }
   const n = view.seats.length;
   while (view.bids.length < n) view.bids.push(create(SeatBidSchema, {}));
@@ -142,6 +144,10 @@ export function applyPublicEvent(view: SeatView, event: MatchEvent): void {
         }
       }
       view.handSizes[p.seat] = Math.max(0, (view.handSizes[p.seat] ?? 0) - 1);
+      if (p.seat === view.seat && p.card !== undefined) {
+        const card = p.card;
+        view.hand = view.hand.filter((c) => !sameCard(c, card));
+      }
       view.toAct = (p.seat + 1) % n();
       break;
     }
@@ -201,15 +207,24 @@ export function sideSeats(view: SeatView, side: number): number[] {
 
 export function seatName(view: SeatView, seat: number): string {
   if (seat === view.seat && seat >= 0) {
-    return "You";
+    return t("you");
   }
-  return view.seats[seat]?.name || `Seat ${seat + 1}`;
+  return view.seats[seat]?.name || t("seatNumber", { number: seat + 1 });
 }
 
 export function sideName(view: SeatView, side: number): string {
-  return sideSeats(view, side)
-    .map((s) => seatName(view, s))
-    .join(" & ");
+  const [a, b] = sideSeats(view, side).map((s) => seatName(view, s));
+  return b === undefined ? (a ?? "") : t("pair", { a, b });
+}
+
+/** The side a seat plays for. */
+export function sideOf(view: SeatView, seat: number): number {
+  return partnerships(view) ? seat % 2 : seat;
+}
+
+/** The viewer's partner, or -1 (cutthroat, or a spectator). */
+export function partnerOf(view: SeatView, seat: number): number {
+  return partnerships(view) && seat >= 0 ? (seat + 2) % 4 : -1;
 }
 
 /** The number of sides: two teams, or one per player. */

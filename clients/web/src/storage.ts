@@ -33,6 +33,8 @@ export function loadSeat(matchId: string): SavedSeat | undefined {
     if (s.matchId !== matchId || typeof s.token !== "string" || !/^\d+$/.test(s.lastSeq) || !Array.isArray(s.log)) {
       return undefined;
     }
+    // Lines saved by an older page (plain text) are dropped: the log is a nicety.
+    s.log = s.log.filter((e) => typeof e === "object" && e !== null && typeof e.msg === "string" && typeof e.values === "object");
     return s;
   } catch {
     return undefined;
