@@ -38,6 +38,7 @@ export interface TableActions {
   reconnect: () => void;
   leave: () => void;
   newMatch: () => void;
+  rematch?: () => void;
 }
 
 export function CardFace(props: { card: Card; small?: boolean }) {
