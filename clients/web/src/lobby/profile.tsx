@@ -82,7 +82,7 @@ export function Profile(props: { playerId: string }) {
       {identity === undefined ? <NameForm intro={t("lobby:identity.introProfile")} /> : null}
       {identity !== undefined && profile === undefined && !missing && problem === undefined ? <p role="status">{t("lobby:loading")}</p> : null}
       {id !== "" ? (
-        <p class="player-id">
+        <p class="player-id profile-id">
           {t("lobby:profile.id")} <code>{id}</code> <CopyButton text={id} label={t("lobby:identity.copyId")} what="profile-id" />
         </p>
       ) : null}

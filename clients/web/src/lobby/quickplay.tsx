@@ -20,6 +20,7 @@ export function QuickPlay(props: { identity: Identity | undefined }) {
   const [notice, setNotice] = useState<string | undefined>(undefined);
   const stop = useRef<(() => void) | undefined>(undefined);
   const [now, setNow] = useState(Date.now());
+  const cancelButton = useRef<HTMLButtonElement>(null);
 
   const followTicket = (id: string): void => {
     stop.current?.();
@@ -52,6 +53,11 @@ export function QuickPlay(props: { identity: Identity | undefined }) {
     if (id !== undefined && props.identity !== undefined) followTicket(id);
     return () => stop.current?.();
   }, [props.identity?.playerId]);
+
+  // The form gives way to the ticket: keyboard focus goes to its Cancel button, not to the page's start.
+  useEffect(() => {
+    if (ticket !== undefined) cancelButton.current?.focus();
+  }, [ticket?.ticketId]);
 
   useEffect(() => {
     if (ticket === undefined) return;
@@ -117,7 +123,7 @@ export function QuickPlay(props: { identity: Identity | undefined }) {
           {botsIn !== undefined && !waitingForPartner ? ` ${t("lobby:playNow.botsIn", { count: botsIn })}` : ""}
         </p>
         {problem !== undefined ? <ProblemBox problem={problem} onClose={() => setProblem(undefined)} /> : null}
-        <button type="button" onClick={() => void cancel()} data-action="cancel-ticket">
+        <button type="button" ref={cancelButton} onClick={() => void cancel()} data-action="cancel-ticket">
           {t("lobby:playNow.cancel")}
         </button>
       </section>

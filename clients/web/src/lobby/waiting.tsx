@@ -166,6 +166,7 @@ export function WaitingRoom(props: { tableId: string }) {
   const isHost = table !== undefined && identity !== undefined && table.hostPlayerId !== "" && table.hostPlayerId === identity.playerId;
   const botsAllowed = table !== undefined && table.unattended !== Unattended.CLOSE;
   const open = table === undefined ? 0 : table.seats.length - seatsTaken(table);
+  const toAccept = table === undefined ? 0 : table.seats.filter((s) => s.state === TableSeatState.PLAYER && !s.accepted).length;
   const state = table === undefined ? "loading" : TableState[table.state].toLowerCase();
 
   return (
@@ -185,7 +186,9 @@ export function WaitingRoom(props: { tableId: string }) {
             <TableFacts table={table} />
             <Seats table={table} me={me} />
             <p role="status" aria-live="polite" data-status>
-              {table.state === TableState.WAITING
+              {table.state === TableState.WAITING && table.kind === TableKind.REMATCH
+                ? t("lobby:waiting.rematchWaiting", { count: toAccept, time: countdown(table.deadlineMs, now) })
+                : table.state === TableState.WAITING
                 ? open > 0
                   ? Number(table.deadlineMs) > 0
                     ? botsAllowed
@@ -206,11 +209,15 @@ export function WaitingRoom(props: { tableId: string }) {
                 {t("lobby:waiting.link")}
                 <input readOnly name="inviteLink" value={inviteLink(table.inviteCode)} data-invite-link onFocus={(e) => e.currentTarget.select()} />
               </label>
-              <CopyButton text={inviteLink(table.inviteCode)} label={t("lobby:waiting.copyLink")} what="invite-link" />
+              <div class="row">
+                <CopyButton text={inviteLink(table.inviteCode)} label={t("lobby:waiting.copyLink")} what="invite-link" />
+              </div>
               <p class="code-line">
                 {t("lobby:waiting.code")} <code data-invite-code>{table.inviteCode}</code>
               </p>
-              <CopyButton text={table.inviteCode} label={t("lobby:waiting.copyCode")} what="invite-code" />
+              <div class="row">
+                <CopyButton text={table.inviteCode} label={t("lobby:waiting.copyCode")} what="invite-code" />
+              </div>
             </section>
           ) : null}
           {table.state === TableState.WAITING && waiting !== undefined ? (
