@@ -13,7 +13,7 @@ import { Leaderboard } from "./lobby/leaderboard.js";
 import { Profile } from "./lobby/profile.js";
 import { RematchPage } from "./lobby/rematch.js";
 import { JoinPage, WaitingRoom } from "./lobby/waiting.js";
-import { useClient } from "./player.js";
+import { setSharedClient } from "./player.js";
 import { forgetSeat, loadSeat, saveSeat } from "./storage.js";
 import { ProblemBox, Table } from "./table.js";
 
@@ -164,7 +164,7 @@ function WatchPage(props: { client: SpadesClient; matchId: string }) {
 }
 
 export function App(props: { client: SpadesClient }) {
-  useClient(props.client);
+  setSharedClient(props.client);
   useLanguage();
   const route = useRoute();
   switch (route.page) {

@@ -223,7 +223,7 @@ let sharedClient: SpadesClient | undefined;
 let sharedSession: PlayerSession | undefined;
 
 /** The page's one SpadesClient (App passes its own; otherwise one is made). */
-export function useClient(client: SpadesClient): void {
+export function setSharedClient(client: SpadesClient): void {
   if (sharedClient === undefined) sharedClient = client;
 }
 
