@@ -1,28 +1,60 @@
-// The page: the route in the URL's fragment (#/, #/play/<match>, #/watch/<match>),
-// and a boundary that turns any failure into a message, never a blank page.
+// The page: the route in the URL's fragment (#/, #/play/<match>, #/watch/<match>,
+// #/table/<table>, #/join/<code>, #/leaderboard[/<pool>], #/profile[/<player>],
+// #/rematch/<match>), and a boundary that turns any failure into a message,
+// never a blank page.
 import { Component, type ComponentChildren } from "preact";
 import { useEffect, useMemo, useState } from "preact/hooks";
 import type { SpadesClient } from "@spades/client";
 import { SeatController, WatchController, type TableState } from "./controllers.js";
 import { problemOf, type Problem } from "./errors.js";
-import { Lobby } from "./lobby.js";
-import { forgetSeat, loadSeat, saveSeat, savedMatchId } from "./storage.js";
+import { useLanguage } from "./i18n.js";
+import { Lobby } from "./lobby/home.js";
+import { Leaderboard } from "./lobby/leaderboard.js";
+import { Profile } from "./lobby/profile.js";
+import { RematchPage } from "./lobby/rematch.js";
+import { JoinPage, WaitingRoom } from "./lobby/waiting.js";
+import { setSharedClient } from "./player.js";
+import { forgetSeat, loadSeat, saveSeat } from "./storage.js";
 import { ProblemBox, Table } from "./table.js";
 
-type Route = { page: "lobby" } | { page: "play"; matchId: string } | { page: "watch"; matchId: string };
+export type Route =
+  | { page: "lobby" }
+  | { page: "play"; matchId: string }
+  | { page: "watch"; matchId: string }
+  | { page: "table"; tableId: string }
+  | { page: "join"; code: string }
+  | { page: "rematch"; matchId: string }
+  | { page: "leaderboard"; pool: string }
+  | { page: "profile"; playerId: string };
 
 export function parseRoute(hash: string): Route {
-  const m = /^#\/(play|watch)\/([^/?#]+)$/.exec(hash);
-  if (m !== null) {
-    let id: string;
-    try {
-      id = decodeURIComponent(m[2]!);
-    } catch {
-      return { page: "lobby" };
-    }
-    return { page: m[1] as "play" | "watch", matchId: id };
+  const m = /^#\/(play|watch|table|join|rematch|leaderboard|profile)(?:\/([^/?#]*))?\/?$/.exec(hash);
+  if (m === null) {
+    return { page: "lobby" };
   }
-  return { page: "lobby" };
+  let arg: string;
+  try {
+    arg = decodeURIComponent(m[2] ?? "");
+  } catch {
+    return { page: "lobby" };
+  }
+  switch (m[1]) {
+    case "leaderboard":
+      return { page: "leaderboard", pool: arg };
+    case "profile":
+      return { page: "profile", playerId: arg };
+  }
+  if (arg === "") {
+    return { page: "lobby" };
+  }
+  switch (m[1]) {
+    case "table":
+      return { page: "table", tableId: arg };
+    case "join":
+      return { page: "join", code: arg };
+    default:
+      return { page: m[1] as "play" | "watch" | "rematch", matchId: arg };
+  }
 }
 
 function useRoute(): Route {
@@ -104,6 +136,10 @@ function Seated(props: { client: SpadesClient; matchId: string }) {
           forgetSeat();
           go("#/");
         },
+        rematch: () => {
+          controller.stop();
+          go(`#/rematch/${encodeURIComponent(props.matchId)}`);
+        },
       }}
     />
   );
@@ -128,16 +164,27 @@ function WatchPage(props: { client: SpadesClient; matchId: string }) {
 }
 
 export function App(props: { client: SpadesClient }) {
+  setSharedClient(props.client);
+  useLanguage();
   const route = useRoute();
   switch (route.page) {
     case "play":
       return <PlayPage client={props.client} matchId={route.matchId} key={`play:${route.matchId}`} />;
     case "watch":
       return <WatchPage client={props.client} matchId={route.matchId} key={`watch:${route.matchId}`} />;
+    case "table":
+      return <WaitingRoom tableId={route.tableId} key={`table:${route.tableId}`} />;
+    case "join":
+      return <JoinPage code={route.code} key={`join:${route.code}`} />;
+    case "rematch":
+      return <RematchPage matchId={route.matchId} key={`rematch:${route.matchId}`} />;
+    case "leaderboard":
+      return <Leaderboard pool={route.pool} key={`leaderboard:${route.pool}`} />;
+    case "profile":
+      return <Profile playerId={route.playerId} key={`profile:${route.playerId}`} />;
     default:
       return (
         <Lobby
-          savedMatch={savedMatchId()}
           onSeat={(matchId, seat, token) => {
             saveSeat({ matchId, seat, token, lastSeq: "0", log: [] });
             go(`#/play/${encodeURIComponent(matchId)}`);

@@ -122,9 +122,18 @@ async function bidAndPlay(page: Page, cards: number): Promise<void> {
   }
 }
 
+/** Opens the practice form's "Advanced" fold (the seed, the connection), if it is closed. */
+async function openAdvanced(page: Page): Promise<void> {
+  const fold = await page.waitForSelector("[data-form=new-match] details[data-fold=advanced]", { state: "attached" });
+  if (!(await fold.evaluate((d) => (d as HTMLDetailsElement).open))) {
+    await page.click("[data-form=new-match] details[data-fold=advanced] > summary");
+  }
+}
+
 async function newMatchFromLobby(page: Page, url: string, seed: string, opts: { longPoll?: boolean } = {}): Promise<string> {
   await page.goto(url);
   await page.waitForSelector("[data-form=new-match]");
+  await openAdvanced(page);
   if (opts.longPoll) {
     await page.check("input[name=transport][value=poll]");
   }
@@ -405,6 +414,7 @@ describe("the web table in Chromium against the real stack", { timeout: 600_000 
       assert.equal(held, streams, "no stream after the reload");
       // The lobby says so; choosing the stream again there clears the fallback.
       await page.goto(`${stack.url}#/`);
+      await openAdvanced(page);
       await page.waitForSelector("[data-form=connection] [data-fallback]");
       assert.ok(await page.isChecked("input[name=transport][value=poll]"));
       await page.check("input[name=transport][value=stream]");
@@ -603,6 +613,7 @@ describe("the web table in Chromium against the real stack", { timeout: 600_000 
         await page.goto(stack.url);
         await page.waitForSelector("[data-form=new-match]");
         await table.setup(page);
+        await openAdvanced(page);
         await page.fill("input[name=seed]", String(5500 + i));
         await page.click("[data-action=start]");
         await page.waitForSelector("[data-hand]");
