@@ -7,7 +7,7 @@ import { useEffect, useMemo, useState } from "preact/hooks";
 import type { SpadesClient } from "@spades/client";
 import { SeatController, WatchController, type TableState } from "./controllers.js";
 import { problemOf, type Problem } from "./errors.js";
-import { useLanguage } from "./i18n.js";
+import { t, useLanguage } from "./i18n.js";
 import { Lobby } from "./lobby/home.js";
 import { Leaderboard } from "./lobby/leaderboard.js";
 import { Profile } from "./lobby/profile.js";
@@ -15,7 +15,7 @@ import { RematchPage } from "./lobby/rematch.js";
 import { JoinPage, WaitingRoom } from "./lobby/waiting.js";
 import { setSharedClient } from "./player.js";
 import { forgetSeat, loadSeat, saveSeat } from "./storage.js";
-import { ProblemBox, Table } from "./table.js";
+import { ProblemBox, Table, shortCode } from "./table.js";
 
 export type Route =
   | { page: "lobby" }
@@ -93,8 +93,8 @@ function PlayPage(props: { client: SpadesClient; matchId: string }) {
       <main class="page">
         <ProblemBox
           problem={{
-            title: "No seat here",
-            text: `This tab holds no seat at match ${props.matchId}. A seat's token lives only in the tab that started the match.`,
+            title: t("app.noSeatTitle"),
+            text: t("app.noSeatText", { match: shortCode(props.matchId) }),
             reason: "",
             code: "",
             rule: undefined,
@@ -102,7 +102,7 @@ function PlayPage(props: { client: SpadesClient; matchId: string }) {
           }}
         />
         <p>
-          <a href={`#/watch/${encodeURIComponent(props.matchId)}`}>Watch this match</a> or <a href="#/">start a new one</a>.
+          <a href={`#/watch/${encodeURIComponent(props.matchId)}`}>{t("app.watchThis")}</a> · <a href="#/">{t("app.toLobby")}</a>
         </p>
       </main>
     );
@@ -214,10 +214,10 @@ export class ErrorBoundary extends Component<{ children: ComponentChildren }, { 
     return (
       <main class="page crashed" data-crashed>
         <h1>♠ Spades</h1>
-        <ProblemBox problem={{ ...p, title: "This page hit a problem" }} />
+        <ProblemBox problem={{ ...p, title: t("problem.title.unexpected") }} />
         <p>
           <button type="button" onClick={() => window.location.reload()}>
-            Reload
+            {t("app.reload")}
           </button>{" "}
           <button
             type="button"
@@ -226,7 +226,7 @@ export class ErrorBoundary extends Component<{ children: ComponentChildren }, { 
               go("#/");
             }}
           >
-            Back to the lobby
+            {t("header.lobby")}
           </button>
         </p>
       </main>

@@ -64,7 +64,8 @@ function Log(props: { log: readonly LogEntry[]; view: import("@spades/client").S
   return (
     <section class="log">
       <h2>{t("log.title")}</h2>
-      <ol data-log>
+      {/* It scrolls: a tab stop, so the keyboard can scroll it too. */}
+      <ol data-log tabIndex={0} aria-label={t("log.title")}>
         {props.log.map((e) => (
           <li key={e.seq} data-seq={e.seq} class={`log-${e.kind}`}>
             {logText(props.view, e)}
@@ -239,6 +240,14 @@ export function Table(props: { state: TableState; matchId: string; actions: Tabl
           </span>
           {view.spadesBroken ? <span>{t("header.broken")}</span> : null}
           <LinkBadge link={state.link} transport={state.transport} fellBack={state.fellBack} />
+          <a href="#/leaderboard" class="link-button" data-action="leaderboard">
+            {t("header.leaderboard")}
+          </a>
+          {spectator ? null : (
+            <a href="#/profile" class="link-button" data-action="profile">
+              {t("header.profile")}
+            </a>
+          )}
           <LanguagePicker />
           {spectator ? null : (
             <button type="button" class="link-button" data-action="leave" onClick={actions.leave}>

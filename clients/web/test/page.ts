@@ -73,16 +73,14 @@ export function classicHandState(actions: readonly [number, string][], hand: num
   const won = [0, 0];
   const tricks: [string, number][][] = [];
   let handIndex = -1;
-  let trick: [string, number][] = [];
+  const trick: [string, number][] = [];
   let bidsSeen = 4;
   for (const [seat, a] of actions) {
     if (a.startsWith("bid ")) {
       if (bidsSeen === 4) {
+        if (handIndex === hand) break; // the next hand's first bid: the hand asked for is over
         handIndex++;
         bidsSeen = 0;
-        tricks.length = 0;
-        trick = [];
-        bid[0] = bid[1] = won[0] = won[1] = 0;
       }
       bidsSeen++;
       if (handIndex === hand) bid[seat % 2]! += Number(a.slice(4)) || 0;
@@ -90,11 +88,10 @@ export function classicHandState(actions: readonly [number, string][], hand: num
       trick.push([a.slice(5), seat]);
       if (trick.length === 4) {
         won[classicWinner(trick) % 2]!++;
-        tricks.push(trick);
-        trick = [];
+        tricks.push([...trick]);
+        trick.length = 0;
       }
     }
-    if (handIndex > hand) break;
   }
   return { bid, won, tricks };
 }

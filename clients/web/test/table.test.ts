@@ -6,11 +6,10 @@
 // sees a hidden card (checked against the match's export), and readable
 // errors. Screenshots of the positions go to build/web-screenshots/.
 import assert from "node:assert/strict";
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Browser, Page } from "playwright";
-import { SCREENSHOTS, clientModule, launchBrowser, phonePage, startStack, type ClientModule, type Stack } from "./stack.js";
+import { onPhone, shot } from "./page.js";
+import { clientModule, launchBrowser, startStack, type ClientModule, type Stack } from "./stack.js";
 
 const MOVE_TIMEOUT_MS = 20_000;
 const HAND_TIMEOUT_MS = 120_000;
@@ -143,27 +142,7 @@ async function newMatchFromLobby(page: Page, url: string, seed: string, opts: { 
   }
   await page.click("[data-action=start]");
   await page.waitForSelector("[data-hand=visible]");
-  const id = await page.getAttribute("[data-match-id]", "textContent");
-  return (await page.textContent("[data-match-id]")) ?? id ?? "";
-}
-
-/** Runs a test's body on a fresh phone page; on failure, a screenshot of where it stood. */
-async function onPhone(browser: Browser, name: string, body: (page: Page, errors: string[]) => Promise<void>): Promise<void> {
-  const { context, page, errors } = await phonePage(browser);
-  try {
-    await body(page, errors);
-    assert.deepEqual(errors.filter((e) => !/Failed to load resource/.test(e)), [], "errors on the page");
-  } catch (e) {
-    await shot(page, `failed-${name}.png`).catch(() => undefined);
-    throw e;
-  } finally {
-    await context.close();
-  }
-}
-
-async function shot(page: Page, name: string, fullPage = true): Promise<void> {
-  mkdirSync(SCREENSHOTS, { recursive: true });
-  await page.screenshot({ path: join(SCREENSHOTS, name), fullPage });
+  return (await page.getAttribute("[data-match-id]", "data-match-id")) ?? "";
 }
 
 /** Every card played in the hand `hand` by the game record of the match's export, in order: [code, seat]. */
@@ -434,7 +413,10 @@ describe("the web table in Chromium against the real stack", { timeout: 600_000 
       assert.equal(await page.getAttribute(`[data-card="${first}"]`, "aria-disabled"), "true");
       await page.click(`[data-hand=visible] [data-card="${first}"]`, { force: true }); // a person clicks a dimmed card too
       const phase = await page.waitForSelector("[data-problem=WRONG_PHASE]");
-      assert.match((await phase.textContent()) ?? "", /not allowed during bidding/i);
+      // One plain sentence in the player's language; the server's words and the codes only in the details fold.
+      assert.match((await phase.textContent()) ?? "", /not possible at this point of the hand/);
+      assert.equal(await phase.$eval("details", (d) => (d as HTMLDetailsElement).open), false);
+      assert.match((await phase.$eval("details", (d) => d.textContent)) ?? "", /not allowed during bidding[\s\S]*WRONG_PHASE · FAILED_PRECONDITION/i);
       await page.click("[data-problem] button.close");
       await bid(page);
       // Then, at the first turn with a card that may not be played, that card.
@@ -453,7 +435,7 @@ describe("the web table in Chromium against the real stack", { timeout: 600_000 
         const reason = await box.getAttribute("data-problem");
         assert.ok(reason === "MUST_FOLLOW_SUIT" || reason === "SPADES_NOT_BROKEN", `${reason}`);
         const text = (await box.textContent()) ?? "";
-        assert.match(text, /Not allowed:/);
+        assert.match(text, /Not allowed: (You must follow the suit that was led|You cannot lead trump)/);
         assert.match(text, /Rule: /);
         await shot(page, "illegal-click.png");
         const after = await snapshot(page);
@@ -651,7 +633,7 @@ describe("the web table in Chromium against the real stack", { timeout: 600_000 
           assert.ok(seen.has(a), `${table.name}: the page never offered ${a} (it offered ${[...seen].join(" ")})`);
         }
         if (table.expect.includes("trump-hearts")) {
-          assert.match((await page.textContent(".facts")) ?? "", /trump ♥ hearts/);
+          assert.match((await page.textContent(".facts")) ?? "", /Trump ♥ hearts/);
         }
         assert.equal(await overflowX(page), 0, `${table.name}: nothing wider than the phone`);
       });
@@ -678,18 +660,18 @@ describe("the web table in Chromium against the real stack", { timeout: 600_000 
       await page.goto(`${stack.url}#/play/${made.matchId}`);
       await page.reload();
       const auth = await page.waitForSelector("[data-problem=UNAUTHENTICATED]");
-      assert.match((await auth.textContent()) ?? "", /not known to the server/);
+      assert.match((await auth.textContent()) ?? "", /does not know this seat/);
       // A match that does not exist, watched.
       await page.goto(`${stack.url}#/watch/no-such-match`);
       const missing = await page.waitForSelector("[data-problem=MATCH_NOT_FOUND]");
-      assert.match((await missing.textContent()) ?? "", /no match with that id/);
+      assert.match((await missing.textContent()) ?? "", /no such match/);
       // Variants that cannot be played together: the server's reason and words.
       await page.goto(stack.url);
       await page.check("input[name=auctionTrump]");
       await page.check("input[name=deucesHigh]");
       await page.click("[data-action=start]");
       const rules = await page.waitForSelector("[data-problem=INVALID_RULESET]");
-      assert.match((await rules.textContent()) ?? "", /auction|deuces/i);
+      assert.match((await rules.textContent()) ?? "", /cannot be played together[\s\S]*(auction|deuces)/i);
       await shot(page, "error-rules.png");
     });
   });
