@@ -99,6 +99,7 @@ FIELDS = frozenset(
         "preset",
         "players",
         "botLevels",
+        "botNames",
         "targetScore",
         "blindNil",
         "auctionTrump",
@@ -174,6 +175,23 @@ def _int(body: dict[str, Any], key: str, default: int, low: int, high: int) -> i
     return value
 
 
+MAX_BOT_NAME = 32
+
+
+def _bot_names(body: dict[str, Any], players: int) -> tuple[str, ...]:
+    """The bots' names: the page's (in its reader's language), or the English compass points."""
+    names = body.get("botNames")
+    if names is None:
+        return BOT_NAMES[players]
+    if (
+        not isinstance(names, list)
+        or len(names) != players - 1
+        or any(not isinstance(n, str) or not 1 <= len(n.strip()) <= MAX_BOT_NAME for n in names)
+    ):
+        raise _bad("botNames", f"must be {players - 1} names of 1 to {MAX_BOT_NAME} characters")
+    return tuple(n.strip() for n in names)
+
+
 def create_request(body: object) -> pb.CreateMatchRequest:
     """The CreateMatch request a page's JSON asks for: seat 0 human, bots elsewhere.
 
@@ -199,6 +217,7 @@ def create_request(body: object) -> pb.CreateMatchRequest:
         or any(type(x) is not int or x not in BOT_LEVELS for x in levels)
     ):
         raise _bad("botLevels", f"must be {players - 1} bot levels from 1 (random) to 5 (expert)")
+    names = _bot_names(body, players)
     ruleset = pb.Ruleset(preset=preset)
     if players != 4:
         ruleset.players = players
@@ -219,7 +238,7 @@ def create_request(body: object) -> pb.CreateMatchRequest:
         ruleset.jokers = True
     request = pb.CreateMatchRequest(ruleset=ruleset)
     request.seats.append(pb.SeatConfig(name=name.strip()))
-    for bot_name, level in zip(BOT_NAMES[players], levels, strict=True):
+    for bot_name, level in zip(names, levels, strict=True):
         request.seats.append(pb.SeatConfig(name=bot_name, bot=True, bot_level=level))
     seed = body.get("seed")
     if seed is not None:

@@ -113,6 +113,16 @@ def test_new_match_gives_the_page_one_seat_token_and_bots_elsewhere(
     assert claimed.seat == 0
 
 
+def test_the_page_names_the_bots_in_its_language(web: Web, shared_server: Server) -> None:
+    body = {"botNames": ["Zachód", " Północ ", "Wschód"]}
+    status, res, _ = web.call("POST", "/api/new-match", body)
+    assert status == 200, res
+    summary = shared_server.stub.GetMatch(
+        pb.GetMatchRequest(match_id=res["matchId"]), metadata=OP, timeout=RPC_TIMEOUT
+    ).match
+    assert [s.name for s in summary.seats[1:]] == ["Zachód", "Północ", "Wschód"]
+
+
 def test_variants_reach_the_ruleset(web: Web, shared_server: Server) -> None:
     body = {"preset": "german", "players": 3, "botLevels": [1, 2], "seed": "7"}
     status, res, _ = web.call("POST", "/api/new-match", body)
@@ -146,6 +156,10 @@ def test_rules_that_cannot_go_together_come_back_with_the_servers_reason(web: We
         ({"preset": "poker"}, "preset"),
         ({"players": 7}, "players"),
         ({"players": 4, "botLevels": [3, 3]}, "botLevels"),
+        ({"botNames": ["Zachód", "Północ"]}, "botNames"),
+        ({"botNames": ["Zachód", "", "Wschód"]}, "botNames"),
+        ({"botNames": ["x" * 33, "b", "c"]}, "botNames"),
+        ({"botNames": "Zachód"}, "botNames"),
         ({"botLevels": [3, 3, 99]}, "botLevels"),
         ({"name": ""}, "name"),
         ({"name": "x" * 65}, "name"),

@@ -32,6 +32,8 @@ export interface NewMatchRequest {
   players: number;
   /** A BotLevel per bot seat, clockwise from the seat left of the player. */
   botLevels: number[];
+  /** The bots' names, in the same order (the page's language); the server's English compass points when absent. */
+  botNames?: string[];
   targetScore?: number;
   blindNil?: boolean;
   auctionTrump?: boolean;

@@ -12,6 +12,14 @@ import { loadTransport, saveTransport, type Transport } from "../storage.js";
 import { ProblemBox } from "../table.js";
 import { BOT_LEVELS, PRESET_IDS, go, presetName } from "./common.js";
 
+/** The bots' names (compass points, in the page's language), clockwise from the player's left, per table size. */
+const BOT_NAMES: Record<number, string[]> = {
+  2: ["north"],
+  3: ["west", "east"],
+  4: ["west", "north", "east"],
+  5: ["west", "northwest", "northeast", "east"],
+};
+
 /** The bots' seats, clockwise from the player's left, per table size. */
 const SEAT_KEYS: Record<number, string[]> = {
   2: ["opposite"],
@@ -54,6 +62,7 @@ export function Practice(props: { onSeat: (matchId: string, seat: number, token:
       preset,
       players: seatCount,
       botLevels: bots.map((_, i) => levels[i] ?? BotLevel.NORMAL),
+      botNames: (BOT_NAMES[seatCount] ?? BOT_NAMES[4]!).map((k) => t(`compass.${k}`)),
       targetScore: target,
       ...(blindNil ? { blindNil } : {}),
       ...(auctionTrump ? { auctionTrump } : {}),

@@ -39,12 +39,11 @@ export function SidesBar(props: { view: SeatView }) {
         return (
           <div class={`side${side === mine ? " mine" : ""}`} key={side} data-side={side} data-side-bid={bid ?? ""} data-side-won={won}>
             <div class="side-name">{sideName(view, side)}</div>
-            <div class="side-count">
-              <span class="won">{won}</span>
-              <span class="of">/</span>
-              <span class="bid">{bid ?? "–"}</span>
-              <span class="sr-only">{t("sides.bidWon", { bid: bid ?? "–", won })}</span>
+            {/* Bid before won, as in the hand's result and the score history. */}
+            <div class="side-count" aria-hidden="true">
+              <span class="label">{t("seat.bid")}</span> <b class="bid">{bid ?? "–"}</b> <span class="label">{t("seat.won")}</span> <b class="won">{won}</b>
             </div>
+            <span class="sr-only">{t("sides.bidWon", { bid: bid ?? "–", won })}</span>
             <div class="side-meta">
               <span title={t("sides.score")}>
                 {t("sides.scoreShort", { score, target })}
