@@ -555,7 +555,9 @@ export class WatchController extends Controller {
   async start(): Promise<void> {
     let view = this.view;
     try {
-      view = emptyView(await matchSummary(this.matchId));
+      const summary = await matchSummary(this.matchId);
+      view = emptyView(summary);
+      this.set({ turnTimerMs: summary.turnTimerMs });
     } catch {
       // names and rules are a nicety: without the summary the seats are numbered
     }

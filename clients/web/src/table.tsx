@@ -17,6 +17,7 @@ import { Hand } from "./table/hand.js";
 import { Announcer } from "./table/live.js";
 import { MatchOver, ScoredDialog } from "./table/result.js";
 import { History, Scoreboard, SidesBar } from "./table/scores.js";
+import { RulesPanel } from "./table/rules-panel.js";
 import { SeatBox } from "./table/seat.js";
 import { Center, LastTrick } from "./table/trick.js";
 
@@ -280,6 +281,7 @@ export function Table(props: { state: TableState; matchId: string; actions: Tabl
       <div class="panels">
         <Scoreboard view={view} />
         <History view={view} />
+        <RulesPanel ruleset={view.ruleset} />
         <Log log={state.log} view={view} />
       </div>
       <Announcer view={view} log={state.log} myTurn={legal.any} />

@@ -114,6 +114,41 @@ describe("the table by keyboard, checked against the export, and by axe-core", {
     });
   });
 
+  it("shows the previous trick on demand; with reduced motion nothing moves", async () => {
+    for (const motion of ["no-preference", "reduce"] as const) {
+      const context = await browser.newContext({ viewport: { width: 375, height: 812 }, reducedMotion: motion });
+      try {
+        const page = await context.newPage();
+        const matchId = await practiceMatch(page, stack.url, "9191");
+        await page.click(".actions [data-action=bid-3]");
+        // Play until two tricks are done and a third is under way.
+        for (;;) {
+          await page.waitForSelector("[data-hand=visible] [data-legal=true]:not(.sending)", { timeout: MOVE_TIMEOUT_MS });
+          const record = await exportRecord(mod, stack, matchId);
+          if (classicHandState(record.actions, 0).tricks.length >= 2) break;
+          await page.click("[data-hand=visible] [data-legal=true]");
+          await page.waitForSelector(".card.sending", { state: "detached", timeout: MOVE_TIMEOUT_MS });
+        }
+        const record = await exportRecord(mod, stack, matchId);
+        const tricks = classicHandState(record.actions, 0).tricks;
+        // On the table: the trick under way (its lead, if the player is not leading), or the last one settled.
+        const live = (await page.$$("[data-trick=live] [data-card]")).length > 0;
+        await page.click("[data-action=last-trick]");
+        const shown = await page.$$eval("[data-last-trick] [data-card]", (els) => els.map((e) => e.getAttribute("data-card")));
+        const expected = (live ? tricks.at(-1) : tricks.at(-2))!.map(([c]) => c);
+        assert.deepEqual(shown, expected, "the previous trick, card by card");
+        const moving = await page.$eval(".center .played", (e) => getComputedStyle(e).animationName + "|" + getComputedStyle(e).transitionDuration);
+        if (motion === "reduce") {
+          assert.match(moving, /^none\|0s/, "no animation and no transition");
+        } else {
+          assert.doesNotMatch(moving, /^none\|0s$/, "cards move");
+        }
+      } finally {
+        await context.close();
+      }
+    }
+  });
+
   it("has no serious or critical axe-core violation on the lobby", async () => {
     await onPhone(browser, "axe-lobby", async (page) => {
       await page.goto(stack.url);

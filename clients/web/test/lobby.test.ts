@@ -196,6 +196,7 @@ describe("the lobby in Chromium against the real stack", { timeout: 900_000 }, (
       assert.equal(await ann.page.isVisible("input[name=seed]"), false);
 
       await ann.page.check("input[name=visibility][value=private]");
+      await ann.page.selectOption("select[name=turnTimer]", "60000");
       await ann.page.click("[data-action=open-table]");
       await ann.page.waitForSelector("[data-page=waiting-room] [data-invite-link]");
       await ann.page.click("[data-action=copy-invite-link]");
@@ -233,17 +234,38 @@ describe("the lobby in Chromium against the real stack", { timeout: 900_000 }, (
       assert.equal(seatA.matchId, tableId);
 
       const client = mod.connect(stack.address, { operatorToken: stack.operatorToken });
-      const summary = await client.getMatch(tableId);
-      assert.deepEqual(
-        summary.seats.map((s) => s.control),
-        [mod.SeatControl.HUMAN, mod.SeatControl.BOT, mod.SeatControl.HUMAN, mod.SeatControl.BOT],
-      );
+      // Each page takes its seat as it opens the table: the seats are the two people's once both have.
+      const want = [mod.SeatControl.HUMAN, mod.SeatControl.BOT, mod.SeatControl.HUMAN, mod.SeatControl.BOT];
+      let controls: number[] = [];
+      for (let i = 0; i < 100; i++) {
+        controls = (await client.getMatch(tableId)).seats.map((s) => s.control);
+        if (controls.join() === want.join()) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.deepEqual(controls, want);
+
+      // The table's turn timer counts down on the seat to act (a person: bots do not wait).
+      const countdown = await ann.page.waitForSelector("[data-seat] [data-countdown]", { timeout: 20_000 });
+      const left = Number(await countdown.getAttribute("data-countdown"));
+      assert.ok(left > 0 && left <= 60, `${left} s left`);
+      // Seat names, the partner marked, the bots shown as bots.
+      assert.match((await ann.page.textContent('.felt [data-seat="2"]')) ?? "", /Bob/);
+      assert.equal(await ann.page.getAttribute('.felt [data-seat="2"]', "data-partner"), "true");
+      assert.equal(await ann.page.getAttribute('.felt [data-seat="1"]', "data-control"), "bot");
 
       const played = await Promise.all([playUntil(ann.page, "scored"), playUntil(bob.page, "scored")]);
       assert.deepEqual(played, [
         { bids: 1, cards: 13 },
         { bids: 1, cards: 13 },
       ]);
+
+      // Bob drops out (his seat handed to a bot), and Ann sees him away; he comes back, and she sees him back.
+      const bobSeat = client.seat(seatB.token);
+      await bobSeat.leave();
+      await ann.page.waitForSelector('.felt [data-seat="2"][data-control=away]', { timeout: 20_000 });
+      await shot(ann.page, "partner-away.png");
+      await bobSeat.claim();
+      await ann.page.waitForSelector('.felt [data-seat="2"][data-control=human]', { timeout: 20_000 });
     });
   });
 

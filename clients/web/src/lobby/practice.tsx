@@ -10,6 +10,7 @@ import { t } from "../i18n.js";
 import { savedName } from "../player.js";
 import { loadTransport, saveTransport, type Transport } from "../storage.js";
 import { ProblemBox } from "../table.js";
+import { PresetRules } from "../table/rules-panel.js";
 import { BOT_LEVELS, PRESET_IDS, go, presetName } from "./common.js";
 
 /** The bots' names (compass points, in the page's language), clockwise from the player's left, per table size. */
@@ -96,6 +97,7 @@ export function Practice(props: { onSeat: (matchId: string, seat: number, token:
             </span>
           </label>
         ))}
+        <PresetRules preset={preset} />
       </fieldset>
       {cutthroat ? (
         <label>

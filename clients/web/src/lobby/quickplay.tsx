@@ -8,6 +8,7 @@ import { t } from "../i18n.js";
 import { follow, playerSession, saveTicket, savedTicket, seatAt, type Identity } from "../player.js";
 import { ProblemBox } from "../table.js";
 import { PRESET_IDS, go, presetName, type PresetId } from "./common.js";
+import { PresetRules } from "../table/rules-panel.js";
 
 export function QuickPlay(props: { identity: Identity | undefined }) {
   const [preset, setPreset] = useState<PresetId>("classic");
@@ -147,6 +148,7 @@ export function QuickPlay(props: { identity: Identity | undefined }) {
           ))}
         </div>
         <p class="note">{t(`lobby:presets.${preset}.about`)}</p>
+        <PresetRules preset={preset} />
       </fieldset>
       <fieldset disabled={disabled}>
         <legend>{t("lobby:playNow.partner")}</legend>

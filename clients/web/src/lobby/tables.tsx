@@ -8,6 +8,7 @@ import { t } from "../i18n.js";
 import { follow, playerSession, saveWaiting, type Identity } from "../player.js";
 import { ProblemBox } from "../table.js";
 import { PRESET_IDS, go, presetName, seatsTaken, type PresetId } from "./common.js";
+import { PresetRules } from "../table/rules-panel.js";
 
 const TIMERS = [0, 30_000, 60_000] as const;
 
@@ -64,6 +65,7 @@ export function OpenTableForm(props: { identity: Identity | undefined }) {
           ))}
         </div>
         <p class="note">{t(`lobby:presets.${preset}.about`)}</p>
+        <PresetRules preset={preset} />
       </fieldset>
       <fieldset disabled={disabled}>
         <legend>{t("lobby:open.who")}</legend>

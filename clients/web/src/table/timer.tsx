@@ -4,13 +4,15 @@ import { useEffect, useState } from "preact/hooks";
 import { t } from "../i18n.js";
 
 export function Countdown(props: { since: number; total: number }) {
-  const start = props.since > 0 ? props.since : Date.now();
-  const [now, setNow] = useState(Date.now());
+  // The first drawing's time stands in for an unknown start (a reload between events).
+  const [mounted] = useState(Date.now());
+  const [, tick] = useState(0);
   useEffect(() => {
-    const id = setInterval(() => setNow(Date.now()), 250);
+    const id = setInterval(() => tick((n) => n + 1), 250);
     return () => clearInterval(id);
   }, []);
-  const left = Math.max(0, props.total - (now - start));
+  const start = props.since > 0 ? props.since : mounted;
+  const left = Math.min(props.total, Math.max(0, props.total - (Date.now() - start)));
   const seconds = Math.ceil(left / 1000);
   const share = props.total > 0 ? left / props.total : 0;
   return (
