@@ -113,6 +113,8 @@ MAX_BODY = 4096
 GUEST_LIFETIME_S = 30 * 60
 MAX_GUEST_NAME = 32
 GUEST_KEY_ENV = "SPADES_GUEST_KEY"
+# How long after its expiry a guest credential may still be renewed for the same player.
+RENEW_GRACE_S = 7 * 24 * 3600
 MATCH_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 UINT64_MAX = 2**64 - 1
 
@@ -392,13 +394,39 @@ class GuestIssuer:
             raise ValueError(f"{os.fspath(path)}: not an Ed25519 or Ed448 key")
         return cls(key, **kwargs)
 
+    def _renewed(self, credential: object) -> str | None:
+        """The player id of a guest credential this issuer signed (expired up to
+        RENEW_GRACE_S ago), so a guest keeps its id, ratings and tables when its
+        page renews; None when there is none to renew."""
+        if credential is None:
+            return None
+        if not isinstance(credential, str) or len(credential) > 4096:
+            raise _bad("renew", "must be a guest credential")
+        try:
+            claims = jwt.decode(
+                credential,
+                self.key.public_key(),
+                algorithms=["EdDSA"],
+                audience=GUEST_AUDIENCE,
+                issuer=GUEST_ISSUER,
+                leeway=RENEW_GRACE_S,
+                options={"require": ["sub", "exp"]},
+            )
+        except jwt.PyJWTError:
+            raise _bad("renew", "is not a guest credential of this server") from None
+        sub = claims.get("sub")
+        if not isinstance(sub, str) or not sub.startswith("guest-"):
+            raise _bad("renew", "is not a guest credential of this server")
+        return sub
+
     def issue(self, body: object) -> dict[str, Any]:
         if not isinstance(body, dict):
             raise _bad("body", "must be a JSON object")
-        unknown = sorted(set(body) - {"name"})
+        unknown = sorted(set(body) - {"name", "renew"})
         if unknown:
             raise _bad(unknown[0], "is not a field of a guest")
         suffix = secrets.token_hex(8)
+        renewed = self._renewed(body.get("renew"))
         name = body.get("name")
         if name is None:
             name = f"Guest {suffix[:4]}"
@@ -418,7 +446,7 @@ class GuestIssuer:
             )
         now = int(time.time())
         exp = now + self.lifetime_s
-        player_id = f"guest-{suffix}"
+        player_id = renewed or f"guest-{suffix}"
         claims = {
             "iss": GUEST_ISSUER,
             "aud": GUEST_AUDIENCE,

@@ -638,6 +638,35 @@ def test_a_guest_credential_from_the_web_server_is_accepted_with_its_public_key(
     assert web.stop() == 0
 
 
+def test_a_guest_renews_as_the_same_player_and_no_one_else_can(tmp_path: Path) -> None:
+    private, public = _write_guest_key(tmp_path)
+    guests = webapp.GuestIssuer.from_file(private)
+    first = guests.issue({"name": "Ada"})
+    # The page renews before expiry, or after (within the grace): the same player, maybe renamed.
+    again = guests.issue({"name": "Ada L", "renew": first["credential"]})
+    assert again["playerId"] == first["playerId"] and again["name"] == "Ada L"
+    auth = PlayerAuth(issuer=GUEST_ISSUER, audience=GUEST_AUDIENCE, public_key_file=public)
+    assert auth.verify(again["credential"]) == Player(first["playerId"], "Ada L")
+    expired = webapp.GuestIssuer.from_file(private, lifetime_s=-3600).issue({"name": "Old"})
+    assert guests.issue({"renew": expired["credential"]})["playerId"] == expired["playerId"]
+    too_old = webapp.GuestIssuer.from_file(private, lifetime_s=-webapp.RENEW_GRACE_S - 60).issue(
+        {"name": "Gone"}
+    )
+    # Refused, and nothing made: another server's guest, an expired-too-long one, a made-up one.
+    (tmp_path / "other").mkdir()
+    other_private, _ = _write_guest_key(tmp_path / "other")
+    stranger = webapp.GuestIssuer.from_file(other_private).issue({"name": "Eve"})
+    forged = jwt.encode(
+        {"iss": GUEST_ISSUER, "aud": GUEST_AUDIENCE, "sub": first["playerId"], "exp": 2**40},
+        "x" * 32,
+        algorithm="HS256",
+    )
+    for credential in (stranger["credential"], too_old["credential"], forged, "nope", 5):
+        with pytest.raises(webapp.ApiError) as e:
+            guests.issue({"renew": credential})
+        assert e.value.status == 400 and e.value.body["error"]["message"].startswith("renew:")
+
+
 def test_without_a_guest_key_the_web_server_answers_501(
     webapp_process: type[WebAppProcess],
 ) -> None:

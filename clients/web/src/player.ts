@@ -4,9 +4,10 @@
 // expiry and renewed before it runs out or when the server refuses it as
 // expired; and a PlayerClient (LobbyService) on the page's gRPC-Web transport.
 //
-// A guest credential cannot be renewed for the same player: /api/guest makes
-// a new guest (a new player id) each time. The page keeps the name, so the
-// renewal shows only as a new id.
+// A renewal sends the current credential along (POST /api/guest {renew}), so
+// the guest stays the same player (id, tables, ratings); only a credential
+// this server cannot renew (another launcher's key, expired for over a week)
+// makes a new guest under the same name.
 import { Code, PlayerClient, SpadesError, TableState, type SpadesClient, type Table, type Watch } from "@spades/client";
 import { makeClient } from "./api.js";
 import { HttpProblem, sentence } from "./errors.js";
@@ -78,14 +79,14 @@ function loadIdentity(): Identity | undefined {
   return s;
 }
 
-/** POST /api/guest: a new guest's credential. */
-async function fetchGuest(name: string): Promise<Identity> {
+/** POST /api/guest: a guest's credential; with `renew` (the current one), for the same player. */
+async function fetchGuest(name: string, renew?: string): Promise<Identity> {
   let res: Response;
   try {
     res = await fetch("/api/guest", {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ name }),
+      body: JSON.stringify(renew !== undefined ? { name, renew } : { name }),
       credentials: "same-origin",
       signal: AbortSignal.timeout(15_000),
     });
@@ -163,12 +164,19 @@ export class PlayerSession {
     return id;
   }
 
-  /** A fresh credential for the same name (a new guest id: /api/guest cannot renew one). */
+  /** A fresh credential for the same player (a new guest only when the old one cannot be renewed: another server's, or long expired). */
   renew(): Promise<Identity> {
     this.renewing ??= (async () => {
       try {
         const name = this.identity?.name ?? savedName() ?? "";
-        const id = await fetchGuest(name);
+        const old = this.identity?.credential;
+        let id: Identity;
+        try {
+          id = await fetchGuest(name, old);
+        } catch (e) {
+          if (old === undefined || !(e instanceof HttpProblem) || e.problem.code !== "INVALID_ARGUMENT") throw e;
+          id = await fetchGuest(name); // not renewable here: a new guest
+        }
         this.set(id);
         return id;
       } finally {
