@@ -7,7 +7,7 @@
 WEB_DIR := clients/web
 WEB_INSTALLED := $(WEB_DIR)/node_modules/.installed
 WEB_TS_BUILT := clients/typescript/dist/.built
-WEB_SOURCES := $(wildcard $(WEB_DIR)/src/*.ts $(WEB_DIR)/src/*.tsx $(WEB_DIR)/src/*.css) \
+WEB_SOURCES := $(shell find $(WEB_DIR)/src -type f -name '*.ts*' -o -type f -name '*.css' -o -type f -name '*.json') \
   $(WEB_DIR)/index.html $(WEB_DIR)/vite.config.ts $(WEB_DIR)/tsconfig.json
 WEB_TESTS_BUILT := $(WEB_DIR)/build/test/.built
 WEB_CHROMIUM := $(or $(SPADES_CHROMIUM),/usr/bin/chromium)
