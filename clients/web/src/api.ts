@@ -53,7 +53,8 @@ interface ApiError {
   error?: { title?: string; message?: string; reason?: string; code?: string; rule?: string };
 }
 
-async function apiCall(path: string, init: RequestInit): Promise<unknown> {
+/** A call of the web server's own API (/api/...): its JSON answer, or an HttpProblem in the page's language. */
+export async function apiCall(path: string, init: RequestInit): Promise<unknown> {
   let res: Response;
   try {
     res = await fetch(path, { ...init, signal: AbortSignal.timeout(15_000), credentials: "same-origin" });
@@ -82,7 +83,7 @@ async function apiCall(path: string, init: RequestInit): Promise<unknown> {
       reason: err?.reason ?? "",
       code: err?.code ?? String(res.status),
       rule: err?.rule,
-      transient: res.status >= 500,
+      transient: res.status >= 500 || res.status === 429,
     });
   }
   return body;

@@ -9,8 +9,8 @@
 // this server cannot renew (another launcher's key, expired for over a week)
 // makes a new guest under the same name.
 import { Code, PlayerClient, SpadesError, TableState, type SpadesClient, type Table, type Watch } from "@spades/client";
-import { makeClient } from "./api.js";
-import { HttpProblem, sentence } from "./errors.js";
+import { apiCall, makeClient } from "./api.js";
+import { HttpProblem } from "./errors.js";
 import { t } from "./i18n.js";
 import { loadSeat, loadTransport, saveSeat } from "./storage.js";
 
@@ -81,37 +81,12 @@ function loadIdentity(): Identity | undefined {
 
 /** POST /api/guest: a guest's credential; with `renew` (the current one), for the same player. */
 async function fetchGuest(name: string, renew?: string): Promise<Identity> {
-  let res: Response;
-  try {
-    res = await fetch("/api/guest", {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(renew !== undefined ? { name, renew } : { name }),
-      credentials: "same-origin",
-      signal: AbortSignal.timeout(15_000),
-    });
-  } catch {
-    throw new HttpProblem({ title: t("lobby:identity.offlineTitle"), text: t("lobby:identity.offline"), reason: "", code: "", rule: undefined, transient: true });
-  }
-  let body: unknown;
-  try {
-    body = await res.json();
-  } catch {
-    body = undefined;
-  }
-  if (!res.ok) {
-    const err = (body as { error?: { title?: string; message?: string; reason?: string; code?: string } } | undefined)?.error;
-    throw new HttpProblem({
-      title: err?.title ?? t("lobby:identity.refusedTitle"),
-      text: sentence(err?.message ?? t("lobby:identity.refused", { status: res.status })),
-      reason: err?.reason ?? "",
-      code: err?.code ?? String(res.status),
-      rule: undefined,
-      transient: res.status >= 500 || res.status === 429,
-    });
-  }
-  const g = body as Partial<Identity>;
-  if (typeof g.credential !== "string" || typeof g.playerId !== "string" || typeof g.expiresAtMs !== "number") {
+  const g = (await apiCall("/api/guest", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(renew !== undefined ? { name, renew } : { name }),
+  })) as Partial<Identity> | undefined;
+  if (typeof g?.credential !== "string" || typeof g.playerId !== "string" || typeof g.expiresAtMs !== "number") {
     throw new HttpProblem({ title: t("lobby:identity.refusedTitle"), text: t("lobby:identity.noCredential"), reason: "", code: "", rule: undefined, transient: false });
   }
   return { credential: g.credential, playerId: g.playerId, name: typeof g.name === "string" ? g.name : name, expiresAtMs: g.expiresAtMs };

@@ -29,11 +29,22 @@ export async function onPhone(browser: Browser, name: string, body: (page: Page,
   }
 }
 
-/** Starts a practice match against easy bots from the lobby; returns its match id. */
-export async function practiceMatch(page: Page, url: string, seed: string): Promise<string> {
+/** Opens the practice form's "Advanced" fold (the seed, the connection), if it is closed. */
+export async function openAdvanced(page: Page): Promise<void> {
+  const fold = await page.waitForSelector("[data-form=new-match] details[data-fold=advanced]", { state: "attached" });
+  if (!(await fold.evaluate((d) => (d as HTMLDetailsElement).open))) {
+    await page.click("[data-form=new-match] details[data-fold=advanced] > summary");
+  }
+}
+
+/** Starts a practice match against easy bots from the lobby (by long-poll if asked); returns its match id. */
+export async function practiceMatch(page: Page, url: string, seed: string, opts: { longPoll?: boolean } = {}): Promise<string> {
   await page.goto(url);
   await page.waitForSelector("[data-form=new-match]");
-  await page.evaluate(() => document.querySelectorAll("[data-form=new-match] details").forEach((d) => ((d as HTMLDetailsElement).open = true)));
+  await openAdvanced(page);
+  if (opts.longPoll) {
+    await page.check("input[name=transport][value=poll]");
+  }
   await page.fill("input[name=seed]", seed);
   for (const i of [0, 1, 2]) {
     await page.selectOption(`select[name=bot-${i}]`, "2"); // easy bots

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { Browser, Page } from "playwright";
-import { onPhone, shot } from "./page.js";
+import { onPhone, openAdvanced, practiceMatch, shot } from "./page.js";
 import { clientModule, launchBrowser, startStack, type ClientModule, type Stack } from "./stack.js";
 
 const MOVE_TIMEOUT_MS = 20_000;
@@ -121,29 +121,6 @@ async function bidAndPlay(page: Page, cards: number): Promise<void> {
   }
 }
 
-/** Opens the practice form's "Advanced" fold (the seed, the connection), if it is closed. */
-async function openAdvanced(page: Page): Promise<void> {
-  const fold = await page.waitForSelector("[data-form=new-match] details[data-fold=advanced]", { state: "attached" });
-  if (!(await fold.evaluate((d) => (d as HTMLDetailsElement).open))) {
-    await page.click("[data-form=new-match] details[data-fold=advanced] > summary");
-  }
-}
-
-async function newMatchFromLobby(page: Page, url: string, seed: string, opts: { longPoll?: boolean } = {}): Promise<string> {
-  await page.goto(url);
-  await page.waitForSelector("[data-form=new-match]");
-  await openAdvanced(page);
-  if (opts.longPoll) {
-    await page.check("input[name=transport][value=poll]");
-  }
-  await page.fill("input[name=seed]", seed);
-  for (const i of [0, 1, 2]) {
-    await page.selectOption(`select[name=bot-${i}]`, "2"); // easy bots
-  }
-  await page.click("[data-action=start]");
-  await page.waitForSelector("[data-hand=visible]");
-  return (await page.getAttribute("[data-match-id]", "data-match-id")) ?? "";
-}
 
 /** Every card played in the hand `hand` by the game record of the match's export, in order: [code, seat]. */
 async function recordPlays(mod: ClientModule, stack: Stack, matchId: string, hand: number): Promise<[string, number][]> {
@@ -229,7 +206,7 @@ describe("the web table in Chromium against the real stack", { timeout: 600_000 
         await page.waitForSelector("[data-form=new-match]");
         await shot(page, "lobby.png");
       }
-      const matchId = await newMatchFromLobby(page, url, poll ? "1102" : "1101");
+      const matchId = await practiceMatch(page, url, poll ? "1102" : "1101");
       const mine: string[] = [];
       const deadline = Date.now() + HAND_TIMEOUT_MS;
       let bids = 0;
@@ -300,7 +277,7 @@ describe("the web table in Chromium against the real stack", { timeout: 600_000 
   it(`resumes after a reload mid-hand: every card once, none missing, the log without gap or repeat${poll ? " (long-poll, chosen in the lobby)" : ""}`, async () => {
     await onPhone(browser, poll ? "reload-poll" : "reload", async (page) => {
       const calls = countCalls(page);
-      const matchId = await newMatchFromLobby(page, stack.url, poll ? "2203" : "2202", { longPoll: poll });
+      const matchId = await practiceMatch(page, stack.url, poll ? "2203" : "2202", { longPoll: poll });
       await bidAndPlay(page, 4);
       assert.equal(await nextMove(page), "play");
       const before = await snapshot(page);
@@ -369,7 +346,7 @@ describe("the web table in Chromium against the real stack", { timeout: 600_000 
           .catch(() => undefined);
       });
       const started = Date.now();
-      await newMatchFromLobby(page, stack.url, "2204");
+      await practiceMatch(page, stack.url, "2204");
       // The view comes (GetView), the events do not: within seconds the page switches.
       await page.waitForSelector("[data-link][data-transport=poll][data-fallback=true]", { timeout: 20_000 });
       const took = Date.now() - started;
@@ -406,7 +383,7 @@ describe("the web table in Chromium against the real stack", { timeout: 600_000 
 
   it("refuses an illegal click with the rule, and changes nothing", async () => {
     await onPhone(browser, "illegal", async (page) => {
-      const matchId = await newMatchFromLobby(page, stack.url, "3303");
+      const matchId = await practiceMatch(page, stack.url, "3303");
       // A card during the bidding: the server says why not.
       assert.equal(await nextMove(page), "bid");
       const first = (await snapshot(page)).hand[0]!;

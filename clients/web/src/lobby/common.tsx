@@ -2,7 +2,9 @@
 // a copy button, the seat words, and small formatting helpers.
 import { useState } from "preact/hooks";
 import { BotLevel, TableSeatState, type Table } from "@spades/client";
-import { LANGUAGES, language, setLanguage, t, type Language } from "../i18n.js";
+import { language, t } from "../i18n.js";
+import { LanguagePicker } from "../table.js";
+import { PresetRules } from "../table/rules-panel.js";
 import "./lobby.css";
 
 export const PRESET_IDS = ["classic", "polish", "german", "bulgarian"] as const;
@@ -18,7 +20,6 @@ export function go(hash: string): void {
 
 /** The page's header: the title, the links to the lobby, leaderboard and profile, and the language. */
 export function LobbyHeader(props: { title?: string }) {
-  const lng = language();
   return (
     <header class="lobby-header">
       <p class="brand">
@@ -36,21 +37,7 @@ export function LobbyHeader(props: { title?: string }) {
         <a href="#/profile" data-action="profile">
           {t("lobby:nav.profile")}
         </a>
-        <label class="lang">
-          <span class="sr-only">{t("lobby:nav.language")}</span>
-          <select
-            data-action="language"
-            name="language"
-            value={lng}
-            onChange={(e) => void setLanguage(e.currentTarget.value as Language)}
-          >
-            {LANGUAGES.map((l) => (
-              <option value={l.code} key={l.code} lang={l.code}>
-                {l.name}
-              </option>
-            ))}
-          </select>
-        </label>
+        <LanguagePicker />
       </nav>
       {props.title !== undefined ? <h1>{props.title}</h1> : null}
     </header>
@@ -111,4 +98,24 @@ export function percent(share: number): string {
 
 export function decimal(n: number, digits = 1): string {
   return new Intl.NumberFormat(language(), { maximumFractionDigits: digits, minimumFractionDigits: digits }).format(n);
+}
+
+/** The four presets as chips, the chosen one's line and its rules (Play now, Open a table). */
+export function PresetChoice(props: { name: string; preset: PresetId; onChange: (preset: PresetId) => void; disabled: boolean }) {
+  const { name, preset } = props;
+  return (
+    <fieldset disabled={props.disabled}>
+      <legend>{t("lobby:rules")}</legend>
+      <div class="chips">
+        {PRESET_IDS.map((p) => (
+          <label class="chip-choice" key={p}>
+            <input type="radio" name={name} value={p} checked={preset === p} onChange={() => props.onChange(p)} />
+            <span>{presetName(p)}</span>
+          </label>
+        ))}
+      </div>
+      <p class="note">{t(`lobby:presets.${preset}.about`)}</p>
+      <PresetRules preset={preset} />
+    </fieldset>
+  );
 }

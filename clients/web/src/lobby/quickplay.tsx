@@ -7,8 +7,7 @@ import { problemOf, type Problem } from "../errors.js";
 import { t } from "../i18n.js";
 import { follow, playerSession, saveTicket, savedTicket, seatAt, type Identity } from "../player.js";
 import { ProblemBox } from "../table.js";
-import { PRESET_IDS, go, presetName, type PresetId } from "./common.js";
-import { PresetRules } from "../table/rules-panel.js";
+import { PresetChoice, go, presetName, type PresetId } from "./common.js";
 
 export function QuickPlay(props: { identity: Identity | undefined }) {
   const [preset, setPreset] = useState<PresetId>("classic");
@@ -137,19 +136,7 @@ export function QuickPlay(props: { identity: Identity | undefined }) {
       <h2 id="playnow-title">{t("lobby:playNow.title")}</h2>
       <p>{t("lobby:playNow.intro")}</p>
       {disabled ? <p class="note">{t("lobby:needName")}</p> : null}
-      <fieldset disabled={disabled}>
-        <legend>{t("lobby:rules")}</legend>
-        <div class="chips">
-          {PRESET_IDS.map((p) => (
-            <label class="chip-choice" key={p}>
-              <input type="radio" name="qpPreset" value={p} checked={preset === p} onChange={() => setPreset(p)} />
-              <span>{presetName(p)}</span>
-            </label>
-          ))}
-        </div>
-        <p class="note">{t(`lobby:presets.${preset}.about`)}</p>
-        <PresetRules preset={preset} />
-      </fieldset>
+      <PresetChoice name="qpPreset" preset={preset} onChange={setPreset} disabled={disabled} />
       <fieldset disabled={disabled}>
         <legend>{t("lobby:playNow.partner")}</legend>
         <label class="choice">

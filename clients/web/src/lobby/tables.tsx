@@ -7,8 +7,7 @@ import { problemOf, type Problem } from "../errors.js";
 import { t } from "../i18n.js";
 import { follow, playerSession, saveWaiting, type Identity } from "../player.js";
 import { ProblemBox } from "../table.js";
-import { PRESET_IDS, go, presetName, seatsTaken, type PresetId } from "./common.js";
-import { PresetRules } from "../table/rules-panel.js";
+import { PresetChoice, go, presetName, seatsTaken, type PresetId } from "./common.js";
 
 const TIMERS = [0, 30_000, 60_000] as const;
 
@@ -54,19 +53,7 @@ export function OpenTableForm(props: { identity: Identity | undefined }) {
       <h2 id="open-title">{t("lobby:open.title")}</h2>
       <p>{t("lobby:open.intro")}</p>
       {disabled ? <p class="note">{t("lobby:needName")}</p> : null}
-      <fieldset disabled={disabled}>
-        <legend>{t("lobby:rules")}</legend>
-        <div class="chips">
-          {PRESET_IDS.map((p) => (
-            <label class="chip-choice" key={p}>
-              <input type="radio" name="tablePreset" value={p} checked={preset === p} onChange={() => setPreset(p)} />
-              <span>{presetName(p)}</span>
-            </label>
-          ))}
-        </div>
-        <p class="note">{t(`lobby:presets.${preset}.about`)}</p>
-        <PresetRules preset={preset} />
-      </fieldset>
+      <PresetChoice name="tablePreset" preset={preset} onChange={setPreset} disabled={disabled} />
       <fieldset disabled={disabled}>
         <legend>{t("lobby:open.who")}</legend>
         <label class="choice">
