@@ -136,10 +136,15 @@ function Seated(props: { client: SpadesClient; matchId: string }) {
           forgetSeat();
           go("#/");
         },
-        rematch: () => {
-          controller.stop();
-          go(`#/rematch/${encodeURIComponent(props.matchId)}`);
-        },
+        // A practice match against bots has no table to play again: New match.
+        ...(loadSeat(props.matchId)?.lobby === true
+          ? {
+              rematch: () => {
+                controller.stop();
+                go(`#/rematch/${encodeURIComponent(props.matchId)}`);
+              },
+            }
+          : {}),
       }}
     />
   );

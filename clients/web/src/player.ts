@@ -305,7 +305,7 @@ export function saveTicket(id: string | undefined): void {
 
 /** Takes the seat of a started table: the play page will open it. Returns the route to go to. */
 export function seatAt(matchId: string, seat: number, token: string): string {
-  saveSeat({ matchId, seat, token, lastSeq: "0", log: [] });
+  saveSeat({ matchId, seat, token, lastSeq: "0", log: [], lobby: true });
   saveWaiting(undefined);
   return `#/play/${encodeURIComponent(matchId)}`;
 }

@@ -9,6 +9,8 @@ export interface SavedSeat {
   readonly token: string;
   /** The last sequence number the page has seen on its stream ("0" before any). */
   lastSeq: string;
+  /** True for a seat at a lobby table (quick play, an invitation, a rematch), which can ask for a rematch. */
+  readonly lobby?: boolean;
   log: LogEntry[];
 }
 
