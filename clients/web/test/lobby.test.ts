@@ -269,13 +269,20 @@ describe("the lobby in Chromium against the real stack", { timeout: 900_000 }, (
     });
   });
 
-  it("four people press Play now (classic, unrated) and sit at one table, no bots", async () => {
+  it("four people press Play now (classic, unrated), two of them as partners, and sit at one table, no bots", async () => {
     await run("quickplay", async () => {
       const four = [await newPerson(), await newPerson(), await newPerson(), await newPerson()];
-      await Promise.all(four.map((p, i) => signIn(p.page, stack.url, `Quick ${i + 1}`)));
+      const ids = await Promise.all(four.map((p, i) => signIn(p.page, stack.url, `Quick ${i + 1}`)));
+      // Quick 1 and Quick 3 come as a party: each names the other's id (shown in the lobby) as partner.
+      const party: Record<number, string> = { 0: ids[2]!, 2: ids[0]! };
       for (const [i, p] of four.entries()) {
         await p.page.check("input[name=qpPreset][value=classic]");
         assert.equal(await p.page.isChecked("input[name=qpRated]"), false);
+        const friend = party[i];
+        if (friend !== undefined) {
+          await p.page.check("input[name=qpParty][value=friend]");
+          await p.page.fill("input[name=partnerId]", friend);
+        }
         await p.page.click("[data-action=play-now]");
         if (i === 0) {
           await p.page.waitForSelector("[data-ticket]");
@@ -294,6 +301,7 @@ describe("the lobby in Chromium against the real stack", { timeout: 900_000 }, (
         `no bots: ${summary.seats.map((s) => `${s.name}=${mod.SeatControl[s.control]}`).join(" ")}`,
       );
       assert.deepEqual(summary.seats.map((s) => s.name).sort(), ["Quick 1", "Quick 2", "Quick 3", "Quick 4"]);
+      assert.equal(Math.abs(seats[0]!.seat - seats[2]!.seat), 2, "the party sits opposite: partners");
     });
   });
 
