@@ -390,11 +390,12 @@ describe("the lobby in Chromium against the real stack", { timeout: 900_000 }, (
       await pageChecks(cat.page, "the profile");
       await shot(cat.page, "profile.png");
 
-      // The language switcher: the page follows (Polish has no lobby texts yet: English stands in, out of strict mode).
+      // The language switcher: the lobby follows, in Polish.
       await cat.page.goto(`${stack.url}#/`);
       await cat.page.waitForSelector("[data-identity]");
       await cat.page.selectOption("[data-action=language]", "pl");
       await cat.page.waitForFunction(() => document.documentElement.lang === "pl");
+      assert.match((await cat.page.textContent("[data-form=quick-play] h2")) ?? "", /Zagraj teraz/);
       await cat.page.selectOption("[data-action=language]", "en");
       await cat.page.waitForFunction(() => document.documentElement.lang === "en");
     });
