@@ -14,7 +14,7 @@ EDGE_PROTO := proto/spades/edge/v1/link.proto
 STUBS := $(GEN)/spades/v1/spades_pb2.py $(GEN)/spades/v1/lobby_pb2.py $(GEN)/spades/edge/v1/link_pb2.py
 export PYTHONHASHSEED := 0
 
-.PHONY: install proto test lint buf envoy-config bench run clean test-clients lint-clients redis-server
+.PHONY: install proto test lint buf envoy-config bench run clean test-clients lint-clients redis-server system-packages
 
 # Each client (clients/<language>/) brings its own build and tests in a
 # fragment, clients/<language>/client.mk, which appends its targets here.
@@ -34,16 +34,18 @@ install: $(INSTALLED) $(STUBS)
 # loads its sources rather than the stale compiled modules (spades_engine._build).
 ENGINE_SOURCES := $(shell find engine/spades_engine -name '*.py' -not -path '*/__pycache__/*')
 $(INSTALLED): pyproject.toml setup.py $(ENGINE_SOURCES)
-	test -x $(PYTHON) || $(BOOTSTRAP_PYTHON) -m venv $(VENV)
-	$(PYTHON) -m pip install -q --disable-pip-version-check --upgrade pip
-	$(PYTHON) -m pip install -q --disable-pip-version-check -e '.[dev]'
-	touch $@
+	@echo "installing the project and its tools into $(VENV)/ (the first time: a few minutes, the engine is compiled with mypyc)"
+	@test -x $(PYTHON) || $(BOOTSTRAP_PYTHON) -m venv $(VENV)
+	@$(PYTHON) -m pip install -q --disable-pip-version-check --upgrade pip
+	@$(PYTHON) -m pip install -q --disable-pip-version-check -e '.[dev]'
+	@touch $@
 
 # Generated code is never committed: it is made from proto/ here, so it cannot drift.
 $(STUBS): $(PROTO) $(EDGE_PROTO) $(INSTALLED)
-	$(MAKE) proto
+	@$(MAKE) --no-print-directory -s proto
 
 proto:
+	@echo "generating the protobuf stubs from proto/ into $(GEN)/"
 	rm -rf $(GEN) && mkdir -p $(GEN)
 	$(PYTHON) -m grpc_tools.protoc -I proto \
 	  --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy \
@@ -57,24 +59,25 @@ proto:
 # The whole suite on the build installed (compiled where a C compiler exists),
 # then the engine's suite again on the pure-Python build; the differential test
 # in the first run compares the two builds match by match.
-test: install redis-server
-	$(PYTHON) -m pytest
-	SPADES_ENGINE_PURE=1 SPADES_EXPECT_BUILD=pure $(PYTHON) -m pytest tests/engine -n 2 --ignore tests/engine/test_differential.py
-	$(MAKE) --no-print-directory test-clients
+test: system-packages install
+	@echo "== pytest: the engine, the server, the stores, the docs (figures: build/test-figures.txt)"
+	@$(PYTHON) -m pytest
+	@echo "== pytest: the engine again, on its pure-Python build"
+	@SPADES_ENGINE_PURE=1 SPADES_EXPECT_BUILD=pure $(PYTHON) -m pytest tests/engine -n 2 --ignore tests/engine/test_differential.py
+	@echo "== each client's suite"
+	@$(MAKE) --no-print-directory -s test-clients
 
-# The Redis store's tests start their own redis-server processes (Debian's
-# package): installed when missing and we are root (as CI is), else a clear failure.
-REDIS_SERVER := $(or $(SPADES_REDIS_SERVER),$(shell command -v redis-server 2>/dev/null),/usr/bin/redis-server)
+# The Debian packages the suites need (redis-server; chromium unless
+# SPADES_SKIP_BROWSER=1 skips the web table's browser suite): said before
+# anything is installed, then installed with apt-get when we are root (as CI
+# is), with no recommended extras and nothing else upgraded; else a clear
+# failure with the command to run.
+SYSTEM_PACKAGES := redis-server $(if $(SPADES_SKIP_BROWSER),,chromium)
+system-packages:
+	@tests/system-packages.sh $(SYSTEM_PACKAGES)
+
 redis-server:
-	@if [ -x "$(REDIS_SERVER)" ]; then :; \
-	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	  echo "installing Debian's redis-server for the Redis store's tests"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
-	  command -v redis-server >/dev/null || { echo "redis-server installed, but not on PATH" >&2; exit 1; }; \
-	else \
-	  echo "the Redis store's tests need redis-server: run 'apt-get install -y redis-server' as root" >&2; \
-	  exit 1; \
-	fi
+	@tests/system-packages.sh redis-server
 
 # Every client's suite, after the Python tests (each installs its toolchain's
 # packages from the registries first, once).

@@ -10,11 +10,12 @@ CLIENT_LINTS += lint-client-java
 .PHONY: test-client-java lint-client-java
 
 test-client-java: install
-	cd $(JAVA_CLIENT_DIR) && SPADES_PYTHON="$${SPADES_PYTHON:-$(abspath $(PYTHON))}" $(MVN) -q -B test
+	cd $(JAVA_CLIENT_DIR) && SPADES_PYTHON="$${SPADES_PYTHON:-$(abspath $(PYTHON))}" $(MVN) -q -B -Dstyle.color=never -Dsurefire.redirectTestOutputToFile=true test
 	@$(PYTHON) -c 'import glob, xml.etree.ElementTree as E; \
 	s = [E.parse(f).getroot() for f in glob.glob("$(JAVA_CLIENT_DIR)/target/surefire-reports/TEST-*.xml")]; \
 	n = lambda k: sum(int(x.get(k, 0)) for x in s); \
-	print("java: %d passed, %d failed, %d skipped" % (n("tests") - n("failures") - n("errors") - n("skipped"), n("failures") + n("errors"), n("skipped")))'
+	t = sum(float(x.get("time", 0)) for x in s); \
+	print("java: %d passed, %d failed, %d skipped in %.0f s" % (n("tests") - n("failures") - n("errors") - n("skipped"), n("failures") + n("errors"), n("skipped"), t))'
 
 # javac -Xlint:all -Werror over the library, its generated stubs and the tests.
 lint-client-java:

@@ -31,7 +31,7 @@ $(TS_BUILT): $(TS_GEN) $(TS_SOURCES)
 	touch $@
 
 test-client-typescript: $(TS_BUILT) $(STUBS)
-	cd $(TS_DIR) && $(TS_ENV) node --test --test-concurrency=1 dist/test/*.test.js
+	cd $(TS_DIR) && $(TS_ENV) ../../tests/node-suite.sh typescript . dist/test/*.test.js
 
 lint-client-typescript: $(TS_GEN)
 	cd $(TS_DIR) && node_modules/.bin/tsc -p tsconfig.json --noEmit

@@ -36,23 +36,20 @@ $(WEB_TESTS_BUILT): $(WEB_INSTALLED) $(WEB_TS_BUILT) $(wildcard $(WEB_DIR)/test/
 	cd $(WEB_DIR) && node_modules/.bin/tsc -p tsconfig.test.json
 	touch $@
 
-# Debian's chromium, installed when missing and we are root (as CI is);
-# otherwise a clear failure.
+# Debian's chromium, installed (and announced) when missing and we are root
+# (as CI is); otherwise a clear failure (tests/system-packages.sh).
 web-chromium:
-	@if [ -x "$(WEB_CHROMIUM)" ]; then :; \
-	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	  echo "installing Debian's chromium for the web table's tests"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
-	  test -x "$(WEB_CHROMIUM)" || { echo "chromium installed, but $(WEB_CHROMIUM) is not there" >&2; exit 1; }; \
-	else \
-	  echo "the web table's tests need Chromium at $(WEB_CHROMIUM): run 'apt-get install -y chromium' as root, or set SPADES_CHROMIUM to a Chromium binary" >&2; \
-	  exit 1; \
-	fi
+	@tests/system-packages.sh chromium
 
 WEB_ENV := SPADES_PYTHON=$(abspath $(PYTHON)) SPADES_CHROMIUM=$(WEB_CHROMIUM)
 
+ifdef SPADES_SKIP_BROWSER
+test-client-web:
+	@echo "web table: the browser suite skipped (SPADES_SKIP_BROWSER=1)"
+else
 test-client-web: $(WEB_DIST) $(WEB_TESTS_BUILT) $(STUBS) web-chromium
-	cd $(WEB_DIR) && $(WEB_ENV) node --test --test-concurrency=1 build/test/*.test.js
+	cd $(WEB_DIR) && $(WEB_ENV) ../../tests/node-suite.sh web-table . build/test/*.test.js
+endif
 
 lint-client-web: $(WEB_INSTALLED) $(WEB_TS_BUILT)
 	cd $(WEB_DIR) && node_modules/.bin/tsc -p tsconfig.json --noEmit && node_modules/.bin/tsc -p tsconfig.test.json --noEmit

@@ -14,6 +14,7 @@ import dataclasses
 import importlib
 import random
 import time
+from collections.abc import Callable
 
 import pytest
 from rules_helpers import CONFIGS, bid_all, deal, play_tricks
@@ -551,14 +552,15 @@ def test_with_no_budget_it_draws_by_the_simple_rule() -> None:
         m.apply(m.to_act, action)
 
 
-def test_it_beats_hard_with_two_players(capsys: pytest.CaptureFixture[str]) -> None:
+def test_it_beats_hard_with_two_players(figures: Callable[[str], None]) -> None:
     """A short duplicate tournament (whole games, both seatings) at a small budget."""
     cfg = Config(TWO.replace(target_score=200), ("expert",), ("hard",), "games", 6, budget_ms=2)
     diff = mean_ci([r.diff for r in run(cfg)])
-    with capsys.disabled():
-        low, high = diff["ci95"]
-        print(
-            f"\nexpert - hard, two players, 6 game pairs to 200, budget 2 ms: "
-            f"{diff['mean']:+.2f} points per hand, 95% CI [{low:+.2f}, {high:+.2f}]"
-        )
+    lines: list[str] = []
+    low, high = diff["ci95"]
+    lines.append(
+        f"\nexpert - hard, two players, 6 game pairs to 200, budget 2 ms: "
+        f"{diff['mean']:+.2f} points per hand, 95% CI [{low:+.2f}, {high:+.2f}]"
+    )
+    figures("\n".join(lines))
     assert diff["ci95"][0] > 0

@@ -445,7 +445,7 @@ def _drive(
 
 
 def test_every_level_plays_only_legal_actions_in_every_preset(
-    capsys: pytest.CaptureFixture[str],
+    figures: Callable[[str], None],
 ) -> None:
     times: dict[str, list[int]] = {level: [] for level in LEVELS}
     kinds: dict[str, int] = {}
@@ -468,14 +468,15 @@ def test_every_level_plays_only_legal_actions_in_every_preset(
     assert {"Bid", "Look", "BlindNil", "ExchangeDecision", "PassCards", "NameTrump", "Play"} <= set(
         kinds
     ), kinds
-    with capsys.disabled():
-        print(f"\nbot think time over {len(times['easy'])} positions of {len(CONFIGS)} rulesets:")
-        for level, xs in times.items():
-            xs.sort()
-            p50, p99 = xs[len(xs) // 2] / 1e3, xs[len(xs) * 99 // 100] / 1e3
-            print(
-                f"  {level:7s} p50 {p50:6.1f} us   p99 {p99:6.1f} us   max {xs[-1] / 1e3:7.1f} us"
-            )
+    lines: list[str] = []
+    lines.append(f"bot think time over {len(times['easy'])} positions of {len(CONFIGS)} rulesets:")
+    for level, xs in times.items():
+        xs.sort()
+        p50, p99 = xs[len(xs) // 2] / 1e3, xs[len(xs) * 99 // 100] / 1e3
+        lines.append(
+            f"  {level:7s} p50 {p50:6.1f} us   p99 {p99:6.1f} us   max {xs[-1] / 1e3:7.1f} us"
+        )
+    figures("\n".join(lines))
 
 
 def _duplicate(a: str, b: str, rules: Ruleset, hands: int, seed: int) -> float:
@@ -502,17 +503,18 @@ def _duplicate(a: str, b: str, rules: Ruleset, hands: int, seed: int) -> float:
     return total / (2 * hands)
 
 
-def test_levels_are_ordered_in_strength(capsys: pytest.CaptureFixture[str]) -> None:
+def test_levels_are_ordered_in_strength(figures: Callable[[str], None]) -> None:
     hands = 300
     normal_easy = _duplicate("normal", "easy", CLASSIC, hands, seed=2024)
     hard_easy = _duplicate("hard", "easy", CLASSIC, hands, seed=2024)
     hard_normal = _duplicate("hard", "normal", CLASSIC, hands, seed=2024)
-    with capsys.disabled():
-        print(
-            f"\nduplicate, {hands} classic hands each way, points per hand: "
-            f"normal-easy {normal_easy:+.1f}, hard-easy {hard_easy:+.1f}, "
-            f"hard-normal {hard_normal:+.1f}"
-        )
+    lines: list[str] = []
+    lines.append(
+        f"\nduplicate, {hands} classic hands each way, points per hand: "
+        f"normal-easy {normal_easy:+.1f}, hard-easy {hard_easy:+.1f}, "
+        f"hard-normal {hard_normal:+.1f}"
+    )
+    figures("\n".join(lines))
     assert normal_easy > 0
     assert hard_easy > 0
 
@@ -551,16 +553,17 @@ def test_trick_count_scoring_bids_no_more_than_classic(level: str) -> None:
 
 
 def test_smart_levels_beat_easy_under_trick_count_scoring(
-    capsys: pytest.CaptureFixture[str],
+    figures: Callable[[str], None],
 ) -> None:
     rules = preset("classic", scoring="tricks")
     normal_easy = _duplicate("normal", "easy", rules, 100, seed=7)
     hard_easy = _duplicate("hard", "easy", rules, 100, seed=7)
-    with capsys.disabled():
-        print(
-            f"\nduplicate, 100 trick-count hands each way, points per hand: "
-            f"normal-easy {normal_easy:+.1f}, hard-easy {hard_easy:+.1f}"
-        )
+    lines: list[str] = []
+    lines.append(
+        f"\nduplicate, 100 trick-count hands each way, points per hand: "
+        f"normal-easy {normal_easy:+.1f}, hard-easy {hard_easy:+.1f}"
+    )
+    figures("\n".join(lines))
     assert normal_easy > 0
     assert hard_easy > 0
 

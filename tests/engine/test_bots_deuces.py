@@ -240,11 +240,12 @@ def _duplicate(
 
 
 def test_hard_on_the_virtual_deck_beats_hard_reading_the_real_cards(
-    capsys: pytest.CaptureFixture[str],
+    figures: Callable[[str], None],
 ) -> None:
     aware = BOTS["hard"]
     unaware = aware.__wrapped__  # type: ignore[attr-defined]  # functools.wraps keeps it
     gain = _duplicate(aware, unaware, DEUCES, 150)
-    with capsys.disabled():
-        print(f"\ndeuces high, 150 hands each way: aware Hard - unaware Hard {gain:+.1f} per hand")
+    lines: list[str] = []
+    lines.append(f"deuces high, 150 hands each way: aware Hard - unaware Hard {gain:+.1f} per hand")
+    figures("\n".join(lines))
     assert gain > 0

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
-import pytest
 from fuzz_schema import (
     HEADERS,
     field_paths,
@@ -896,7 +895,7 @@ def stored_action_ids(srv: Server) -> set[tuple[str, str]]:
 
 
 def test_fuzz_the_service_from_its_schema(
-    make_server: Callable[..., Server], capsys: pytest.CaptureFixture[str]
+    make_server: Callable[..., Server], figures: Callable[[str], None]
 ) -> None:
     t0 = time.monotonic()
     srv = make_server(*SERVER_FLAGS)
@@ -1001,15 +1000,16 @@ def test_fuzz_the_service_from_its_schema(
         )
     }
     decided = collections.Counter(v for v in world.actions.values())
-    with capsys.disabled():
-        print(
-            f"\nfuzz: {sum(tried.values())} requests tried in {time.monotonic() - t0:.1f}s: "
-            + ", ".join(f"{v} {k}" for k, v in tried.items())
-            + f"; {world.counts['legal matches']} legal matches,"
-            f" {len(held)} matches checked by replay; fuzz actions accepted {decided[True]},"
-            f" refused {decided[False]}, unknown {decided[None]}"
-        )
-        print("fuzz: codes " + ", ".join(f"{k} {v}" for k, v in sorted(world.codes.items())))
+    lines: list[str] = []
+    lines.append(
+        f"\nfuzz: {sum(tried.values())} requests tried in {time.monotonic() - t0:.1f}s: "
+        + ", ".join(f"{v} {k}" for k, v in tried.items())
+        + f"; {world.counts['legal matches']} legal matches,"
+        f" {len(held)} matches checked by replay; fuzz actions accepted {decided[True]},"
+        f" refused {decided[False]}, unknown {decided[None]}"
+    )
+    lines.append("fuzz: codes " + ", ".join(f"{k} {v}" for k, v in sorted(world.codes.items())))
+    figures("\n".join(lines))
 
 
 def wait_for_live(world: World) -> None:

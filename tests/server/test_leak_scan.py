@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
-import pytest
 from google.protobuf import text_format
 from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
@@ -954,7 +953,7 @@ class Scan:
 
 
 def test_no_viewer_is_sent_a_card_it_may_not_see(
-    shared_server: Server, capsys: pytest.CaptureFixture[str]
+    shared_server: Server, figures: Callable[[str], None]
 ) -> None:
     rng = random.Random(SCAN_SEED)
     tally = Tally()
@@ -993,12 +992,13 @@ def test_no_viewer_is_sent_a_card_it_may_not_see(
         missing = set(needed) - tally.by_variant[variant]
         assert not missing, f"{variant}: no {', '.join(sorted(missing))} (seed {SCAN_SEED})"
     assert tally.chats and tally.refusals
-    with capsys.disabled():
-        print(
-            f"\nleak scan, seed {SCAN_SEED}: {tally.matches} matches, {len(tally.variants)} "
-            f"variants, {tally.messages} messages, {tally.bytes} bytes, {tally.events} events "
-            f"and {tally.views} views, {tally.cards} cards checked (blind nils "
-            f"{seen['blind nil']}, cards passed {seen['CardsPassed']}, exchanges taken "
-            f"{seen['exchange taken']} and declined {seen['exchange declined']}, draws "
-            f"{seen['CardsDrawn']}, chats {tally.chats}, refusals {tally.refusals}) in {took:.1f}s"
-        )
+    lines: list[str] = []
+    lines.append(
+        f"\nleak scan, seed {SCAN_SEED}: {tally.matches} matches, {len(tally.variants)} "
+        f"variants, {tally.messages} messages, {tally.bytes} bytes, {tally.events} events "
+        f"and {tally.views} views, {tally.cards} cards checked (blind nils "
+        f"{seen['blind nil']}, cards passed {seen['CardsPassed']}, exchanges taken "
+        f"{seen['exchange taken']} and declined {seen['exchange declined']}, draws "
+        f"{seen['CardsDrawn']}, chats {tally.chats}, refusals {tally.refusals}) in {took:.1f}s"
+    )
+    figures("\n".join(lines))

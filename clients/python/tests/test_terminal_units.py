@@ -12,7 +12,7 @@ from rich.console import Console, RenderableType
 
 from spades_client import SpadesError, lobby_pb, pb
 from spades_client.terminal.cards import card_text, parse_card, parse_suit, sort_hand
-from spades_client.terminal.cli import UsageError, bot_levels, parse_options
+from spades_client.terminal.cli import UsageError, _parser, bot_levels, parse_options
 from spades_client.terminal.model import SPECTATOR, Table
 from spades_client.terminal.parse import (
     Act,
@@ -482,3 +482,17 @@ def test_a_leaderboard_page_marks_you() -> None:
     assert "Nobody is on the german leaderboard yet." in empty
     assert around_id(None, "p-1") == "" and around_id("Me", "p-1") == "p-1"
     assert around_id(" p-9 ", "p-1") == "p-9"
+
+
+@pytest.mark.parametrize(
+    ("argv", "ascii_only"),
+    [
+        (["--ascii", "play"], True),
+        (["play", "--ascii"], True),
+        (["me", "--guest", "--ascii"], True),
+        (["play"], False),
+        (["watch", "M1"], False),
+    ],
+)
+def test_ascii_goes_before_or_after_the_command(argv: list[str], ascii_only: bool) -> None:
+    assert _parser().parse_args(argv).ascii is ascii_only

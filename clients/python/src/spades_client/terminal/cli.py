@@ -9,7 +9,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Iterable, Sequence
 from typing import Any, Final
 
 from rich.console import Console
@@ -87,6 +87,9 @@ class UsageError(Exception):
 # -- the command line ----------------------------------------------------------------
 
 
+ASCII_HELP = "write suits as letters (QS), not symbols (Q♠)"
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG,
@@ -94,9 +97,7 @@ def _parser() -> argparse.ArgumentParser:
         "the lobby, quick play or an invite code), see your profile and the leaderboards of "
         "rated play, watch a match, or step through a game record.",
     )
-    p.add_argument(
-        "--ascii", action="store_true", help="write suits as letters (QS), not symbols (Q♠)"
-    )
+    p.add_argument("--ascii", action="store_true", help=ASCII_HELP)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     pl = sub.add_parser(
@@ -259,6 +260,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     r.add_argument("file", metavar="FILE", help="the record (JSON)")
     r.add_argument("--no-clear", action="store_true", help="do not clear the screen between steps")
+    return _ascii_after(p, sub.choices.values())
+
+
+def _ascii_after(
+    p: argparse.ArgumentParser, commands: Iterable[argparse.ArgumentParser]
+) -> argparse.ArgumentParser:
+    """--ascii after the command too (spades play --ascii); SUPPRESS keeps the
+    value given before it when it is not repeated after."""
+    for command in commands:
+        command.add_argument(
+            "--ascii", action="store_true", default=argparse.SUPPRESS, help=ASCII_HELP
+        )
     return p
 
 
