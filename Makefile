@@ -37,7 +37,7 @@ $(INSTALLED): pyproject.toml setup.py $(ENGINE_SOURCES)
 	@echo "installing the project and its tools into $(VENV)/ (the first time: a few minutes, the engine is compiled with mypyc)"
 	@test -x $(PYTHON) || $(BOOTSTRAP_PYTHON) -m venv $(VENV)
 	@$(PYTHON) -m pip install -q --disable-pip-version-check --upgrade pip
-	@$(PYTHON) -m pip install -q --disable-pip-version-check -e '.[dev]'
+	@PYTHONWARNINGS=ignore $(PYTHON) -m pip install -q --disable-pip-version-check -e '.[dev]'
 	@touch $@
 
 # Generated code is never committed: it is made from proto/ here, so it cannot drift.
@@ -46,13 +46,13 @@ $(STUBS): $(PROTO) $(EDGE_PROTO) $(INSTALLED)
 
 proto:
 	@echo "generating the protobuf stubs from proto/ into $(GEN)/"
-	rm -rf $(GEN) && mkdir -p $(GEN)
+	rm -rf $(GEN) && mkdir -p $(GEN) build
 	$(PYTHON) -m grpc_tools.protoc -I proto \
 	  --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy \
 	  --plugin=protoc-gen-mypy_grpc=$(VENV)/bin/protoc-gen-mypy_grpc \
 	  --python_out=$(GEN) --grpc_python_out=$(GEN) \
 	  --mypy_out=$(GEN) --mypy_grpc_out=$(GEN) \
-	  $(PROTO) $(EDGE_PROTO)
+	  $(PROTO) $(EDGE_PROTO) 2>build/protoc.log || { cat build/protoc.log >&2; exit 1; }
 	find $(GEN) -type d -exec touch {}/__init__.py \;
 	find $(GEN) -name '*.py*' -exec sed -i 's/^from spades\.v1 import/from spades_server.gen.spades.v1 import/; s/^import spades\.v1\./import spades_server.gen.spades.v1./; s/^from spades\.edge\.v1 import/from spades_server.gen.spades.edge.v1 import/' {} +
 

@@ -22,13 +22,13 @@ install-client-python: $(PY_CLIENT_STAMP) $(PY_CLIENT_STUBS)
 install: install-client-python
 
 $(PY_CLIENT_STAMP): $(PY_CLIENT)/pyproject.toml $(INSTALLED)
-	$(PYTHON) -m pip install -q --disable-pip-version-check -e '$(PY_CLIENT)[dev,terminal,terminal-dev]'
-	touch $@
+	@PYTHONWARNINGS=ignore $(PYTHON) -m pip install -q --disable-pip-version-check -e '$(PY_CLIENT)[dev,terminal,terminal-dev]'
+	@touch $@
 
 # One run of generate.py makes every stub ($(PROTO): spades.proto and
 # lobby.proto); a grouped target, so that make runs it once for both.
 $(PY_CLIENT_STUBS) &: $(PROTO) $(PY_CLIENT)/generate.py $(PY_CLIENT_STAMP)
-	$(PYTHON) $(PY_CLIENT)/generate.py
+	@$(PYTHON) $(PY_CLIENT)/generate.py
 
 # The conformance runner and the client's tests, against servers started by
 # clients/conformance/serve.py with the project's Python (it has the server).
