@@ -46,6 +46,7 @@ from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 from google.protobuf.message import DecodeError
 from grpc_status import rpc_status
 
+from . import tracing
 from .errors import ServiceError, exhausted, invalid
 
 log = structlog.get_logger("spades.calls")
@@ -293,6 +294,8 @@ async def refuse_call(context: grpc.aio.ServicerContext[Any, Any], err: ServiceE
     server by tens of MB. Caught here and stripped, the call is freed when it
     ends."""
     err.__traceback__ = None
+    if tracing.ON:
+        tracing.refused(err)  # the call's span: the instrumentation sees no abort_with_status
     try:
         await context.abort_with_status(rpc_status.to_status(err.to_status()))
     except Exception as exc:

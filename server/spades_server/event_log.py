@@ -69,6 +69,11 @@ class EventLog:
     def last_seq(self) -> int:
         return len(self.framed)
 
+    @property
+    def waiting(self) -> int:
+        """Streams (and calls an edge holds) that the next change wakes."""
+        return len(self._waiters) + len(self._listeners)
+
     # -- building the log ---------------------------------------------------------
     def stage(self, payloads: list[Payload]) -> list[StoredEvent]:
         """Number events after the log's end (not yet published)."""

@@ -21,7 +21,7 @@ from grpc_health.v1 import health, health_pb2
 from grpc_reflection.v1alpha import reflection, reflection_pb2
 from prometheus_client import start_http_server
 
-from . import calls
+from . import calls, tracing
 from .allowance import SessionLimits
 from .edge_link import EdgeListener
 from .gen.spades.v1 import lobby_pb2 as lpb
@@ -572,6 +572,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         if getattr(args, flag) < 0:
             p.error(f"--{flag.replace('_', '-')} must be 0 or more")
     _check_lobby(p, args)
+    try:
+        tracing.check(os.environ)  # the OTEL_* variables (docs/operations.md, "Traces")
+    except tracing.TracingConfigError as e:
+        p.error(str(e))
     from .players import PlayerAuthConfigError, player_auth
 
     try:
@@ -747,16 +751,23 @@ def grpc_options(args: argparse.Namespace) -> list[tuple[str, int]]:
     return options
 
 
+def log_processors() -> list[structlog.typing.Processor]:
+    """The server's log line: JSON, with the call's fields (and, with tracing
+    on, the ids of the current span)."""
+    return [
+        structlog.contextvars.merge_contextvars,
+        *tracing.log_processors(),
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        structlog.processors.format_exc_info,
+        structlog.processors.JSONRenderer(),
+    ]
+
+
 def configure_logging(level: str) -> None:
     logging.basicConfig(format="%(message)s", stream=sys.stderr, level=level.upper())
     structlog.configure(
-        processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.format_exc_info,
-            structlog.processors.JSONRenderer(),
-        ],
+        processors=log_processors(),
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
         cache_logger_on_first_use=True,
@@ -784,7 +795,9 @@ def make_store(args: argparse.Namespace) -> Store:
     )
 
 
-async def serve(args: argparse.Namespace) -> None:
+async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> None:
+    """Serve until SIGTERM or SIGINT (or until ``stop`` is set, when given:
+    an in-process server of the tests), then drain."""
     limits = SessionLimits(
         streams_per_match=args.streams_per_match,
         actions_per_second=args.actions_per_second,
@@ -806,7 +819,9 @@ async def serve(args: argparse.Namespace) -> None:
         max_calls=args.max_calls,
         max_waiting=args.max_waiting_calls,
     )
-    server = grpc.aio.server(options=grpc_options(args))
+    server = grpc.aio.server(
+        options=grpc_options(args), interceptors=tracing.server_interceptors() or None
+    )
     spades = SpadesService(
         registry,
         operator_token,
@@ -849,6 +864,7 @@ async def serve(args: argparse.Namespace) -> None:
         metrics=metrics_url,
         store=args.store,
         restored_matches=restored,
+        traces=tracing.described(),
     )
     if operator_port is not None:  # before the line harnesses wait for
         print(f"operator port {args.host}:{operator_port} (mutual TLS)", flush=True)
@@ -865,11 +881,7 @@ async def serve(args: argparse.Namespace) -> None:
 
     observe_gc_pauses()
     tune_gc()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+    await (stop or _stop_on_signals()).wait()
 
     log.info("draining", grace_seconds=args.grace_seconds)
     for name in ("", SERVICE_NAME, LOBBY_SERVICE_NAME):
@@ -882,7 +894,18 @@ async def serve(args: argparse.Namespace) -> None:
     log.info("calls ended")
     calls.REQUEST_WAIT.stop()
     await store.close()
+    if tracing.ON:
+        await asyncio.to_thread(tracing.shutdown)  # the spans still held, exported
     log.info("stopped")
+
+
+def _stop_on_signals() -> asyncio.Event:
+    """An event that SIGTERM or SIGINT sets."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
 
 
 def tune_gc() -> None:
@@ -902,6 +925,7 @@ def tune_gc() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    tracing.configure()  # the OTEL_* variables, checked by parse_args
     configure_logging(args.log_level)
     asyncio.run(serve(args))
     return 0

@@ -19,6 +19,7 @@ import structlog
 from spades_engine import Action, IllegalAction, Match
 from spades_engine.bots import BOTS
 
+from . import tracing
 from .errors import ServiceError
 from .gen.spades.v1 import spades_pb2 as pb
 from .metrics import BOT_FAILURES, BOT_THINK
@@ -81,7 +82,12 @@ class SeatBots:
                     seat = None if session.closing or session.broken else self._seat(session)
                     if seat is None:
                         return
-                    if not await self._turn(session, seat):
+                    if tracing.ON:
+                        with tracing.bot_turn(session.match_id, seat):
+                            acted = await self._turn(session, seat)
+                    else:
+                        acted = await self._turn(session, seat)
+                    if not acted:
                         return
         except Exception:
             # Not a bot's failure (those are handled in _turn): a bug here,

@@ -18,7 +18,7 @@ import structlog
 
 from spades_engine import Match, RulesetError, replay_snapshot
 
-from . import access, auth, convert, play, rpc
+from . import access, auth, convert, play, rpc, tracing
 from .errors import ServiceError, denied, invalid, unauthenticated
 from .gen.spades.v1 import spades_pb2 as pb
 from .matches import Registry, SeatSpec
@@ -376,6 +376,11 @@ class SpadesService:
         """One action of a Play call, answered: the result's bytes and the
         last sequence number its events need to have been sent through."""
         t0 = time.perf_counter()
+        span = (
+            tracing.ActionSpan(_PLAY_ACTION, session.match_id, seat, request.action_id)
+            if tracing.ON
+            else None
+        )
         try:
             first, last = await self._act(session, seat, request, check)
             _PLAY_ACTION_OK.inc()
@@ -383,9 +388,13 @@ class SpadesService:
         except Exception as exc:
             err = rpc.refuse(_PLAY_ACTION, exc)
             RPCS.labels(_PLAY_ACTION, err.code.name).inc()
+            if span is not None:
+                span.refused(err)
             return play.refused(request.action_id, err.to_status()), 0
         finally:
             _PLAY_ACTION_LATENCY.observe(time.perf_counter() - t0)
+            if span is not None:
+                span.end()
 
     @rpc.streaming
     async def Spectate(

@@ -25,7 +25,7 @@ from prometheus_client import Counter
 from spades_engine import Action, IllegalAction, Match, Phase, parse_action
 from spades_engine.record import record_of
 
-from . import auth, convert
+from . import auth, convert, tracing
 from .access import TOKEN, Check, Spectating
 from .allowance import Allowances, SessionLimits
 from .errors import ServiceError, exhausted, precondition, store_message, unavailable
@@ -176,7 +176,7 @@ class Session:
         now = _now_ms()
         t0 = time.perf_counter()
         try:
-            await self.store.append(
+            pending = self.store.append(
                 self.match_id,
                 self.last_seq,
                 stored,
@@ -184,6 +184,9 @@ class Session:
                 self.meta(stored[-1].seq if stored else None) if meta else None,
                 due_ms=self.due_ms(now) if self.shared else None,
             )
+            if tracing.ON:
+                pending = tracing.store_append(pending, self.match_id, self.store, len(stored))
+            await pending
         except SeqConflict as e:
             if not self.shared:  # this process is the only writer: a conflict is a bug
                 self.mark_broken()
@@ -201,7 +204,10 @@ class Session:
             ) from e
         finally:
             _APPEND_LATENCY.observe(time.perf_counter() - t0)
-        self.event_log.publish(stored)
+        if tracing.ON:
+            tracing.fan_out(self.event_log, stored, self.match_id)
+        else:
+            self.event_log.publish(stored)
         if stored:
             self.last_event_ms = now
         if action is not None:
@@ -404,7 +410,10 @@ class Session:
         """Apply, store and publish ``seat``'s action, the lock held; ``by`` is
         "human" (``submit``) or "bot" (``SeatBots``)."""
         try:
-            engine_events = self.match.apply(seat, action)
+            if tracing.ON:
+                engine_events = tracing.apply(self.match, seat, action, self.match_id, by)
+            else:
+                engine_events = self.match.apply(seat, action)
         except IllegalAction as e:
             REJECTIONS.labels(e.reason.value).inc()
             raise
