@@ -6,7 +6,10 @@
     Kubernetes' own kinds against the schemas kubernetes-validate ships, for
     each VERSION; the Prometheus Operator's (ServiceMonitor, PrometheusRule),
     which it has no schema for, against the minimal ones in k8s/schemas/.
-    A kind with neither is an error, never skipped.
+    A kind with neither is an error, never skipped. A ConfigMap labelled
+    grafana_dashboard (the monitoring component's dashboards) must also hold
+    Grafana dashboards: JSON, each with its uid and title, and a PromQL
+    ``expr`` in every query of every panel.
 
 ``python k8s/lint.py envoy-render OUT FLAG...``
     Writes the Envoy config of the envoy component: deploy/envoy/envoy.yaml
@@ -66,8 +69,60 @@ def describe(obj: dict[str, Any]) -> str:
     return f"{obj.get('kind')}/{(obj.get('metadata') or {}).get('name')}"
 
 
+GRAFANA_DASHBOARD_LABEL = "grafana_dashboard"
+
+
+def is_dashboard(obj: dict[str, Any]) -> bool:
+    """A ConfigMap the Grafana sidecar loads dashboards from."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return obj.get("kind") == "ConfigMap" and GRAFANA_DASHBOARD_LABEL in labels
+
+
+def dashboard_panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every panel of a dashboard, those inside collapsed rows included (rows left out)."""
+    found: list[dict[str, Any]] = []
+    for panel in dashboard.get("panels", []):
+        if panel.get("type") == "row":
+            found.extend(panel.get("panels", []))
+        else:
+            found.append(panel)
+    return found
+
+
+def dashboard_errors(obj: dict[str, Any]) -> list[str]:
+    """What is wrong with the dashboards of a grafana_dashboard ConfigMap."""
+    errors = []
+    data = obj.get("data") or {}
+    if not data:
+        errors.append(f"{describe(obj)}: a grafana_dashboard ConfigMap with no dashboard")
+    for key, text in data.items():
+        where = f"{describe(obj)}: {key}"
+        try:
+            dashboard = json.loads(text)
+        except ValueError as e:
+            errors.append(f"{where}: not JSON ({e})")
+            continue
+        for field in ("uid", "title"):
+            if not dashboard.get(field):
+                errors.append(f"{where}: no {field}")
+        panels = dashboard_panels(dashboard)
+        if not panels:
+            errors.append(f"{where}: no panels")
+        for panel in panels:
+            targets = panel.get("targets") or []
+            if not targets or not all(t.get("expr", "").strip() for t in targets):
+                errors.append(f"{where}: panel {panel.get('title')!r} has a query with no expr")
+    return errors
+
+
 def validate_object(obj: dict[str, Any], versions: Sequence[str]) -> list[str]:
     """What is wrong with ``obj`` (nothing: an empty list), and against what."""
+    if is_dashboard(obj):
+        return dashboard_errors(obj) + _schema_errors(obj, versions)
+    return _schema_errors(obj, versions)
+
+
+def _schema_errors(obj: dict[str, Any], versions: Sequence[str]) -> list[str]:
     schema = crd_schema(obj)
     if schema is not None:
         validator = jsonschema.Draft202012Validator(schema)

@@ -70,6 +70,10 @@ _METHOD = "Play"
 _parse = pb.PlayRequest.FromString
 _TYPE = pb.PlayRequest.DESCRIPTOR.full_name
 _LATENCY = RPC_LATENCY.labels(_METHOD)
+# The grpc_server_* series of Play: an edge's calls are counted as gRPC ones.
+_GRPC = rpc.grpc_method(_METHOD)
+_STARTED = _GRPC.started
+_RECEIVED, _SENT = _GRPC.messages()
 
 
 class EdgeCall:
@@ -218,6 +222,7 @@ class EdgeLink(asyncio.Protocol):
                 if conn not in self._ended:
                     self._start(conn, item)
                 continue
+            _RECEIVED.inc()
             if call.failure is not None:
                 continue  # it ends at the next pass: nothing more of it is read
             if len(call.requests) >= MAX_PENDING:
@@ -239,6 +244,8 @@ class EdgeLink(asyncio.Protocol):
         call = EdgeCall(self, conn, item.credential)
         self.calls[conn] = call
         call.requests.append(item.request)
+        _STARTED.inc()
+        _RECEIVED.inc()
         OPEN_STREAMS.inc()
         self._loop.create_task(self._open(call), context=contextvars.Context())
 
@@ -333,7 +340,9 @@ class EdgeLink(asyncio.Protocol):
         self._dirty.discard(call)
         if call.session is not None:
             call.session.event_log.unlisten(call.changed)
-        RPCS.labels(_METHOD, "CANCELLED" if err is None else err.code.name).inc()
+        code = "CANCELLED" if err is None else err.code.name
+        RPCS.labels(_METHOD, code).inc()
+        _GRPC.handled(code, time.perf_counter() - call.t0)
         OPEN_STREAMS.dec()
         if not (call.opening or call.acting) and call.slots is not None:
             # The task that holds the call releases its slots when it is done.
@@ -370,6 +379,7 @@ class EdgeLink(asyncio.Protocol):
                 self._down[payload] = [call.conn]
             else:
                 conns.append(call.conn)
+            _SENT.inc()
             if not call.first_sent:
                 call.first_sent = True
                 _LATENCY.observe(time.perf_counter() - call.t0)

@@ -8,6 +8,7 @@ registration of a servicer's methods from the proto descriptor
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import itertools
 import secrets
@@ -19,6 +20,7 @@ import grpc
 import structlog
 from google.protobuf import message_factory
 from google.protobuf.descriptor import MethodDescriptor
+from prometheus_client import Counter
 
 from spades_engine import (
     ActionParseError,
@@ -35,7 +37,7 @@ from . import calls, convert
 from .errors import ServiceError, invalid, store_message, unavailable
 from .gen.spades.v1 import lobby_pb2 as lpb
 from .gen.spades.v1 import spades_pb2 as pb
-from .metrics import OPEN_STREAMS, RPC_LATENCY, RPCS
+from .metrics import OPEN_STREAMS, RPC_LATENCY, RPCS, GrpcMethod, grpc_type
 from .store import StoreError
 
 log = structlog.get_logger("spades.rpc")
@@ -139,6 +141,13 @@ def _method(name: str) -> MethodDescriptor:
     raise KeyError(f"no method {name} in {', '.join(SERVICES)}")
 
 
+def grpc_method(name: str) -> GrpcMethod:
+    """The grpc_server_* series of method ``name`` (metrics.GrpcMethod)."""
+    method = _method(name)
+    kind = grpc_type(method.client_streaming, method.server_streaming)
+    return GrpcMethod(method.containing_service.full_name, name, kind)
+
+
 def _request_type(name: str) -> tuple[Callable[[bytes], Any], str, bool]:
     """The parser of method ``name``'s request, the message's name, and whether
     the client streams requests."""
@@ -156,6 +165,8 @@ def unary(
     parse, type_name, _ = _request_type(name)
     ok_count = RPCS.labels(name, "OK")  # children looked up once, not per call
     latency = RPC_LATENCY.labels(name)
+    grpc_metrics = grpc_method(name)
+    started = grpc_metrics.started
     limit = calls.CALLS
 
     @functools.wraps(fn)
@@ -163,12 +174,16 @@ def unary(
         self: Any, requests: Any, context: grpc.aio.ServicerContext[Any, Any]
     ) -> Resp:
         structlog.contextvars.bind_contextvars(request_id=_request_id(context), method=name)
+        started.inc()
         t0 = time.perf_counter()
         code = "OK"
         try:
             with limit.admit():
                 request = await calls.receive(context.read, parse, type_name)
                 return await fn(self, request, context)
+        except asyncio.CancelledError:  # the client went away (or the server stops)
+            code = "CANCELLED"
+            raise
         except Exception as exc:
             err = refuse(name, exc)
             code = err.code.name
@@ -176,8 +191,10 @@ def unary(
             # No response is sent: gRPC raises the abort again (calls.refuse_call).
             return cast(Resp, None)
         finally:
+            elapsed = time.perf_counter() - t0
             (ok_count if code == "OK" else RPCS.labels(name, code)).inc()
-            latency.observe(time.perf_counter() - t0)
+            latency.observe(elapsed)
+            grpc_metrics.handled(code, elapsed)
             structlog.contextvars.clear_contextvars()
 
     return wrapper
@@ -192,10 +209,16 @@ def streaming(
     ``context.write``, counted and logged like ``_unary``; it calls the
     ``first_sent`` it is given after its first message, which ends the latency
     the histogram records for it. A method with one request receives it as
-    ``_unary`` does; a bidirectional one (Play) reads its own requests, as bytes."""
+    ``_unary`` does; a bidirectional one (Play) reads its own requests, as bytes.
+    The handler is given a context that counts the messages it reads and
+    writes (grpc_server_msg_*); grpc_server_handling_seconds times the whole
+    stream."""
     name = fn.__name__
     parse, type_name, client_streaming = _request_type(name)
     latency = RPC_LATENCY.labels(name)
+    grpc_metrics = grpc_method(name)
+    started = grpc_metrics.started
+    received, sent = grpc_metrics.messages()
     limit = calls.CALLS
 
     @functools.wraps(fn)
@@ -203,6 +226,7 @@ def streaming(
         self: Any, requests: Any, context: grpc.aio.ServicerContext[Any, Any]
     ) -> None:
         structlog.contextvars.bind_contextvars(request_id=_request_id(context), method=name)
+        started.inc()
         t0 = time.perf_counter()
         code = "OK"
 
@@ -214,7 +238,12 @@ def streaming(
             with limit.admit():
                 if not client_streaming:
                     requests = await calls.receive(context.read, parse, type_name)
-                await fn(self, requests, context, first_sent)
+                    received.inc()
+                counted = cast(Any, _CountingContext(context, received, sent))
+                await fn(self, requests, counted, first_sent)
+        except asyncio.CancelledError:  # the client went away (or the server stops)
+            code = "CANCELLED"
+            raise
         except Exception as exc:
             if type(exc).__name__ == "ExecuteBatchError":
                 # grpc's (grpc._cython.cygrpc, no public name): a write on a call
@@ -229,9 +258,41 @@ def streaming(
         finally:
             OPEN_STREAMS.dec()
             RPCS.labels(name, code).inc()
+            grpc_metrics.handled(code, time.perf_counter() - t0)
             structlog.contextvars.clear_contextvars()
 
     return wrapper
+
+
+class _CountingContext:
+    """A stream's servicer context, as its handler sees it: ``write`` and
+    ``read`` count the messages (grpc_server_msg_sent_total,
+    grpc_server_msg_received_total), the rest is the call's own context. A
+    write costs a counter's increment more, and no coroutine of its own."""
+
+    __slots__ = ("_context", "_read", "_received", "_sent", "_write")
+
+    def __init__(
+        self, context: grpc.aio.ServicerContext[Any, Any], received: Counter, sent: Counter
+    ) -> None:
+        self._context = context
+        self._read = context.read
+        self._write = context.write
+        self._received = received
+        self._sent = sent
+
+    def write(self, message: Any) -> Awaitable[None]:
+        self._sent.inc()
+        return self._write(message)
+
+    async def read(self) -> Any:
+        message = await self._read()
+        if message is not grpc.aio.EOF:
+            self._received.inc()
+        return message
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._context, name)
 
 
 def _serialized(message: Any) -> bytes:

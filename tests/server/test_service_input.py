@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -216,7 +217,17 @@ def test_seat_control_on_a_finished_match_is_refused_and_appends_nothing(
         "the bots to finish the match",
         60,
     )
+    # The state turns over before the last events are stored (they are staged
+    # while the store writes): the match is done once its log stops growing.
     before = get_match(stub, table.match_id)
+    d = Deadline(RPC_TIMEOUT)
+    while True:
+        d.check("the match's last events to be stored")
+        time.sleep(0.2)
+        settled = get_match(stub, table.match_id)
+        if settled == before:
+            break
+        before = settled
     for call in (claim, leave, claim):
         f = expect_failure(grpc.StatusCode.FAILED_PRECONDITION, call, stub, table, 0)
         assert f.reason == "MATCH_OVER", f
