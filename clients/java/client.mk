@@ -9,8 +9,12 @@ CLIENT_LINTS += lint-client-java
 
 .PHONY: test-client-java lint-client-java
 
+# Maven's and the examples' output goes to build/test-reports/java.log, shown
+# when something failed; the closing line below says what ran.
 test-client-java: install
-	cd $(JAVA_CLIENT_DIR) && SPADES_PYTHON="$${SPADES_PYTHON:-$(abspath $(PYTHON))}" $(MVN) -q -B -Dstyle.color=never -Dsurefire.redirectTestOutputToFile=true test
+	@mkdir -p build/test-reports
+	@cd $(JAVA_CLIENT_DIR) && SPADES_PYTHON="$${SPADES_PYTHON:-$(abspath $(PYTHON))}" $(MVN) -q -B -Dstyle.color=never -Dsurefire.redirectTestOutputToFile=true test \
+	  > $(abspath build/test-reports/java.log) 2>&1 || { cat $(abspath build/test-reports/java.log); exit 1; }
 	@$(PYTHON) -c 'import glob, xml.etree.ElementTree as E; \
 	s = [E.parse(f).getroot() for f in glob.glob("$(JAVA_CLIENT_DIR)/target/surefire-reports/TEST-*.xml")]; \
 	n = lambda k: sum(int(x.get(k, 0)) for x in s); \
