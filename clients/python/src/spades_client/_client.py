@@ -13,6 +13,7 @@ from typing import Any, Final, TypeVar
 
 import grpc
 
+from . import _tracing
 from ._errors import ConnectionLost, SpadesError, TableClosed
 from ._gen.spades.v1 import lobby_pb2 as lpb
 from ._gen.spades.v1 import lobby_pb2_grpc, spades_pb2_grpc
@@ -121,7 +122,9 @@ def connect(
         merged["grpc.ssl_target_name_override"] = tls.server_name
     merged |= dict(options)
     if tls is False:
-        channel = grpc.aio.insecure_channel(address, options=list(merged.items()))
+        channel = grpc.aio.insecure_channel(
+            address, options=list(merged.items()), interceptors=_tracing.interceptors()
+        )
     else:
         if tls is True:
             creds = grpc.ssl_channel_credentials()
@@ -129,7 +132,9 @@ def connect(
             creds = tls.credentials()
         else:
             creds = tls
-        channel = grpc.aio.secure_channel(address, creds, options=list(merged.items()))
+        channel = grpc.aio.secure_channel(
+            address, creds, options=list(merged.items()), interceptors=_tracing.interceptors()
+        )
     return Client(
         channel,
         operator_token=operator_token,
