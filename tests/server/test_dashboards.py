@@ -402,13 +402,7 @@ def test_grpc_server_metrics_count_unary_calls_refusals_and_streams(served: Serv
     reader.wait_for(bool, "the first event")
     reader.cancel()
     after = wait_handled(served, before, watch, "Canceled", "the stream's end to be counted")
-    for name, more in (
-        ("grpc_server_started_total", 1),
-        ("grpc_server_msg_received_total", 1),
-        ("grpc_server_handling_seconds_count", 1),
-    ):
-        assert after.since(before, name, watch) == more, name
-    assert after.since(before, "grpc_server_msg_sent_total", watch) >= 1
+    assert_one_stream(after, before, watch, received=1)
 
     # A bidirectional stream: its open and its action received, the result sent.
     play_labels = grpc_labels(SPADES, "Play", "bidi_stream")
@@ -440,6 +434,19 @@ def test_grpc_server_metrics_count_unary_calls_refusals_and_streams(served: Serv
     p.call("CancelTicket", lpb.CancelTicketRequest(ticket_id=ticket.ticket_id))
 
 
+def assert_one_stream(
+    after: Exported, before: Exported, labels: dict[str, str], *, received: int
+) -> None:
+    """One stream begun and ended since ``before``, ``received`` messages read, some sent."""
+    for name, more in (
+        ("grpc_server_started_total", 1),
+        ("grpc_server_msg_received_total", received),
+        ("grpc_server_handling_seconds_count", 1),
+    ):
+        assert after.since(before, name, labels) == more, name
+    assert after.since(before, "grpc_server_msg_sent_total", labels) >= 1
+
+
 def test_an_edges_play_calls_are_counted_as_grpc_ones(
     make_server: Callable[..., Server],
 ) -> None:
@@ -457,13 +464,7 @@ def test_an_edges_play_calls_are_counted_as_grpc_ones(
         assert not edge.wait_result(1, "a1").HasField("error")
         edge.send(link_pb2.Up(conn=1, closed=True))
         after = wait_handled(server, before, play_labels, "Canceled", "the edge's call to end")
-    for name, more in (
-        ("grpc_server_started_total", 1),
-        ("grpc_server_msg_received_total", 2),
-        ("grpc_server_handling_seconds_count", 1),
-    ):
-        assert after.since(before, name, play_labels) == more, name
-    assert after.since(before, "grpc_server_msg_sent_total", play_labels) >= 1
+    assert_one_stream(after, before, play_labels, received=2)
 
 
 # -- exemplars ---------------------------------------------------------------------------------
