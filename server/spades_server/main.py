@@ -80,6 +80,13 @@ OPTIONS = (
         "the Redis server (with --store redis); rediss:// for TLS",
     ),
     _Opt(
+        "--redis-mode",
+        "SPADES_REDIS_MODE",
+        "single",
+        "with --store redis: single (one primary, perhaps with replicas) or cluster (a Redis "
+        "Cluster: --redis-url names any node of it; a redis+cluster:// URL says the same)",
+    ),
+    _Opt(
         "--redis-prefix",
         "SPADES_REDIS_PREFIX",
         "spades",
@@ -534,6 +541,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if not 0 <= args.sqlite_commit_linger_ms <= MAX_COMMIT_LINGER_MS:
         p.error(f"--sqlite-commit-linger-ms must be 0 to {MAX_COMMIT_LINGER_MS:g}")
     _check_tls(p, args)
+    if args.redis_mode not in ("single", "cluster"):
+        p.error("--redis-mode must be single or cluster")
     if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", args.redis_prefix):
         p.error("--redis-prefix must be 1 to 64 letters, digits, '_', '.' or '-'")
     for flag in (
@@ -774,15 +783,26 @@ def configure_logging(level: str) -> None:
     )
 
 
+def redis_target(url: str, mode: str) -> tuple[str, bool]:
+    """The URL redis-py takes, and whether it names a cluster: by the mode,
+    or by a ``redis+cluster://`` (``rediss+cluster://``) scheme."""
+    for scheme in ("redis", "rediss"):
+        if url.startswith(f"{scheme}+cluster://"):
+            return f"{scheme}://" + url[len(scheme) + len("+cluster://") :], True
+    return url, mode == "cluster"
+
+
 def make_store(args: argparse.Namespace) -> Store:
     if args.store == "memory":
         return MemoryStore()
     if args.store == "redis":
         from .store.redis import RedisStore  # redis-py is needed only here
 
+        url, cluster = redis_target(args.redis_url, args.redis_mode)
         return RedisStore(
-            args.redis_url,
+            url,
             args.redis_prefix,
+            cluster=cluster,
             wait_replicas=args.redis_wait_replicas,
             wait_timeout_ms=args.redis_wait_timeout_ms,
             max_connections=args.redis_max_connections,

@@ -1,7 +1,24 @@
 """Fixtures of the end-to-end service tests (see server_harness)."""
 
 from lobby_stores import backend
-from redis_harness import make_redis, redis_prefix, redis_server
+from redis_harness import (
+    make_cluster,
+    make_redis,
+    redis_cluster,
+    redis_prefix,
+    redis_server,
+    shared_redis,
+)
 from server_harness import make_server, shared_server
 
-__all__ = ["backend", "make_redis", "make_server", "redis_prefix", "redis_server", "shared_server"]
+__all__ = [
+    "backend",
+    "make_cluster",
+    "make_redis",
+    "make_server",
+    "redis_cluster",
+    "redis_prefix",
+    "redis_server",
+    "shared_redis",
+    "shared_server",
+]

@@ -1,6 +1,7 @@
 """Lobby stores of every kind for tests of what is built on them (the
 ``backend`` fixture, exported by conftest.py): memory, SQLite (a file of its
-own) and Redis (a real redis-server; each ``lobby()`` a replica on one prefix)."""
+own), Redis (a real redis-server; each ``lobby()`` a replica on one prefix)
+and a Redis Cluster (three primaries and their replicas, the same way)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
-from redis_harness import RedisServer
+from redis_harness import RedisCluster, RedisServer
 from spades_server.store.lobby import DEFAULT_FEED_KEEP, LobbyStore
 from spades_server.store.lobby_memory import MemoryLobby
 from spades_server.store.lobby_redis import RedisLobby
@@ -23,7 +24,9 @@ class Backend:
     store again; for SQLite, lobbies on one ``SqliteStore``; for Redis, each on
     a ``RedisStore`` of its own with the same server and prefix (a replica)."""
 
-    def __init__(self, kind: str, path: Path, redis: RedisServer | None, prefix: str) -> None:
+    def __init__(
+        self, kind: str, path: Path, redis: RedisServer | RedisCluster | None, prefix: str
+    ) -> None:
         self.kind = kind
         self.path = path
         self.redis = redis
@@ -45,7 +48,7 @@ class Backend:
             lobby = SqliteLobby(self.sqlite, feed_keep)
         else:
             assert self.redis is not None
-            store = RedisStore(self.redis.url, self.prefix)
+            store = RedisStore(self.redis.url, self.prefix, cluster=self.kind == "cluster")
             self.redis_stores.append(store)
             lobby = RedisLobby(store, feed_keep)
         self.lobbies.append(lobby)
@@ -65,11 +68,13 @@ class Backend:
 Scenario = Callable[[Backend], Awaitable[None]]
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
+@pytest.fixture(params=["memory", "sqlite", "redis", "cluster"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    redis = prefix = None
-    if request.param == "redis":
-        redis = request.getfixturevalue("redis_server")
+    redis: RedisServer | RedisCluster | None = None
+    prefix = None
+    if request.param in ("redis", "cluster"):
+        fixture = "redis_server" if request.param == "redis" else "redis_cluster"
+        redis = request.getfixturevalue(fixture)
         prefix = request.getfixturevalue("redis_prefix")
     made = Backend(request.param, tmp_path / "lobby.db", redis, prefix or "")
     yield made

@@ -9,13 +9,15 @@ no configuration file, no persistence unless asked (``aof=True``: AOF with
 from __future__ import annotations
 
 import contextlib
+import random
 import shutil
 import signal
 import socket
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -29,6 +31,23 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def free_cluster_port() -> int:
+    """A free port whose cluster bus port (10,000 above) is free too: the
+    kernel's ephemeral ports are too high for a cluster node (at most 55,535)."""
+    rng = random.Random()
+    for _ in range(1000):
+        port = rng.randrange(20_000, 30_000)
+        with contextlib.ExitStack() as stack:
+            try:
+                for p in (port, port + 10_000):
+                    s = stack.enter_context(socket.socket())
+                    s.bind(("127.0.0.1", p))
+            except OSError:
+                continue
+            return port
+    raise AssertionError("no free pair of ports for a cluster node")
+
+
 class RedisServer:
     def __init__(self, workdir: Path, aof: bool = False, extra: tuple[str, ...] = ()) -> None:
         binary = shutil.which("redis-server")
@@ -39,7 +58,7 @@ class RedisServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.aof = aof
         self.extra = extra
-        self.port = free_port()
+        self.port = free_cluster_port() if "--cluster-enabled" in extra else free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -123,3 +142,161 @@ def make_redis(tmp_path: Path) -> Iterator[type[RedisServer]]:
     yield Own
     for srv in made:
         srv.stop()
+
+
+CLUSTER_NODE_TIMEOUT_MS = 1000  # a dead primary's replica is promoted after about this
+
+
+class RedisCluster:
+    """A Redis Cluster on loopback: ``primaries`` primaries, each with one
+    replica, joined by ``redis-cli --cluster create`` (slots split evenly in
+    port order). ``url`` names one node: redis-py's cluster client learns the
+    rest from it."""
+
+    def __init__(self, workdir: Path, primaries: int = 3, aof: bool = False) -> None:
+        self.workdir = workdir
+        extra = (
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+            "--cluster-node-timeout",
+            str(CLUSTER_NODE_TIMEOUT_MS),
+            # A replica that lost its primary for a while may still be promoted:
+            # these tests kill primaries on purpose.
+            "--cluster-replica-validity-factor",
+            "0",
+        )
+        self.nodes = [
+            RedisServer(workdir / f"node{i}", aof=aof, extra=extra) for i in range(2 * primaries)
+        ]
+        self.primaries = primaries
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.nodes[0].port}/0"
+
+    @property
+    def urls(self) -> list[str]:
+        return [n.url for n in self.nodes]
+
+    def start(self) -> None:
+        for node in self.nodes:
+            node.start()
+        cli = shutil.which("redis-cli")
+        if cli is None:
+            raise AssertionError("redis-cli is not installed: apt-get install redis-server")
+        argv = [cli, "--cluster", "create", *[f"127.0.0.1:{n.port}" for n in self.nodes]]
+        argv += ["--cluster-replicas", "1", "--cluster-yes"]
+        done = subprocess.run(argv, capture_output=True, timeout=60, check=False)
+        if done.returncode != 0:
+            raise AssertionError(f"redis-cli --cluster create failed:\n{done.stdout.decode()}")
+        self.wait_ok()
+
+    def cli(self, node: RedisServer, *args: str, timeout: float = 30) -> str:
+        done = subprocess.run(
+            ["redis-cli", "-p", str(node.port), *args],
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+        return done.stdout.decode()
+
+    def info(self, node: RedisServer) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for line in self.cli(node, "cluster", "info").splitlines():
+            key, _, value = line.strip().partition(":")
+            out[key] = value
+        return out
+
+    def wait_ok(self, timeout: float = 30.0) -> None:
+        """Until every running node says ``cluster_state:ok`` and agrees on
+        the slots' owners (joined nodes may take a few seconds)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            alive = [n for n in self.nodes if n.proc is not None and n.proc.poll() is None]
+            states = [self.info(n).get("cluster_state") for n in alive]
+            if all(s == "ok" for s in states) and self._slots_agree(alive):
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the cluster is not ok: {states}")
+            time.sleep(0.1)
+
+    def _slots_agree(self, alive: list[RedisServer]) -> bool:
+        views = {self.cli(n, "cluster", "slots").replace("\n", " ") for n in alive}
+        return len(views) == 1
+
+    def primary_ports(self) -> list[int]:
+        ports = []
+        for line in self.cli(self.nodes[0], "cluster", "nodes").splitlines():
+            fields = line.split()
+            if "master" in fields[2] and "fail" not in fields[2]:
+                ports.append(int(fields[1].split("@")[0].rsplit(":", 1)[1]))
+        return sorted(ports)
+
+    def node(self, port: int) -> RedisServer:
+        return next(n for n in self.nodes if n.port == port)
+
+    def owner_of(self, key: str) -> RedisServer:
+        """The node serving ``key``'s slot now."""
+        slot = int(self.cli(self.nodes[0], "cluster", "keyslot", key).strip())
+        for line in self.cli(self.nodes[0], "cluster", "nodes").splitlines():
+            fields = line.split()
+            if "master" not in fields[2] or "fail" in fields[2]:
+                continue
+            for span in fields[8:]:
+                if span.startswith("["):
+                    continue
+                low, _, high = span.partition("-")
+                if int(low) <= slot <= int(high or low):
+                    return self.node(int(fields[1].split("@")[0].rsplit(":", 1)[1]))
+        raise AssertionError(f"no primary serves {key!r}")
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisCluster]:
+    """One Redis Cluster (3 primaries, 3 replicas) for the session; tests keep
+    apart by key prefix, and those that kill nodes make their own."""
+    cluster = RedisCluster(tmp_path_factory.mktemp("cluster"))
+    cluster.start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def make_cluster(tmp_path: Path) -> Iterator[Callable[..., RedisCluster]]:
+    """A factory for Redis Clusters of one test's own (stopped when it ends)."""
+    made: list[RedisCluster] = []
+
+    def make(primaries: int = 3, aof: bool = False) -> RedisCluster:
+        cluster = RedisCluster(tmp_path / f"cluster{len(made)}", primaries, aof)
+        made.append(cluster)
+        cluster.start()
+        return cluster
+
+    yield make
+    for cluster in made:
+        cluster.stop()
+
+
+@dataclass(frozen=True)
+class RedisTarget:
+    """Where server replicas keep their matches: a URL and the flags that
+    say what it is (``--redis-mode cluster`` for a cluster)."""
+
+    url: str
+    flags: tuple[str, ...] = ()
+
+
+@pytest.fixture(params=["single", "cluster"])
+def shared_redis(request: pytest.FixtureRequest) -> RedisTarget:
+    """The session's redis-server, then the session's Redis Cluster: a test
+    taking it runs on each."""
+    if request.param == "single":
+        return RedisTarget(request.getfixturevalue("redis_server").url)
+    cluster = request.getfixturevalue("redis_cluster")
+    return RedisTarget(cluster.url, ("--redis-mode", "cluster"))

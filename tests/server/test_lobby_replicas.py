@@ -23,7 +23,7 @@ from typing import Any
 import grpc
 from google.rpc import error_details_pb2, status_pb2
 from lobby_harness import LOBBY_FLAGS, bearer, credential
-from redis_harness import RedisServer
+from redis_harness import RedisTarget
 from server_harness import Server
 from spades_server.gen.spades.v1 import lobby_pb2 as lpb
 from spades_server.gen.spades.v1 import lobby_pb2_grpc, spades_pb2_grpc
@@ -266,14 +266,15 @@ FLAGS = (*LOBBY_FLAGS, "--quickplay-bot-wait-seconds", str(BOT_WAIT_S), "--start
 
 
 def test_replicas_place_every_ticket_once_while_they_are_killed(
-    make_server: Callable[..., Server], redis_server: RedisServer, redis_prefix: str
+    make_server: Callable[..., Server], shared_redis: RedisTarget, redis_prefix: str
 ) -> None:
     servers = [
         make_server(
             "--store",
             "redis",
             "--redis-url",
-            redis_server.url,
+            shared_redis.url,
+            *shared_redis.flags,
             "--redis-prefix",
             redis_prefix,
             "--takeover-ms",

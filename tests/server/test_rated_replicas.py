@@ -12,7 +12,7 @@ from collections.abc import Callable
 import grpc
 import lobby_harness
 from lobby_harness import LOBBY_FLAGS, Player, bearer, player, submit, sure_bid, view
-from redis_harness import RedisServer
+from redis_harness import RedisTarget
 from server_harness import RPC_TIMEOUT, Deadline, Server
 from spades_server.gen.spades.v1 import lobby_pb2 as lpb
 from spades_server.gen.spades.v1 import spades_pb2 as pb
@@ -22,8 +22,16 @@ ONE_HAND = pb.Ruleset(preset="classic", target_score=1, mercy_score=-1)
 FLAGS = (*LOBBY_FLAGS, "--rating-min-games", "1", "--result-check-seconds", "1")
 
 
-def three(make_server: Callable[..., Server], redis: RedisServer, prefix: str) -> list[Server]:
-    redis_flags = ("--store", "redis", "--redis-url", redis.url, "--redis-prefix", prefix)
+def three(make_server: Callable[..., Server], redis: RedisTarget, prefix: str) -> list[Server]:
+    redis_flags = (
+        "--store",
+        "redis",
+        "--redis-url",
+        redis.url,
+        *redis.flags,
+        "--redis-prefix",
+        prefix,
+    )
     return [make_server(*redis_flags, "--takeover-ms", "500", *FLAGS) for _ in range(3)]
 
 
@@ -123,9 +131,9 @@ def settled(asker: Player, players: list[Player], expect: int, seconds: float = 
 
 
 def test_every_replica_seeing_the_end_rates_the_match_once(
-    make_server: Callable[..., Server], redis_server: RedisServer, redis_prefix: str
+    make_server: Callable[..., Server], shared_redis: RedisTarget, redis_prefix: str
 ) -> None:
-    servers = three(make_server, redis_server, redis_prefix)
+    servers = three(make_server, shared_redis, redis_prefix)
     match_id, players, tokens = seat_four(servers)
     play(servers, match_id, tokens, at_last=lambda: None)
     asker = player(servers[2], "asker")
@@ -133,11 +141,11 @@ def test_every_replica_seeing_the_end_rates_the_match_once(
 
 
 def test_killing_the_replica_that_finishes_a_match_still_rates_it_once(
-    make_server: Callable[..., Server], redis_server: RedisServer, redis_prefix: str
+    make_server: Callable[..., Server], shared_redis: RedisTarget, redis_prefix: str
 ) -> None:
     rng = random.Random(26)
     for round_ in range(3):
-        servers = three(make_server, redis_server, f"{redis_prefix}{round_}")
+        servers = three(make_server, shared_redis, f"{redis_prefix}{round_}")
         match_id, players, tokens = seat_four(servers)
         delay = rng.choice([0.0, 0.002, 0.01])
 

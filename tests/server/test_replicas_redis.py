@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 
 import grpc
-from redis_harness import RedisServer
+from redis_harness import RedisServer, RedisTarget
 from server_harness import (
     OP,
     RPC_TIMEOUT,
@@ -43,14 +43,21 @@ Replicas = list[Server]
 
 
 def replicas(
-    make_server: Callable[..., Server], url: str, prefix: str, n: int = 3, *extra: str
+    make_server: Callable[..., Server],
+    target: RedisTarget | str,
+    prefix: str,
+    n: int = 3,
+    *extra: str,
 ) -> Replicas:
+    if isinstance(target, str):
+        target = RedisTarget(target)
     return [
         make_server(
             "--store",
             "redis",
             "--redis-url",
-            url,
+            target.url,
+            *target.flags,
             "--redis-prefix",
             prefix,
             "--actions-per-second",
@@ -112,9 +119,9 @@ def over(view: pb.SeatView) -> bool:
 
 
 def test_a_match_whose_seats_use_three_replicas_plays_to_the_end(
-    make_server: Callable[..., Server], redis_server: RedisServer, redis_prefix: str
+    make_server: Callable[..., Server], shared_redis: RedisTarget, redis_prefix: str
 ) -> None:
-    a, b, c = replicas(make_server, redis_server.url, redis_prefix)
+    a, b, c = replicas(make_server, shared_redis, redis_prefix)
     table = create_match(a.stub, seed=11, target_score=150)
     where = {0: a, 1: b, 2: c, 3: a}
     for seat, srv in where.items():
@@ -158,9 +165,9 @@ def last_visible(srv: Server, table: Table, seat: int, last: int) -> int:
 
 
 def test_kill_9_of_a_replica_mid_hand_its_clients_resume_on_another(
-    make_server: Callable[..., Server], redis_server: RedisServer, redis_prefix: str
+    make_server: Callable[..., Server], shared_redis: RedisTarget, redis_prefix: str
 ) -> None:
-    a, b, c = replicas(make_server, redis_server.url, redis_prefix)
+    a, b, c = replicas(make_server, shared_redis, redis_prefix)
     table = create_match(a.stub, seed=12, target_score=100)
     where = {0: a, 1: b, 2: c, 3: b}
     reader = StreamReader(stream_events(b.stub, table, 1))
@@ -205,9 +212,9 @@ def race(
 
 
 def test_the_same_action_through_two_replicas_at_once_is_applied_once(
-    make_server: Callable[..., Server], redis_server: RedisServer, redis_prefix: str
+    make_server: Callable[..., Server], shared_redis: RedisTarget, redis_prefix: str
 ) -> None:
-    a, b, _ = replicas(make_server, redis_server.url, redis_prefix)
+    a, b, _ = replicas(make_server, shared_redis, redis_prefix)
     table = create_match(a.stub, seed=13)
     for _ in range(30):
         view = get_view(a.stub, table, 0)
@@ -223,9 +230,9 @@ def test_the_same_action_through_two_replicas_at_once_is_applied_once(
 
 
 def test_bots_and_turn_timers_act_once_and_another_replica_takes_over(
-    make_server: Callable[..., Server], redis_server: RedisServer, redis_prefix: str
+    make_server: Callable[..., Server], shared_redis: RedisTarget, redis_prefix: str
 ) -> None:
-    a, b = replicas(make_server, redis_server.url, redis_prefix, 2, "--bot-delay-ms", "150")
+    a, b = replicas(make_server, shared_redis, redis_prefix, 2, "--bot-delay-ms", "150")
     # Seat 0 is human with a one-second turn timer; seats 1 to 3 are bots.
     table = create_match(a.stub, bots=(1, 2, 3), seed=14, turn_timer_ms=1000)
     watch_a = StreamReader(spectate(a.stub, table.match_id))
@@ -261,9 +268,9 @@ def test_bots_and_turn_timers_act_once_and_another_replica_takes_over(
 
 
 def test_every_replica_restarted_loses_nothing(
-    make_server: Callable[..., Server], redis_server: RedisServer, redis_prefix: str
+    make_server: Callable[..., Server], shared_redis: RedisTarget, redis_prefix: str
 ) -> None:
-    a, b = replicas(make_server, redis_server.url, redis_prefix, 2)
+    a, b = replicas(make_server, shared_redis, redis_prefix, 2)
     table = create_match(a.stub, seed=15)
     play(
         {0: a, 1: b, 2: a, 3: b},
@@ -352,9 +359,9 @@ def test_redis_away_gives_unavailable_then_service_resumes(
 
 
 def test_an_unknown_match_id_on_redis_is_not_found(
-    make_server: Callable[..., Server], redis_server: RedisServer, redis_prefix: str
+    make_server: Callable[..., Server], shared_redis: RedisTarget, redis_prefix: str
 ) -> None:
-    (a,) = replicas(make_server, redis_server.url, redis_prefix, 1)
+    (a,) = replicas(make_server, shared_redis, redis_prefix, 1)
     for bad in ("nope", "x" * 64, "a}b{c", "../etc"):
         expect_failure(
             grpc.StatusCode.NOT_FOUND,
@@ -366,9 +373,9 @@ def test_an_unknown_match_id_on_redis_is_not_found(
 
 
 def test_a_replica_that_never_acts_streams_every_event_live(
-    make_server: Callable[..., Server], redis_server: RedisServer, redis_prefix: str
+    make_server: Callable[..., Server], shared_redis: RedisTarget, redis_prefix: str
 ) -> None:
-    a, b = replicas(make_server, redis_server.url, redis_prefix, 2)
+    a, b = replicas(make_server, shared_redis, redis_prefix, 2)
     table = create_match(a.stub, seed=18)
     on_b = {s: StreamReader(stream_events(b.stub, table, s)) for s in range(4)}
     watcher = StreamReader(spectate(b.stub, table.match_id))
@@ -400,10 +407,10 @@ def claim(srv: Server, table: Table, seat: int) -> None:
 
 
 def test_a_seats_rate_limit_holds_across_replicas(
-    make_server: Callable[..., Server], redis_server: RedisServer, redis_prefix: str
+    make_server: Callable[..., Server], shared_redis: RedisTarget, redis_prefix: str
 ) -> None:
     # 1 action a second, a burst of 2: whichever replica the calls go to.
-    a, b = replicas(make_server, redis_server.url, redis_prefix, 2, "--actions-per-second", "1")
+    a, b = replicas(make_server, shared_redis, redis_prefix, 2, "--actions-per-second", "1")
     table = create_match(a.stub, seed=19)
     codes = []
     for i in range(8):
@@ -420,9 +427,9 @@ def test_a_seats_rate_limit_holds_across_replicas(
 
 
 def test_the_stream_limit_of_a_match_holds_across_replicas(
-    make_server: Callable[..., Server], redis_server: RedisServer, redis_prefix: str
+    make_server: Callable[..., Server], shared_redis: RedisTarget, redis_prefix: str
 ) -> None:
-    a, b = replicas(make_server, redis_server.url, redis_prefix, 2, "--streams-per-match", "3")
+    a, b = replicas(make_server, shared_redis, redis_prefix, 2, "--streams-per-match", "3")
     table = create_match(a.stub, seed=20)
     open_ = [StreamReader(spectate(srv.stub, table.match_id)) for srv in (a, a, b)]
     for reader in open_:
@@ -444,11 +451,11 @@ def test_the_stream_limit_of_a_match_holds_across_replicas(
 
 
 def test_streams_opened_at_once_on_one_replica_all_count_on_the_other(
-    make_server: Callable[..., Server], redis_server: RedisServer, redis_prefix: str
+    make_server: Callable[..., Server], shared_redis: RedisTarget, redis_prefix: str
 ) -> None:
     """Counts sent at once must reach the store newest last: were an older
     count recorded after a newer one, the other replica would see free slots."""
-    a, b = replicas(make_server, redis_server.url, redis_prefix, 2, "--streams-per-match", "6")
+    a, b = replicas(make_server, shared_redis, redis_prefix, 2, "--streams-per-match", "6")
     table = create_match(a.stub, seed=21)
     burst = [StreamReader(spectate(a.stub, table.match_id)) for _ in range(6)]
     for reader in burst:

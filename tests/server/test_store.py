@@ -54,10 +54,11 @@ def run(coro: Awaitable[Any]) -> Any:
     return asyncio.run(main())
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
+@pytest.fixture(params=["memory", "sqlite", "redis", "cluster"])
 def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeStore]:
     """A factory: for SQLite every store it makes opens the same file; for
-    Redis every store it makes uses the same server and key prefix."""
+    Redis (a server, or a cluster) every store it makes uses the same
+    server and key prefix."""
     if request.param == "memory":
         memory = MemoryStore()
         yield lambda **kw: memory
@@ -66,6 +67,11 @@ def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeS
         server = request.getfixturevalue("redis_server")
         prefix = request.getfixturevalue("redis_prefix")
         yield lambda **kw: RedisStore(server.url, prefix)
+        return
+    if request.param == "cluster":
+        cluster = request.getfixturevalue("redis_cluster")
+        prefix = request.getfixturevalue("redis_prefix")
+        yield lambda **kw: RedisStore(cluster.url, prefix, cluster=True)
         return
     made: list[SqliteStore] = []
 

@@ -11,7 +11,14 @@ touches, is one script on one slot (``P`` is the prefix):
 ``P:{lobby}:feed``        stream: one entry per event, id ``0-<number>``,
                           field ``e``; trimmed with ``MAXLEN ~ feed_keep``
 ``P:{lobby}:feed:n``      string: the feed's last number
-``P:{lobby}:rate:<key>``  hash: a token bucket (``t`` tokens at ``s`` ms)
+``P:{lobby}:rate:<key>``  hash: a token bucket (``t`` tokens at ``s`` ms); on a
+                          Redis Cluster ``P:{lobby.rate:<key>}``, a slot per
+                          bucket (no commit touches one)
+
+On a Redis Cluster every other key stays under ``{lobby}``: a commit may
+touch any documents and appends to one feed in one order, which one script
+on one slot gives and several slots cannot (docs/architecture.md: the lobby
+on a Redis Cluster).
 
 A commit is one script (``_COMMIT``) that is handed every key it touches. It
 compares every expected version before it writes anything, then appends the
@@ -37,6 +44,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import redis.asyncio as aioredis
+import redis.asyncio.cluster as aiocluster
 import redis.exceptions as rex
 import structlog
 
@@ -143,6 +151,13 @@ class RedisLobby:
 
     def set_key(self, name: str) -> str:
         return f"{self.base}:z:{name}"
+
+    def bucket_key(self, key: str) -> str:
+        """A token bucket is never in a commit: on a cluster it has a hash tag
+        of its own, so the buckets spread over every shard."""
+        if self._store.cluster:
+            return f"{self._store.prefix}:{{lobby.rate:{key}}}"
+        return f"{self.base}:rate:{key}"
 
     async def _call(self, what: Callable[[], Awaitable[_T]]) -> _T:
         if self._closed:
@@ -266,7 +281,7 @@ class RedisLobby:
         # for burst / rate seconds: then it may expire.
         full_ms = math.ceil(burst / rate * 1000) + 1000 if rate > 0 else BUCKET_MAX_MS
         args = [rate, burst, min(full_ms, BUCKET_MAX_MS)]
-        bucket = f"{self.base}:rate:{key}"
+        bucket = self.bucket_key(key)
         granted = await self._call(lambda: self._take(keys=[bucket], args=args))
         return bool(granted)
 
@@ -287,15 +302,28 @@ class _Follower:
         self.lobby = lobby
         self.after = after
         self.callbacks: list[FeedCallback] = []
-        kwargs = lobby._redis.connection_pool.connection_kwargs
-        connect_s = kwargs.get("socket_connect_timeout") or 5.0
-        self.redis = aioredis.Redis.from_url(
-            lobby._store.url,
-            single_connection_client=True,
-            socket_connect_timeout=connect_s,
-            # Longer than a blocked read, or every quiet second would be an error.
-            socket_timeout=BLOCK_MS / 1000 + connect_s,
-        )
+        connect_s = 5.0
+        self.redis: Any
+        if lobby._store.cluster:
+            # Its own client: a blocked read holds a connection of the feed's
+            # primary, and the client follows the slot to a new primary.
+            self.redis = aiocluster.RedisCluster.from_url(
+                lobby._store.url,
+                max_connections=2,
+                socket_connect_timeout=connect_s,
+                socket_timeout=BLOCK_MS / 1000 + connect_s,
+                require_full_coverage=False,
+            )
+        else:
+            kwargs = lobby._redis.connection_pool.connection_kwargs
+            connect_s = kwargs.get("socket_connect_timeout") or connect_s
+            self.redis = aioredis.Redis.from_url(
+                lobby._store.url,
+                single_connection_client=True,
+                socket_connect_timeout=connect_s,
+                # Longer than a blocked read, or every quiet second would be an error.
+                socket_timeout=BLOCK_MS / 1000 + connect_s,
+            )
         self.closed = False
         self._task = asyncio.get_running_loop().create_task(self._run())
 

@@ -24,6 +24,11 @@ and each script below touches one slot only):
                     then (a bot's move or a turn deadline, plus a grace): the
                     replica that acted last is gone (``claim_due``)
 
+On a Redis Cluster (``cluster=True``) the index and the due set are split
+into buckets by match id, ``P:{<tag>}:index`` (a sorted set scored by the
+creation time in µs) and ``P:{<tag>}:due``, each bucket under a hash tag of
+its own (redis_cluster.py), so that neither is one hot key on one shard.
+
 An append is one script (``_APPEND``): it compares the match's ``seq`` with the
 expected one and refuses a known action id, then adds the events, the action
 and the metadata and publishes the new ``seq``, all or nothing (a script runs
@@ -45,6 +50,8 @@ import contextlib
 import json
 import re
 import secrets
+import time
+import zlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -64,6 +71,7 @@ from .base import (
     StoreError,
 )
 from .memory import check_events
+from .redis_cluster import bucket_tags, make_client, script_then_wait
 
 log = structlog.get_logger("spades.store.redis")
 
@@ -211,9 +219,11 @@ class RedisStore:
         wait_replicas: int = 0,
         wait_timeout_ms: int = 1000,
         max_connections: int = 64,
+        cluster: bool = False,
     ) -> None:
         self.url = url
         self.prefix = prefix
+        self.cluster = cluster
         # WAIT after each append: acknowledged only once this many Redis
         # replicas have it too, so that a failover keeps it (docs/operations.md).
         self.wait_replicas = wait_replicas
@@ -221,16 +231,25 @@ class RedisStore:
         # A blocking pool: past max_connections a call waits for a connection
         # (up to timeout_s) rather than fail; redis-py's default pool refused
         # calls with "Too many connections" under saturation (bench/replicas.py).
-        pool = aioredis.BlockingConnectionPool.from_url(
-            url,
-            max_connections=max_connections,
-            timeout=timeout_s,
-            socket_timeout=timeout_s,
-            socket_connect_timeout=timeout_s,
-            health_check_interval=30,
-            retry_on_timeout=False,
-        )
-        self._redis = aioredis.Redis(connection_pool=pool)
+        self._redis: Any
+        # The cluster client has no blocking pool (past its connections a call
+        # fails): calls wait here instead.
+        self._calls: asyncio.Semaphore | None = None
+        if cluster:
+            self._redis = make_client(url, max_connections, timeout_s)
+            self._calls = asyncio.Semaphore(max_connections)
+            self._buckets = [f"{prefix}:{{{tag}}}" for tag in bucket_tags()]
+        else:
+            pool = aioredis.BlockingConnectionPool.from_url(
+                url,
+                max_connections=max_connections,
+                timeout=timeout_s,
+                socket_timeout=timeout_s,
+                socket_connect_timeout=timeout_s,
+                health_check_interval=30,
+                retry_on_timeout=False,
+            )
+            self._redis = aioredis.Redis(connection_pool=pool)
         self._create = self._redis.register_script(_CREATE)
         self._append = self._redis.register_script(_APPEND)
         self._snapshot = self._redis.register_script(_SNAPSHOT)
@@ -241,6 +260,7 @@ class RedisStore:
         self.replica_id = secrets.token_hex(6)  # this process, in the stream counts
         self._closed = False
         self._follower: _Follower | None = None
+        self._last_created_us = 0
 
     # -- keys -----------------------------------------------------------------
     def _keys(self, match_id: str) -> tuple[str, str, str, str]:
@@ -254,18 +274,31 @@ class RedisStore:
     def _index(self) -> str:
         return f"{self.prefix}:index"
 
-    @property
-    def _due(self) -> str:
+    def _bucket(self, match_id: str) -> str:
+        return self._buckets[zlib.crc32(match_id.encode()) % len(self._buckets)]
+
+    def _due(self, match_id: str) -> str:
+        """The due set that holds ``match_id``."""
+        if self.cluster:
+            return f"{self._bucket(match_id)}:due"
         return f"{self.prefix}:due"
+
+    def _due_sets(self) -> list[str]:
+        if self.cluster:
+            return [f"{b}:due" for b in self._buckets]
+        return [f"{self.prefix}:due"]
 
     async def _call(self, what: Callable[[], Awaitable[_T]]) -> _T:
         if self._closed:
             raise StoreError("store is closed")
         try:
-            return await what()
+            if self._calls is None:
+                return await what()
+            async with self._calls:
+                return await what()
         except (rex.ConnectionError, rex.TimeoutError, OSError) as e:
             raise StoreUnavailable(f"redis unreachable: {e}") from e
-        except rex.RedisError as e:
+        except (rex.RedisError, rex.RedisClusterException) as e:
             raise StoreUnavailable(f"redis refused: {e}") from e
 
     # -- the Store contract -----------------------------------------------------
@@ -281,7 +314,10 @@ class RedisStore:
 
         async def work() -> Any:
             result = await self._create(keys=self._keys(match_id)[:2], args=args)
-            if result == b"ok":
+            if result == b"ok" and self.cluster:
+                index = f"{self._bucket(match_id)}:index"
+                await self._redis.zadd(index, {match_id: self._creation_us()}, nx=True)
+            elif result == b"ok":
                 await self._redis.rpush(self._index, match_id)
             return result
 
@@ -320,6 +356,8 @@ class RedisStore:
         keys = self._keys(match_id)
 
         async def work() -> Any:
+            if self.cluster:
+                return await self._append_on_cluster(match_id, keys, args, due_ms)
             if due_ms is None and not self.wait_replicas:
                 return await self._append(keys=keys, args=args)
             pipe = self._redis.pipeline(transaction=False)
@@ -328,20 +366,12 @@ class RedisStore:
                 # Written even if the script refused: a loser's time differs
                 # from the winner's by the race's length only, and a claim
                 # reads the match itself before acting (replica.take_over).
-                pipe.zadd(self._due, {match_id: due_ms})
+                pipe.zadd(self._due(match_id), {match_id: due_ms})
             if self.wait_replicas:
                 pipe.wait(self.wait_replicas, self.wait_timeout_ms)
             results = await pipe.execute(raise_on_error=True)
-            if self.wait_replicas and results[-1] < self.wait_replicas and results[0][0] == b"ok":
-                # On the primary but not (yet) on enough replicas: not
-                # acknowledged. The session reloads; a retry of the same
-                # action id is answered from the log if the write survived.
-                unconfirmed = StoreUnavailable(
-                    f"{results[-1]} of {self.wait_replicas} Redis replicas confirmed the write "
-                    f"within {self.wait_timeout_ms} ms"
-                )
-                unconfirmed.public = str(unconfirmed)
-                raise unconfirmed
+            if self.wait_replicas:
+                self._check_confirmed(results[0], results[-1])
             return results[0]
 
         status, value = await self._call(work)
@@ -354,6 +384,52 @@ class RedisStore:
                 f"match {match_id}: expected last seq {expected_last_seq}, stored {value}"
             )
         raise StoreError(f"action index must be {value} (the next one)")
+
+    def _creation_us(self) -> int:
+        """The index's score: microseconds, rising within this process (a
+        double holds them exactly until the year 2255)."""
+        self._last_created_us = max(self._last_created_us + 1, time.time_ns() // 1000)
+        return self._last_created_us
+
+    async def _append_on_cluster(
+        self, match_id: str, keys: tuple[str, ...], args: list[Any], due_ms: int | None
+    ) -> Any:
+        """The script and the due time's ZADD (another slot) at once."""
+        due = None
+        if due_ms is not None:
+            due = self._redis.zadd(self._due(match_id), {match_id: due_ms})
+        if not self.wait_replicas:
+            appended = self._append(keys=list(keys), args=args)
+            if due is None:
+                return await appended
+            result, _ = await asyncio.gather(appended, due)
+            return result
+        waited = script_then_wait(
+            self._redis,
+            self._append,
+            list(keys),
+            args,
+            self.wait_replicas,
+            self.wait_timeout_ms,
+        )
+        if due is None:
+            result, confirmed = await waited
+        else:
+            (result, confirmed), _ = await asyncio.gather(waited, due)
+        self._check_confirmed(result, confirmed)
+        return result
+
+    def _check_confirmed(self, result: Any, confirmed: int) -> None:
+        if confirmed < self.wait_replicas and result[0] == b"ok":
+            # On the primary but not (yet) on enough replicas: not
+            # acknowledged. The session reloads; a retry of the same action
+            # id is answered from the log if the write survived.
+            unconfirmed = StoreUnavailable(
+                f"{confirmed} of {self.wait_replicas} Redis replicas confirmed the write "
+                f"within {self.wait_timeout_ms} ms"
+            )
+            unconfirmed.public = str(unconfirmed)
+            raise unconfirmed
 
     async def save_snapshot(self, match_id: str, snapshot: bytes, action_count: int) -> None:
         base, _, actions, _ = self._keys(match_id)
@@ -418,8 +494,24 @@ class RedisStore:
 
     async def match_ids(self) -> list[str]:
         """Every stored match's id, oldest first."""
+        if self.cluster:
+            return await self._cluster_match_ids()
         ids = await self._call(lambda: self._redis.lrange(self._index, 0, -1))
         return [i.decode() if isinstance(i, bytes) else i for i in ids]
+
+    async def _cluster_match_ids(self) -> list[str]:
+        """The buckets' indexes merged by creation time (then id). Replicas'
+        clocks order matches created in the same few ms by id only."""
+
+        async def work() -> list[Any]:
+            reads = [
+                self._redis.zrange(f"{b}:index", 0, -1, withscores=True) for b in self._buckets
+            ]
+            return list(await asyncio.gather(*reads))
+
+        rows = [(score, m.decode()) for bucket in await self._call(work) for m, score in bucket]
+        rows.sort()
+        return [m for _, m in rows]
 
     async def match_metas(self) -> list[tuple[str, bytes]]:
         ids = await self.match_ids()
@@ -445,16 +537,23 @@ class RedisStore:
         ``now_ms + lease_ms`` (another replica claims it again after that).
         Returns (match id, lease end) pairs, for ``release_due``."""
         until = now_ms + lease_ms
-        ids = await self._call(lambda: self._claim(keys=[self._due], args=[now_ms, until, limit]))
+
+        async def work() -> list[Any]:
+            claims = [self._claim(keys=[k], args=[now_ms, until, limit]) for k in self._due_sets()]
+            return [i for ids in await asyncio.gather(*claims) for i in ids]
+
+        ids = await self._call(work)
         return [(i.decode(), until) for i in ids]
 
     async def release_due(self, match_id: str, lease_end: int) -> None:
         """Drop a claimed entry: the match needs nothing (unless it moved since)."""
-        await self._call(lambda: self._release(keys=[self._due], args=[match_id, lease_end]))
+        await self._call(
+            lambda: self._release(keys=[self._due(match_id)], args=[match_id, lease_end])
+        )
 
     async def set_due(self, match_id: str, due_ms: int) -> None:
         """Set the match's due time (after a takeover found what it waits for)."""
-        await self._call(lambda: self._redis.zadd(self._due, {match_id: due_ms}))
+        await self._call(lambda: self._redis.zadd(self._due(match_id), {match_id: due_ms}))
 
     async def take_action_token(self, match_id: str, seat: int, rate: float, burst: int) -> bool:
         """Take one of the seat's action tokens (shared by every replica);
@@ -498,7 +597,10 @@ class RedisStore:
                     await self._follower.close()
         with contextlib.suppress(TimeoutError, rex.RedisError, OSError):
             async with asyncio.timeout(3):
-                await self._redis.aclose(close_connection_pool=True)
+                if self.cluster:
+                    await self._redis.aclose()
+                else:
+                    await self._redis.aclose(close_connection_pool=True)
 
 
 class _Follower:
@@ -550,7 +652,7 @@ class _Follower:
                     await self.pubsub.ssubscribe(*[c.decode() for c in self.channels])
                     broken = False
                     self.on_reset()
-                msg = await self.pubsub.get_message(timeout=1.0)
+                msg = await self._next()
             except asyncio.CancelledError:
                 raise
             except (rex.RedisError, OSError, RuntimeError) as e:
@@ -564,6 +666,17 @@ class _Follower:
             match_id = self.channels.get(msg["channel"])
             if match_id is not None:
                 self.on_append(match_id, int(msg["data"]))
+
+    async def _next(self) -> dict[str, Any] | None:
+        if self.store.cluster:
+            # Polls the connection of every shard that holds one of the
+            # channels; follows a channel's slot to its new primary.
+            message: Any = await self.pubsub.get_sharded_message(
+                ignore_subscribe_messages=True, timeout=1.0
+            )
+            return message  # type: ignore[no-any-return]
+        message = await self.pubsub.get_message(timeout=1.0)
+        return message  # type: ignore[no-any-return]
 
     async def close(self) -> None:
         self.closed = True
