@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from redis.crc import key_slot
 
 START_TIMEOUT = 10.0
 
@@ -166,6 +167,9 @@ class RedisCluster:
             # these tests kill primaries on purpose.
             "--cluster-replica-validity-factor",
             "0",
+            # The first full sync at once, not after the default 5 s.
+            "--repl-diskless-sync-delay",
+            "0",
         )
         self.nodes = [
             RedisServer(workdir / f"node{i}", aof=aof, extra=extra) for i in range(2 * primaries)
@@ -214,21 +218,41 @@ class RedisCluster:
         the slots' owners (joined nodes may take a few seconds)."""
         deadline = time.monotonic() + timeout
         while True:
-            alive = [n for n in self.nodes if n.proc is not None and n.proc.poll() is None]
+            alive = self.alive()
             states = [self.info(n).get("cluster_state") for n in alive]
-            if all(s == "ok" for s in states) and self._slots_agree(alive):
+            if all(s == "ok" for s in states) and self._slots_agree(alive) and self._synced(alive):
                 return
             if time.monotonic() > deadline:
                 raise AssertionError(f"the cluster is not ok: {states}")
             time.sleep(0.1)
 
+    def _synced(self, alive: list[RedisServer]) -> bool:
+        """Every replica has its primary's data (a new replica waits a few
+        seconds before its first full sync: repl-diskless-sync-delay)."""
+        for node in alive:
+            info = self.cli(node, "info", "replication")
+            if "role:slave" in info and "master_link_status:up" not in info:
+                return False
+        return True
+
+    def alive(self) -> list[RedisServer]:
+        return [n for n in self.nodes if n.proc is not None and n.proc.poll() is None]
+
     def _slots_agree(self, alive: list[RedisServer]) -> bool:
-        views = {self.cli(n, "cluster", "slots").replace("\n", " ") for n in alive}
+        """Every node names the same primary for every slot range."""
+        views = set()
+        for node in alive:
+            owners = []
+            for line in self.cli(node, "cluster", "nodes").splitlines():
+                fields = line.split()
+                if len(fields) > 8 and "master" in fields[2]:
+                    owners += [(fields[0], span) for span in fields[8:] if "[" not in span]
+            views.add(tuple(sorted(owners)))
         return len(views) == 1
 
     def primary_ports(self) -> list[int]:
         ports = []
-        for line in self.cli(self.nodes[0], "cluster", "nodes").splitlines():
+        for line in self.cli(self.alive()[0], "cluster", "nodes").splitlines():
             fields = line.split()
             if "master" in fields[2] and "fail" not in fields[2]:
                 ports.append(int(fields[1].split("@")[0].rsplit(":", 1)[1]))
@@ -239,8 +263,8 @@ class RedisCluster:
 
     def owner_of(self, key: str) -> RedisServer:
         """The node serving ``key``'s slot now."""
-        slot = int(self.cli(self.nodes[0], "cluster", "keyslot", key).strip())
-        for line in self.cli(self.nodes[0], "cluster", "nodes").splitlines():
+        slot = key_slot(key.encode())
+        for line in self.cli(self.alive()[0], "cluster", "nodes").splitlines():
             fields = line.split()
             if "master" not in fields[2] or "fail" in fields[2]:
                 continue

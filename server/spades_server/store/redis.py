@@ -71,7 +71,7 @@ from .base import (
     StoreError,
 )
 from .memory import check_events
-from .redis_cluster import bucket_tags, make_client, script_then_wait
+from .redis_cluster import ShardedFollower, bucket_tags, make_client, script_then_wait
 
 log = structlog.get_logger("spades.store.redis")
 
@@ -259,7 +259,7 @@ class RedisStore:
         self._streams = self._redis.register_script(_STREAMS)
         self.replica_id = secrets.token_hex(6)  # this process, in the stream counts
         self._closed = False
-        self._follower: _Follower | None = None
+        self._follower: _Follower | ShardedFollower | None = None
         self._last_created_us = 0
 
     # -- keys -----------------------------------------------------------------
@@ -313,7 +313,7 @@ class RedisStore:
             args += [e.audience, e.payload]
 
         async def work() -> Any:
-            result = await self._create(keys=self._keys(match_id)[:2], args=args)
+            result = await self._created(list(self._keys(match_id)[:2]), args)
             if result == b"ok" and self.cluster:
                 index = f"{self._bucket(match_id)}:index"
                 await self._redis.zadd(index, {match_id: self._creation_us()}, nx=True)
@@ -385,6 +385,24 @@ class RedisStore:
             )
         raise StoreError(f"action index must be {value} (the next one)")
 
+    async def _created(self, keys: list[str], args: list[Any]) -> Any:
+        """The create script, confirmed by ``wait_replicas`` Redis replicas
+        when asked (a match acknowledged must outlive a failover too)."""
+        if not self.wait_replicas:
+            return await self._create(keys=keys, args=args)
+        if self.cluster:
+            result, confirmed = await script_then_wait(
+                self._redis, self._create, keys, args, self.wait_replicas, self.wait_timeout_ms
+            )
+        else:
+            pipe = self._redis.pipeline(transaction=False)
+            await self._create(keys=keys, args=args, client=pipe)
+            pipe.wait(self.wait_replicas, self.wait_timeout_ms)
+            result, confirmed = await pipe.execute(raise_on_error=True)
+        if result == b"ok":
+            self._check_confirmed([result], confirmed)
+        return result
+
     def _creation_us(self) -> int:
         """The index's score: microseconds, rising within this process (a
         double holds them exactly until the year 2255)."""
@@ -448,7 +466,7 @@ class RedisStore:
             raise MatchNotFound(match_id)
         base, log_key, actions, _ = self._keys(match_id)
 
-        async def work() -> list[Any]:
+        async def work() -> Any:
             pipe = self._redis.pipeline(transaction=True)
             pipe.hmget(base, "seq", "meta", "snap", "snap_actions")
             pipe.lrange(actions, 0, -1)
@@ -475,7 +493,7 @@ class RedisStore:
         actions and the new events, read together."""
         base, log_key, actions, _ = self._keys(match_id)
 
-        async def work() -> list[Any]:
+        async def work() -> Any:
             pipe = self._redis.pipeline(transaction=True)
             pipe.hmget(base, "seq", "meta")
             pipe.lrange(actions, after_actions, -1)
@@ -503,7 +521,7 @@ class RedisStore:
         """The buckets' indexes merged by creation time (then id). Replicas'
         clocks order matches created in the same few ms by id only."""
 
-        async def work() -> list[Any]:
+        async def work() -> Any:
             reads = [
                 self._redis.zrange(f"{b}:index", 0, -1, withscores=True) for b in self._buckets
             ]
@@ -519,7 +537,7 @@ class RedisStore:
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
 
-            async def work(chunk: list[str] = chunk) -> list[Any]:
+            async def work(chunk: list[str] = chunk) -> Any:
                 pipe = self._redis.pipeline(transaction=False)
                 for m in chunk:
                     pipe.hget(self._keys(m)[0], "meta")
@@ -538,7 +556,7 @@ class RedisStore:
         Returns (match id, lease end) pairs, for ``release_due``."""
         until = now_ms + lease_ms
 
-        async def work() -> list[Any]:
+        async def work() -> Any:
             claims = [self._claim(keys=[k], args=[now_ms, until, limit]) for k in self._due_sets()]
             return [i for ids in await asyncio.gather(*claims) for i in ids]
 
@@ -575,14 +593,21 @@ class RedisStore:
         """Start receiving appends: ``on_append(match_id, last_seq)`` for the
         matches ``watch`` names, and ``on_reset()`` after the subscription was
         lost (appends may have been missed: catch every match up)."""
-        self._follower = _Follower(self, on_append, on_reset)
+        if self.cluster:
+            self._follower = ShardedFollower(self._redis, self.url, on_append, on_reset)
+        else:
+            self._follower = _Follower(self, on_append, on_reset)
 
     async def watch(self, match_id: str) -> None:
-        if self._follower is not None:
+        if isinstance(self._follower, ShardedFollower):
+            await self._follower.add(self.channel(match_id), match_id)
+        elif self._follower is not None:
             await self._follower.add(match_id)
 
     async def unwatch(self, match_id: str) -> None:
-        if self._follower is not None:
+        if isinstance(self._follower, ShardedFollower):
+            await self._follower.remove(self.channel(match_id))
+        elif self._follower is not None:
             await self._follower.remove(match_id)
 
     async def close(self) -> None:
@@ -652,7 +677,7 @@ class _Follower:
                     await self.pubsub.ssubscribe(*[c.decode() for c in self.channels])
                     broken = False
                     self.on_reset()
-                msg = await self._next()
+                msg = await self.pubsub.get_message(timeout=1.0)
             except asyncio.CancelledError:
                 raise
             except (rex.RedisError, OSError, RuntimeError) as e:
@@ -666,17 +691,6 @@ class _Follower:
             match_id = self.channels.get(msg["channel"])
             if match_id is not None:
                 self.on_append(match_id, int(msg["data"]))
-
-    async def _next(self) -> dict[str, Any] | None:
-        if self.store.cluster:
-            # Polls the connection of every shard that holds one of the
-            # channels; follows a channel's slot to its new primary.
-            message: Any = await self.pubsub.get_sharded_message(
-                ignore_subscribe_messages=True, timeout=1.0
-            )
-            return message  # type: ignore[no-any-return]
-        message = await self.pubsub.get_message(timeout=1.0)
-        return message  # type: ignore[no-any-return]
 
     async def close(self) -> None:
         self.closed = True

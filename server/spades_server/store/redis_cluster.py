@@ -18,11 +18,18 @@ nothing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
+import redis.asyncio as aioredis
 import redis.asyncio.cluster as aiocluster
 import redis.exceptions as rex
+import structlog
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
+
+log = structlog.get_logger("spades.store.redis")
 
 BUCKETS = 16
 REDIRECTS = 8  # MOVED / ASK / TRYAGAIN followed per append before giving up
@@ -127,3 +134,149 @@ async def _send(node: aiocluster.ClusterNode, commands: list[tuple[Any, ...]]) -
         raise
     finally:
         node.release(connection)
+
+
+class ShardedFollower:
+    """Live appends on a cluster: one pub/sub connection per primary that
+    owns a watched match's channel (SSUBSCRIBE is served by the slot's
+    primary only).
+
+    The primary that a channel's slot leaves (a migration, a failover) stops
+    the subscription (a server-sent ``sunsubscribe``) or drops the
+    connection; either way the follower learns the slots again, subscribes
+    every channel on its owner and calls ``on_reset``: appends made in
+    between may have been missed, so every match is caught up, as after a
+    lost connection on a single Redis."""
+
+    def __init__(
+        self,
+        cluster: aiocluster.RedisCluster,
+        url: str,
+        on_append: Callable[[str, int], None],
+        on_reset: Callable[[], None],
+    ) -> None:
+        self.cluster = cluster
+        self.url = url
+        self.on_append = on_append
+        self.on_reset = on_reset
+        self.channels: dict[bytes, str] = {}
+        self.readers: dict[str, _NodeReader] = {}
+        self._broken = asyncio.Event()
+        self._changed = asyncio.Event()
+        self.closed = False
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def add(self, channel: str, match_id: str) -> None:
+        self.channels[channel.encode()] = match_id
+        self._changed.set()
+        try:
+            await (await self._reader_for(channel)).subscribe(channel)
+        except (rex.RedisError, rex.RedisClusterException, OSError):
+            self._broken.set()  # _run subscribes every channel again
+
+    async def remove(self, channel: str) -> None:
+        if self.channels.pop(channel.encode(), None) is None:
+            return
+        with contextlib.suppress(rex.RedisError, rex.RedisClusterException, OSError):
+            await (await self._reader_for(channel)).unsubscribe(channel)
+
+    async def _reader_for(self, channel: str) -> _NodeReader:
+        if not self.cluster.nodes_manager.slots_cache:
+            await self.cluster.initialize()
+        node = self.cluster.get_node_from_key(channel)
+        if node is None:
+            raise rex.ClusterError(f"no primary serves {channel!r}")
+        reader = self.readers.get(node.name)
+        if reader is None:
+            reader = _NodeReader(self, node.host, int(node.port))
+            self.readers[node.name] = reader
+        return reader
+
+    async def _run(self) -> None:
+        while not self.closed:
+            await self._broken.wait()
+            await asyncio.sleep(0.2)  # let a failover or a migration settle
+            try:
+                await self._rebuild()
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # keep trying: a dead task would hear nothing
+                log.warning("redis cluster subscription lost", error=f"{type(e).__name__}: {e}")
+                self._broken.set()
+                await asyncio.sleep(0.5)
+                continue
+            self.on_reset()
+
+    async def _rebuild(self) -> None:
+        self._broken.clear()
+        readers, self.readers = self.readers, {}
+        for reader in readers.values():
+            await reader.close()
+        await self.cluster.nodes_manager.initialize()
+        for channel in [c.decode() for c in self.channels]:
+            await (await self._reader_for(channel)).subscribe(channel)
+
+    def heard(self, message: dict[str, Any]) -> None:
+        kind, channel = message.get("type"), message.get("channel")
+        if kind == "smessage":
+            match_id = self.channels.get(channel)  # type: ignore[arg-type]
+            if match_id is not None:
+                self.on_append(match_id, int(message["data"]))
+        elif kind == "sunsubscribe" and channel in self.channels:
+            self._broken.set()  # not ours: the slot left that primary
+
+    async def close(self) -> None:
+        self.closed = True
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        for reader in list(self.readers.values()):
+            await reader.close()
+        self.readers.clear()
+
+
+class _NodeReader:
+    """The pub/sub connection to one primary, read by a task of its own."""
+
+    def __init__(self, follower: ShardedFollower, host: str, port: int) -> None:
+        self.follower = follower
+        self.redis = aioredis.Redis.from_url(_node_url(follower.url, host, port))
+        self.pubsub = self.redis.pubsub()
+        self._task: asyncio.Task[None] | None = None
+
+    async def subscribe(self, channel: str) -> None:
+        await self.pubsub.ssubscribe(channel)
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._read())
+
+    async def unsubscribe(self, channel: str) -> None:
+        await self.pubsub.sunsubscribe(channel)
+
+    async def _read(self) -> None:
+        try:
+            while True:
+                message = await self.pubsub.get_message(timeout=1.0)
+                if message is not None:
+                    self.follower.heard(message)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # the connection is gone: the follower starts over
+            self.follower._broken.set()
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(3):
+                await self.pubsub.aclose()  # type: ignore[no-untyped-call,unused-ignore]
+                await self.redis.aclose()
+
+
+def _node_url(url: str, host: str, port: int) -> str:
+    """``url`` (its scheme, credentials and options) pointed at one node."""
+    parts = urlsplit(url)
+    credentials = parts.netloc.rpartition("@")[0]
+    netloc = f"{credentials}@{host}:{port}" if credentials else f"{host}:{port}"
+    return urlunsplit(parts._replace(netloc=netloc))

@@ -1,0 +1,299 @@
+"""What only a Redis Cluster does to server replicas (``--redis-mode
+cluster``): a primary killed and its replica promoted while matches play;
+slots migrated (``redis-cli --cluster reshard``) while they play; quick play
+across the failover of the primary that holds the lobby. Everything else the
+replicas promise on one Redis is checked on the cluster by
+test_replicas_redis.py (``shared_redis``).
+
+Each test has a cluster of its own (3 primaries, 3 replicas, node timeout
+1 s) and two server replicas that acknowledge an action only once a Redis
+replica has it too (``--redis-wait-replicas 1``).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+
+import grpc
+from redis_harness import RedisCluster, RedisServer
+from server_harness import (
+    Deadline,
+    Server,
+    StreamReader,
+    Table,
+    choose,
+    create_match,
+    get_view,
+    new_action_id,
+    seats_to_act,
+    spectate,
+    submit,
+    wire,
+)
+from spades_server.gen.spades.v1 import spades_pb2 as pb
+from test_replicas_redis import exported_actions
+
+# Kill to the first acknowledged action on the killed shard's matches: the
+# cluster's failure detection (node timeout 1 s, then a vote) and the old
+# primary's restart as a replica, whose copy WAIT needs.
+FAILOVER_BOUND_S = 10.0
+
+
+def cluster_replicas(
+    make_server: Callable[..., Server], cluster: RedisCluster, prefix: str, n: int = 2
+) -> list[Server]:
+    flags = ("--store", "redis", "--redis-mode", "cluster", "--redis-url", cluster.url)
+    flags += ("--redis-prefix", prefix, "--redis-wait-replicas", "1")
+    flags += ("--redis-wait-timeout-ms", "500", "--actions-per-second", "10000")
+    return [make_server(*flags, "--takeover-ms", "500") for _ in range(n)]
+
+
+class Player(threading.Thread):
+    """Plays every seat of one match through ``servers`` in turn. Each action
+    keeps its id until it is acknowledged (UNAVAILABLE: send it again), so
+    the match's record must hold exactly the acknowledged actions, in order."""
+
+    def __init__(self, servers: list[Server], table: Table) -> None:
+        super().__init__(daemon=True)
+        self.servers = servers
+        self.table = table
+        self.acks: list[tuple[int, float]] = []  # (seat, when)
+        self.refusals = 0
+        self.error: BaseException | None = None
+        self.stop = threading.Event()
+        self.last_seq = 0
+
+    def run(self) -> None:
+        try:
+            turn = 0
+            while not self.stop.is_set():
+                srv = self.servers[turn % len(self.servers)]
+                turn += 1
+                if not self._act(srv):
+                    return
+        except BaseException as e:  # reported by the test
+            self.error = e
+
+    def _view(self, srv: Server, seat: int) -> pb.SeatView:
+        """The seat's view as of the last acknowledged action at least: the
+        other replica hears of it a moment later."""
+        while True:
+            try:
+                view = get_view(srv.stub, self.table, seat)
+                if view.as_of_seq >= self.last_seq:
+                    return view
+            except grpc.RpcError as err:
+                if err.code() != grpc.StatusCode.UNAVAILABLE:
+                    raise
+                self.refusals += 1
+            time.sleep(0.02)
+
+    def _act(self, srv: Server) -> bool:
+        view = self._view(srv, 0)
+        if view.phase == pb.PHASE_MATCH_OVER:
+            return False
+        seat = seats_to_act(view)[0]
+        action, action_id = choose(self._view(srv, seat)), new_action_id()
+        while True:
+            try:
+                done = submit(srv.stub, self.table, seat, action, action_id=action_id)
+                self.last_seq = max(self.last_seq, done.last_seq)
+                self.acks.append((seat, time.monotonic()))
+                return True
+            except grpc.RpcError as err:
+                if err.code() != grpc.StatusCode.UNAVAILABLE:
+                    raise
+                self.refusals += 1
+                time.sleep(0.05)
+
+    def finish(self) -> None:
+        self.stop.set()
+        self.join(60)
+        assert not self.is_alive(), "a player did not stop"
+        if self.error is not None:
+            raise self.error
+
+
+class Watcher:
+    """A spectator of one match that resumes after its last event whenever
+    its stream ends (its replica lost Redis for a moment)."""
+
+    def __init__(self, srv: Server, match_id: str) -> None:
+        self.srv = srv
+        self.match_id = match_id
+        self.readers = [StreamReader(spectate(srv.stub, match_id))]
+        self.resumes = 0
+
+    def poll(self) -> None:
+        last = self.readers[-1]
+        if last.done:
+            self.readers.append(
+                StreamReader(spectate(self.srv.stub, self.match_id, after_seq=self.last_seq()))
+            )
+            self.resumes += 1
+
+    def last_seq(self) -> int:
+        seqs = [r.last_seq for r in self.readers if r.events]
+        return max(seqs) if seqs else 0
+
+    def events(self) -> list[pb.MatchEvent]:
+        return [e for r in self.readers for e in r.events]
+
+    def close(self) -> None:
+        for r in self.readers:
+            r.cancel()
+
+
+def check_match(servers: list[Server], player: Player, watcher: Watcher) -> None:
+    """The record holds every acknowledged action, once, in order; the
+    spectator saw every public event once, in order, as the log has it."""
+    d = Deadline(10)
+    while True:  # a replica hears of the other's last append a moment later
+        record = exported_actions(servers[-1], player.table.match_id)
+        if len(record) >= len(player.acks) or d.expired():
+            break
+        time.sleep(0.05)
+    assert [seat for seat, _ in record] == [seat for seat, _ in player.acks]
+    d = Deadline(30)
+    whole = StreamReader(spectate(servers[0].stub, player.table.match_id))
+    try:
+        whole.wait_for(lambda evs: bool(evs) and watcher.last_seq() <= evs[-1].seq, "the log")
+        while watcher.last_seq() < whole.last_seq:
+            watcher.poll()
+            d.check("the spectator to catch up")
+            time.sleep(0.05)
+    finally:
+        whole.cancel()
+        watcher.close()
+    seen = watcher.events()
+    assert wire(seen) == wire(e for e in whole.events if e.seq <= watcher.last_seq())
+
+
+def slot_key(prefix: str, match_id: str) -> str:
+    return f"{prefix}:{{{match_id}}}"
+
+
+def start_matches(
+    servers: list[Server], count: int, seed: int
+) -> tuple[list[Player], list[Watcher]]:
+    tables = [create_match(servers[0].stub, seed=seed + i, target_score=500) for i in range(count)]
+    players = [Player(servers, t) for t in tables]
+    watchers = [Watcher(servers[(i + 1) % len(servers)], t.match_id) for i, t in enumerate(tables)]
+    for p in players:
+        p.start()
+    return players, watchers
+
+
+def keep_watching(watchers: list[Watcher], seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        for w in watchers:
+            w.poll()
+        time.sleep(0.05)
+
+
+def wait_for_promotion(cluster: RedisCluster, key: str, old: RedisServer) -> RedisServer:
+    d = Deadline(30)
+    while True:
+        try:
+            owner = cluster.owner_of(key)
+            if owner is not old:
+                return owner
+        except (AssertionError, StopIteration):
+            pass
+        d.check("a replica to be promoted")
+        time.sleep(0.05)
+
+
+def test_a_primary_killed_mid_match_loses_nothing_acknowledged_and_play_resumes(
+    make_server: Callable[..., Server],
+    make_cluster: Callable[..., RedisCluster],
+    figures: Callable[[str], None],
+) -> None:
+    # With AOF: a node restarted under its old identity and empty would serve
+    # its old slots, empty, until the cluster tells it that it lost them.
+    cluster = make_cluster(aof=True)
+    servers = cluster_replicas(make_server, cluster, "failover")
+    players, watchers = start_matches(servers, 9, seed=300)
+    keep_watching(watchers, 2.0)
+    victim = cluster.owner_of(slot_key("failover", players[0].table.match_id))
+    on_victim = [
+        p for p in players if cluster.owner_of(slot_key("failover", p.table.match_id)) is victim
+    ]
+    before = {id(p): len(p.acks) for p in players}
+    assert all(before.values()), "every match acknowledged actions before the kill"
+    killed_at = time.monotonic()
+    victim.kill9()
+    wait_for_promotion(cluster, slot_key("failover", players[0].table.match_id), victim)
+    promoted_after = time.monotonic() - killed_at
+    victim.start()  # back as the promoted one's replica: WAIT can be met again
+    cluster.wait_ok()
+    d = Deadline(60)
+    while not all(len(p.acks) >= before[id(p)] + 20 for p in players):
+        for w in watchers:
+            w.poll()
+        assert all(p.error is None for p in players), [p.error for p in players]
+        d.check(
+            "every match to go on after the failover: "
+            + str([(len(p.acks) - before[id(p)], p.refusals, p in on_victim) for p in players])
+        )
+        time.sleep(0.05)
+    for p in players:
+        p.finish()
+    gaps = [min(when for _, when in p.acks[before[id(p)] :]) - killed_at for p in on_victim]
+    figures(
+        f"replica promoted {promoted_after:.2f} s after the kill; first acknowledged action "
+        f"on its {len(on_victim)} matches after {min(gaps):.2f}-{max(gaps):.2f} s; "
+        f"{sum(p.refusals for p in players)} UNAVAILABLE answers retried",
+    )
+    assert max(gaps) < FAILOVER_BOUND_S
+    for p, w in zip(players, watchers, strict=True):
+        check_match(servers, p, w)
+
+
+def node_id(cluster: RedisCluster, node: RedisServer) -> str:
+    return cluster.cli(node, "cluster", "myid").strip()
+
+
+def test_slots_migrated_while_matches_play_lose_double_or_reorder_no_event(
+    make_server: Callable[..., Server], make_cluster: Callable[..., RedisCluster]
+) -> None:
+    cluster = make_cluster()
+    servers = cluster_replicas(make_server, cluster, "reshard")
+    players, watchers = start_matches(servers, 9, seed=400)
+    keep_watching(watchers, 1.0)
+    source = cluster.owner_of(slot_key("reshard", players[0].table.match_id))
+    moving = [
+        p for p in players if cluster.owner_of(slot_key("reshard", p.table.match_id)) is source
+    ]
+    target = next(cluster.node(port) for port in cluster.primary_ports() if port != source.port)
+    reshard = subprocess.Popen(
+        [
+            "redis-cli", "--cluster", "reshard", f"127.0.0.1:{source.port}",
+            "--cluster-from", node_id(cluster, source), "--cluster-to", node_id(cluster, target),
+            "--cluster-slots", "16384", "--cluster-yes", "--cluster-pipeline", "10",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    before = {id(p): len(p.acks) for p in players}
+    d = Deadline(120)
+    while reshard.poll() is None:
+        for w in watchers:
+            w.poll()
+        assert all(p.error is None for p in players), [p.error for p in players]
+        d.check("the reshard to end")
+        time.sleep(0.05)
+    assert reshard.returncode == 0, reshard.stderr.read() if reshard.stderr else ""
+    cluster.wait_ok()
+    for p in moving:
+        assert cluster.owner_of(slot_key("reshard", p.table.match_id)) is target
+    keep_watching(watchers, 1.0)
+    for p in players:
+        p.finish()
+    assert all(len(p.acks) > before[id(p)] for p in moving), "play went on during the move"
+    for p, w in zip(players, watchers, strict=True):
+        check_match(servers, p, w)
