@@ -95,6 +95,16 @@ class RedisServer:
         except OSError:
             return False
 
+    def replica_online(self) -> bool:
+        """A replica of this primary has its data and follows it."""
+        done = subprocess.run(
+            ["redis-cli", "-p", str(self.port), "info", "replication"],
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+        return b"state=online" in done.stdout
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)

@@ -193,7 +193,11 @@ def kill_every(
         victim.start()
 
 
-def check(plan: list[Ask], seen: dict[str, Seen], servers: list[Server]) -> dict[str, int]:
+def check(
+    plan: list[Ask], seen: dict[str, Seen], servers: list[Server], grace_ms: int = 1000
+) -> dict[str, int]:
+    """Every ticket placed once (or cancelled); placed within ``grace_ms`` of
+    its bots' time; parties together; every seat token plays its seat."""
     errors = [e for s in seen.values() for e in s.errors]
     assert not errors, errors[:5]
     seats_of: dict[str, tuple[str, int]] = {}  # player -> (match, seat)
@@ -214,9 +218,9 @@ def check(plan: list[Ask], seen: dict[str, Seen], servers: list[Server]) -> dict
         table = tables.setdefault(placement.match_id, {})
         assert placement.seat not in table, f"two players at seat {placement.seat}"
         table[placement.seat] = ask.player
-        if placement.table.created_ms > s.bots_at_ms + 1000:
+        if placement.table.created_ms > s.bots_at_ms + grace_ms:
             late.append((ask.player, placement.table.created_ms - s.bots_at_ms))
-    assert not late, f"placed later than the bots' wait plus a second: {late[:5]}"
+    assert not late, f"placed later than the bots' wait plus {grace_ms} ms: {late[:5]}"
     for ask in plan:
         if ask.partner and ask.player in seats_of:
             (m1, s1), (m2, s2) = seats_of[ask.player], seats_of[ask.partner]

@@ -12,14 +12,18 @@ replica has it too (``--redis-wait-replicas 1``).
 
 from __future__ import annotations
 
+import random
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
 
 import grpc
-from redis_harness import RedisCluster, RedisServer
+from redis_harness import RedisCluster, RedisServer, RedisTarget
 from server_harness import (
+    OP,
+    RPC_TIMEOUT,
     Deadline,
     Server,
     StreamReader,
@@ -34,7 +38,8 @@ from server_harness import (
     wire,
 )
 from spades_server.gen.spades.v1 import spades_pb2 as pb
-from test_replicas_redis import exported_actions
+from test_lobby_replicas import FLAGS, asks, check, storm
+from test_replicas_redis import exported_actions, play, replicas
 
 # Kill to the first acknowledged action on the killed shard's matches: the
 # cluster's failure detection (node timeout 1 s, then a vote) and the old
@@ -297,3 +302,72 @@ def test_slots_migrated_while_matches_play_lose_double_or_reorder_no_event(
     assert all(len(p.acks) > before[id(p)] for p in moving), "play went on during the move"
     for p, w in zip(players, watchers, strict=True):
         check_match(servers, p, w)
+
+
+def test_quick_play_places_every_ticket_once_across_the_lobby_primarys_failover(
+    make_server: Callable[..., Server],
+    make_cluster: Callable[..., RedisCluster],
+    figures: Callable[[str], None],
+) -> None:
+    cluster = make_cluster(aof=True)
+    flags = ("--store", "redis", "--redis-mode", "cluster", "--redis-url", cluster.url)
+    flags += ("--redis-prefix", "qp", "--redis-wait-replicas", "1")
+    flags += ("--redis-wait-timeout-ms", "500", "--takeover-ms", "500")
+    servers = [make_server(*flags, *FLAGS) for _ in range(3)]
+    plan = asks(200, random.Random(31), spread_s=8)
+    lobby_key = "qp:{lobby}"
+    took: list[float] = []
+
+    def fail_over(stop: threading.Event) -> None:
+        if stop.wait(3.0):
+            return
+        victim = cluster.owner_of(lobby_key)
+        killed_at = time.monotonic()
+        victim.kill9()
+        wait_for_promotion(cluster, lobby_key, victim)
+        took.append(time.monotonic() - killed_at)
+        victim.start()
+        cluster.wait_ok()
+
+    seen = storm(servers, plan, fail_over)
+    assert took, "the lobby's primary was not killed"
+    # A ticket due while the lobby's slot had no primary is placed once one
+    # is back: late by the outage at most.
+    counts = check(plan, seen, servers, grace_ms=int(1000 * (took[0] + 1.5)))
+    figures(
+        f"{counts['placed']} of {counts['players']} players placed once at {counts['tables']} "
+        f"tables; the lobby's primary was replaced {took[0]:.2f} s after its kill"
+    )
+    assert counts["placed"] > 150, counts
+
+
+def test_a_drained_deployment_moves_from_one_redis_to_a_cluster(
+    make_server: Callable[..., Server],
+    redis_server: RedisServer,
+    redis_cluster: RedisCluster,
+    redis_prefix: str,
+) -> None:
+    (old,) = replicas(make_server, redis_server.url, redis_prefix, 1)
+    table = create_match(old.stub, seed=500)
+    bots = create_match(old.stub, seed=501, bots=(1, 2, 3), turn_timer_ms=60_000)
+    first_hand = {s: old for s in range(4)}
+    play(first_hand, table, lambda v: v.phase == pb.PHASE_PLAYING and len(v.hand) <= 11, 60)
+    before = exported_actions(old, table.match_id)
+    old.stop()  # the drain
+    argv = [sys.executable, "-m", "spades_server.store.migrate", "--from", redis_server.url]
+    argv += ["--to", f"redis+cluster://127.0.0.1:{redis_cluster.nodes[0].port}"]
+    argv += ["--prefix", redis_prefix]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert ": 2 matches, 1 due times" in done.stdout
+    target = RedisTarget(redis_cluster.url, ("--redis-mode", "cluster"))
+    (new,) = replicas(make_server, target, redis_prefix, 1)
+    assert exported_actions(new, table.match_id) == before
+    listed = new.stub.ListMatches(pb.ListMatchesRequest(), metadata=OP, timeout=RPC_TIMEOUT)
+    assert [m.match_id for m in listed.matches] == [bots.match_id, table.match_id]  # newest first
+    play({s: new for s in range(4)}, table, lambda v: len(v.hand) <= 9, 60)
+    # The bots' match was waiting for seat 0: the cluster's due set has it.
+    seat0 = get_view(new.stub, bots, 0)
+    assert seat0.phase != pb.PHASE_MATCH_OVER
+    again = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert again.returncode == 2 and "already holds matches" in again.stderr

@@ -35,6 +35,7 @@ from server_harness import (
     spectate,
     stream_events,
     submit,
+    wait_until,
     wire,
 )
 from spades_server.gen.spades.v1 import spades_pb2 as pb
@@ -470,8 +471,9 @@ def test_streams_opened_at_once_on_one_replica_all_count_on_the_other(
 def test_with_wait_an_action_is_acknowledged_only_once_a_redis_replica_has_it(
     make_server: Callable[..., Server], make_redis: type[RedisServer]
 ) -> None:
-    primary = make_redis(aof=True)
+    primary = make_redis(aof=True, extra=("--repl-diskless-sync-delay", "0"))
     follower = make_redis(extra=("--replicaof", "127.0.0.1", str(primary.port)))
+    wait_until(primary.replica_online, "the replica's first sync", 20)
     (a,) = replicas(
         make_server, primary.url, "wait", 1,
         "--redis-wait-replicas", "1", "--redis-wait-timeout-ms", "300",

@@ -296,8 +296,8 @@ def test_failures_in_a_batch_stay_alone(make_store: MakeStore) -> None:
         for i in range(n):
             calls.append(store.append(f"m{i}", 1, [ev(2), ev(3)], act(0, 2, 3), b"meta1"))
             expect.append(None)
-            if i % 10 == 0:  # the same match again, on the now stale seq
-                calls.append(store.append(f"m{i}", 1, [ev(2, b"loser")], act(0, 2, 2), b"bad"))
+            if i % 10 == 0:  # the same match again, on a seq it is past in either order
+                calls.append(store.append(f"m{i}", 0, [ev(1, b"loser")], act(0, 1, 1), b"bad"))
                 expect.append(SeqConflict)
             if i % 10 == 5:
                 calls.append(store.create_match(f"m{i}", b"bad", b"bad", []))
@@ -425,6 +425,22 @@ def test_the_linger_is_a_server_flag_with_bounds(capsys: pytest.CaptureFixture[s
             main.parse_args(["--sqlite-commit-linger-ms", bad])
         assert info.value.code == 2
         assert "--sqlite-commit-linger-ms must be 0 to 100" in capsys.readouterr().err
+
+
+def test_the_redis_mode_is_a_flag_or_the_urls_scheme(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main.parse_args([]).redis_mode == "single"
+    args = main.parse_args(["--store", "redis", "--redis-mode", "cluster"])
+    assert main.redis_target(args.redis_url, args.redis_mode) == ("redis://127.0.0.1:6379/0", True)
+    for url, mode, expected in (
+        ("redis+cluster://:pw@node:7000", "single", ("redis://:pw@node:7000", True)),
+        ("rediss+cluster://node:7000/0", "single", ("rediss://node:7000/0", True)),
+        ("redis://node:6379/0", "single", ("redis://node:6379/0", False)),
+    ):
+        assert main.redis_target(url, mode) == expected
+    with pytest.raises(SystemExit) as info:
+        main.parse_args(["--redis-mode", "sharded"])
+    assert info.value.code == 2
+    assert "--redis-mode must be single or cluster" in capsys.readouterr().err
 
 
 def test_sqlite_bad_arguments(tmp_path: Path) -> None:

@@ -27,9 +27,12 @@ the stream's), and a script that fails halfway keeps its earlier writes.
 
 Following: one task per ``RedisLobby``, with a connection of its own, blocks
 on XREAD from the last number it passed on (any replica's events arrive
-there), reconnects after an error and goes on from that number. If the
-entries it needs were trimmed meanwhile, or Redis came back without them, it
-reports a reset and goes on from the feed's end.
+there). After an error it reconnects and goes on from that number if the
+feed still holds the event it passed on there; otherwise Redis came back
+without it (no persistence, or a replica promoted before it had it) and may
+give its number to another event, so it reports a reset and goes on from
+the feed's end. If the entries it needs were trimmed meanwhile, it reports
+a reset too.
 
 Every Redis failure raises ``StoreUnavailable`` (a ``StoreError``), as the
 match store's calls do.
@@ -141,8 +144,8 @@ class RedisLobby:
         self.base = f"{store.prefix}:{{lobby}}"
         self.feed_key = f"{self.base}:feed"
         self.counter_key = f"{self.base}:feed:n"
-        self._commit = self._redis.register_script(_COMMIT)
-        self._take = self._redis.register_script(_TAKE)
+        self._commit = store.register_script(_COMMIT)
+        self._take = store.register_script(_TAKE)
         self._follower: _Follower | None = None
         self._closed = False
 
@@ -183,7 +186,14 @@ class RedisLobby:
     async def commit(self, tx: Tx) -> int | None:
         check_tx(tx)
         keys, args = self._script_args(tx)
-        last = int(await self._call(lambda: self._commit(keys=keys, args=args)))
+        # With --redis-wait-replicas, a commit not on enough Redis replicas
+        # raises StoreUnavailable: it may or may not be kept (read again).
+        result, confirmed = await self._call(
+            lambda: self._store.run_confirmed(self._commit, keys, args)
+        )
+        last = int(result)
+        if last >= 0:
+            self._store.check_confirmed(confirmed)
         return None if last < 0 else last
 
     def _script_args(self, tx: Tx) -> tuple[list[str], list[Any]]:
@@ -302,6 +312,7 @@ class _Follower:
         self.lobby = lobby
         self.after = after
         self.callbacks: list[FeedCallback] = []
+        self.last_event = b""  # the last one passed on, to know it again
         connect_s = 5.0
         self.redis: Any
         if lobby._store.cluster:
@@ -333,14 +344,14 @@ class _Follower:
         while not self.closed:
             try:
                 if last is None:
-                    last = await self._end()  # "from now on"
-                elif failing:
-                    end = await self._end()
-                    if end < last:
-                        # Redis came back without the feed (no persistence):
-                        # its numbers start again below ours.
-                        last = end
-                        self._tell([], True)
+                    last = await self._to_end()  # "from now on"
+                elif failing and not await self._still_there(last):
+                    # Redis came back without the last event passed on (no
+                    # persistence, or a replica promoted before it had it),
+                    # and may give its number to another event: readers
+                    # list again, and go on from the end.
+                    last = await self._to_end()
+                    self._tell([], True)
                 failing = False
                 entries = await self._read(last)
             except Exception as e:  # the task must outlive anything: a dead one hears nothing
@@ -354,11 +365,29 @@ class _Follower:
             if entries[0][0] > last + 1:  # the ones between were trimmed unread
                 last = None  # the end, read before the reset: readers list after it
                 with contextlib.suppress(rex.RedisError, OSError):
-                    last = await self._end()
+                    last = await self._to_end()
                 self._tell([], True)
                 continue
             last = entries[-1][0]
+            self.last_event = entries[-1][1]
             self._tell(entries, False)
+
+    async def _still_there(self, last: int) -> bool:
+        """Whether the feed still holds, at ``last``, the event passed on."""
+        if last == 0:
+            return True
+        found: Any = await self.redis.xrange(self.lobby.feed_key, f"0-{last}", f"0-{last}")
+        if not found:
+            # Trimmed (then the next read reports the gap), or gone.
+            return int(await self.redis.get(self.lobby.counter_key) or 0) >= last
+        return bool(_entry(found[0])[1] == self.last_event)
+
+    async def _to_end(self) -> int:
+        """The feed's last number, and its event kept as the last passed on."""
+        end = await self._end()
+        found: Any = await self.redis.xrange(self.lobby.feed_key, f"0-{end}", f"0-{end}")
+        self.last_event = _entry(found[0])[1] if found else b""
+        return end
 
     async def _end(self) -> int:
         return int(await self.redis.get(self.lobby.counter_key) or 0)

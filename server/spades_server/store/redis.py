@@ -235,6 +235,7 @@ class RedisStore:
         # The cluster client has no blocking pool (past its connections a call
         # fails): calls wait here instead.
         self._calls: asyncio.Semaphore | None = None
+        self._scripts: list[Any] = []
         if cluster:
             self._redis = make_client(url, max_connections, timeout_s)
             self._calls = asyncio.Semaphore(max_connections)
@@ -250,17 +251,38 @@ class RedisStore:
                 retry_on_timeout=False,
             )
             self._redis = aioredis.Redis(connection_pool=pool)
-        self._create = self._redis.register_script(_CREATE)
-        self._append = self._redis.register_script(_APPEND)
-        self._snapshot = self._redis.register_script(_SNAPSHOT)
-        self._claim = self._redis.register_script(_CLAIM_DUE)
-        self._release = self._redis.register_script(_RELEASE_DUE)
-        self._take = self._redis.register_script(_TAKE)
-        self._streams = self._redis.register_script(_STREAMS)
+        self._create = self.register_script(_CREATE)
+        self._append = self.register_script(_APPEND)
+        self._snapshot = self.register_script(_SNAPSHOT)
+        self._claim = self.register_script(_CLAIM_DUE)
+        self._release = self.register_script(_RELEASE_DUE)
+        self._take = self.register_script(_TAKE)
+        self._streams = self.register_script(_STREAMS)
+        self._scripts_loaded = not cluster
+        self._loading = asyncio.Lock()
         self.replica_id = secrets.token_hex(6)  # this process, in the stream counts
         self._closed = False
         self._follower: _Follower | ShardedFollower | None = None
         self._last_created_us = 0
+
+    def register_script(self, text: str) -> Any:
+        """A script of this store's client; on a cluster it is loaded on
+        every primary before the first call (``_call``)."""
+        script = self._redis.register_script(text)
+        self._scripts.append(script)
+        self._scripts_loaded = not self.cluster
+        return script
+
+    async def _load_scripts(self) -> None:
+        """SCRIPT LOAD on every primary, once: otherwise the first call of
+        each script on each primary pays a NOSCRIPT round trip, and calls
+        sent in one order could run in another. A primary promoted later
+        answers NOSCRIPT once per script, which redis-py handles."""
+        async with self._loading:
+            if not self._scripts_loaded:
+                for script in self._scripts:
+                    await self._redis.script_load(script.script)
+                self._scripts_loaded = True
 
     # -- keys -----------------------------------------------------------------
     def _keys(self, match_id: str) -> tuple[str, str, str, str]:
@@ -294,6 +316,8 @@ class RedisStore:
         try:
             if self._calls is None:
                 return await what()
+            if not self._scripts_loaded:
+                await self._load_scripts()
             async with self._calls:
                 return await what()
         except (rex.ConnectionError, rex.TimeoutError, OSError) as e:
@@ -370,8 +394,8 @@ class RedisStore:
             if self.wait_replicas:
                 pipe.wait(self.wait_replicas, self.wait_timeout_ms)
             results = await pipe.execute(raise_on_error=True)
-            if self.wait_replicas:
-                self._check_confirmed(results[0], results[-1])
+            if self.wait_replicas and results[0][0] == b"ok":
+                self.check_confirmed(results[-1])
             return results[0]
 
         status, value = await self._call(work)
@@ -388,20 +412,26 @@ class RedisStore:
     async def _created(self, keys: list[str], args: list[Any]) -> Any:
         """The create script, confirmed by ``wait_replicas`` Redis replicas
         when asked (a match acknowledged must outlive a failover too)."""
-        if not self.wait_replicas:
-            return await self._create(keys=keys, args=args)
-        if self.cluster:
-            result, confirmed = await script_then_wait(
-                self._redis, self._create, keys, args, self.wait_replicas, self.wait_timeout_ms
-            )
-        else:
-            pipe = self._redis.pipeline(transaction=False)
-            await self._create(keys=keys, args=args, client=pipe)
-            pipe.wait(self.wait_replicas, self.wait_timeout_ms)
-            result, confirmed = await pipe.execute(raise_on_error=True)
+        result, confirmed = await self.run_confirmed(self._create, keys, args)
         if result == b"ok":
-            self._check_confirmed([result], confirmed)
+            self.check_confirmed(confirmed)
         return result
+
+    async def run_confirmed(self, script: Any, keys: list[str], args: list[Any]) -> tuple[Any, int]:
+        """Run ``script`` and, with ``wait_replicas``, WAIT for them on the
+        same connection: the reply, and how many replicas have the write
+        (``wait_replicas`` when none is asked for)."""
+        if not self.wait_replicas:
+            return await script(keys=keys, args=args), 0
+        if self.cluster:
+            return await script_then_wait(
+                self._redis, script, keys, args, self.wait_replicas, self.wait_timeout_ms
+            )
+        pipe = self._redis.pipeline(transaction=False)
+        await script(keys=keys, args=args, client=pipe)
+        pipe.wait(self.wait_replicas, self.wait_timeout_ms)
+        result, confirmed = await pipe.execute(raise_on_error=True)
+        return result, int(confirmed)
 
     def _creation_us(self) -> int:
         """The index's score: microseconds, rising within this process (a
@@ -434,11 +464,13 @@ class RedisStore:
             result, confirmed = await waited
         else:
             (result, confirmed), _ = await asyncio.gather(waited, due)
-        self._check_confirmed(result, confirmed)
+        if result[0] == b"ok":
+            self.check_confirmed(confirmed)
         return result
 
-    def _check_confirmed(self, result: Any, confirmed: int) -> None:
-        if confirmed < self.wait_replicas and result[0] == b"ok":
+    def check_confirmed(self, confirmed: int) -> None:
+        """Raise unless ``confirmed`` replicas are enough (``wait_replicas``)."""
+        if self.wait_replicas and confirmed < self.wait_replicas:
             # On the primary but not (yet) on enough replicas: not
             # acknowledged. The session reloads; a retry of the same action
             # id is answered from the log if the write survived.
