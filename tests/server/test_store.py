@@ -528,3 +528,32 @@ def test_sqlite_acknowledged_appends_survive_sigkill(tmp_path: Path, linger_ms: 
         await store.close()
 
     run(check())
+
+
+@pytest.mark.parametrize("kind", ["redis", "cluster"])
+def test_a_replica_watching_many_matches_at_once_hears_every_append(
+    kind: str, request: pytest.FixtureRequest, redis_prefix: str
+) -> None:
+    """Sessions loaded together watch their matches together: every
+    subscription must hold (redis-py's PubSub kept one of 40 sent at once)."""
+    server = request.getfixturevalue("redis_server" if kind == "redis" else "redis_cluster")
+
+    async def main() -> None:
+        writer = RedisStore(server.url, redis_prefix, cluster=kind == "cluster")
+        follower = RedisStore(server.url, redis_prefix, cluster=kind == "cluster")
+        heard: dict[str, int] = {}
+        follower.follow(lambda m, seq: heard.__setitem__(m, seq), lambda: None)
+        ids = [f"w{i}" for i in range(40)]
+        for m in ids:
+            await writer.create_match(m, b"m", b"s", [ev(1)])
+        await asyncio.gather(*(follower.watch(m) for m in ids))
+        for seq in (2, 3):
+            await asyncio.gather(*(writer.append(m, seq - 1, [ev(seq)]) for m in ids))
+        deadline = time.monotonic() + 10
+        while any(heard.get(m) != 3 for m in ids) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert [m for m in ids if heard.get(m) != 3] == []
+        await writer.close()
+        await follower.close()
+
+    run(main())

@@ -676,6 +676,9 @@ class _Follower:
         self.on_reset = on_reset
         self.channels: dict[bytes, str] = {}
         self.pubsub = store._redis.pubsub(ignore_subscribe_messages=True)
+        # redis-py's PubSub loses subscriptions sent at once from several
+        # tasks (of 20 concurrent SSUBSCRIBEs, one held): one at a time.
+        self._commands = asyncio.Lock()
         self._changed = asyncio.Event()
         self.closed = False
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -686,14 +689,16 @@ class _Follower:
         with contextlib.suppress(rex.RedisError, OSError):
             # A failure here is repaired by _run's reconnect, which subscribes
             # to every channel again and resets.
-            await self.pubsub.ssubscribe(channel)
+            async with self._commands:
+                await self.pubsub.ssubscribe(channel)
         self._changed.set()
 
     async def remove(self, match_id: str) -> None:
         channel = self.store.channel(match_id)
         if self.channels.pop(channel.encode(), None) is not None:
             with contextlib.suppress(rex.RedisError, OSError):
-                await self.pubsub.sunsubscribe(channel)
+                async with self._commands:
+                    await self.pubsub.sunsubscribe(channel)
 
     async def _run(self) -> None:
         broken = False

@@ -243,14 +243,22 @@ class _NodeReader:
         self.redis = aioredis.Redis.from_url(_node_url(follower.url, host, port))
         self.pubsub = self.redis.pubsub()
         self._task: asyncio.Task[None] | None = None
+        self._started = False
+        # redis-py's PubSub loses subscriptions sent at once from several
+        # tasks (of 20 concurrent SSUBSCRIBEs, one held): one at a time.
+        self._commands = asyncio.Lock()
 
     async def subscribe(self, channel: str) -> None:
-        await self.pubsub.ssubscribe(channel)
-        if self._task is None:
+        first = not self._started  # one reader only, however many subscribe at once
+        self._started = True
+        async with self._commands:
+            await self.pubsub.ssubscribe(channel)
+        if first:  # reading before the first subscription is an error
             self._task = asyncio.get_running_loop().create_task(self._read())
 
     async def unsubscribe(self, channel: str) -> None:
-        await self.pubsub.sunsubscribe(channel)
+        async with self._commands:
+            await self.pubsub.sunsubscribe(channel)
 
     async def _read(self) -> None:
         try:
