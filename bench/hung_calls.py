@@ -49,7 +49,8 @@ from typing import Any
 import grpc
 
 from cpu_usage import GroupMeter, percents, warn_if_disturbed
-from server import ms, pct, print_table, start_server
+from harness import start_server
+from server import ms, pct, print_table
 
 SERVICE = "/spades.v1.SpadesService/"
 TARGET_PING_MAX_MS = 100.0

@@ -57,8 +57,8 @@ from spades_server.gen.spades.v1 import lobby_pb2 as lpb
 from spades_server.gen.spades.v1 import lobby_pb2_grpc
 from spades_server.gen.spades.v1 import spades_pb2 as pb
 
-from replicas import RedisProcess
-from server import pct, start_server
+from harness import RedisProcess, start_server
+from server import pct
 
 ISSUER, AUDIENCE = "bench", "spades-bench"
 SECRET = secrets.token_hex(32)

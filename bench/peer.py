@@ -77,7 +77,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import edge  # bench/edge.py
 from cpu_usage import machine_busy_seconds, warn_if_disturbed
-from server import OPERATOR_TOKEN, print_grid, start_server
+from harness import OPERATOR_TOKEN, start_server
+from server import print_grid
 
 ROOT = Path(__file__).resolve().parent.parent
 PEER = ROOT / "bench" / "peer"

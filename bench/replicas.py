@@ -87,8 +87,6 @@ import random
 import re
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -102,7 +100,6 @@ from typing import Any, TypeVar
 
 import grpc
 import psutil
-import redis
 from spades_server import convert
 from spades_server.gen.spades.v1 import spades_pb2 as pb
 from spades_server.gen.spades.v1 import spades_pb2_grpc
@@ -110,20 +107,18 @@ from spades_server.main import tune_gc
 
 from cpu_usage import GroupMeter as Meter
 from cpu_usage import percent, warn_if_disturbed
+from harness import OPERATOR_MD, Procs, RedisProcess, Server
 from server import (
     ACTIONS_PER_HAND,
-    OPERATOR_MD,
     RESULT_TIMEOUT_S,
     RULESET_PB,
     Control,
-    Server,
     Table,
     _channel,
     ms,
     pct,
     print_grid,
     recv,
-    start_server,
 )
 from spades_engine import Match
 
@@ -152,8 +147,6 @@ ACTION_KINDS = frozenset({"card_played", "bid_made"})
 # The scaling part's matches must not end while they are measured: with random
 # bids the classic preset's mercy score ends most within two hands.
 ENDLESS_PB = pb.Ruleset(preset="classic", no_mercy_score=True, target_score=100_000)
-REDIS_START_S = 10.0
-STOP_WAIT_S = 10.0
 
 
 def clock() -> float:
@@ -161,126 +154,6 @@ def clock() -> float:
 
 
 # -- processes: redis-server, replicas, client processes --------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class RedisProcess:
-    """Debian's redis-server on a free loopback port, files in ``workdir``."""
-
-    def __init__(self, workdir: Path, aof: str | None) -> None:
-        binary = shutil.which("redis-server") or "/usr/bin/redis-server"
-        if not os.access(binary, os.X_OK):
-            raise SystemExit("redis-server is not installed: apt-get install -y redis-server")
-        workdir.mkdir(parents=True, exist_ok=True)
-        self.port = free_port()
-        self.aof = aof
-        argv = [binary, "--port", str(self.port), "--bind", "127.0.0.1"]
-        argv += ["--dir", str(workdir), "--save", "", "--daemonize", "no"]
-        if aof:
-            argv += ["--appendonly", "yes", "--appendfsync", aof]
-        else:
-            argv += ["--appendonly", "no"]
-        self.log_path = workdir / "redis.log"
-        with self.log_path.open("wb") as log:
-            # Its own session: Ctrl-C reaches the bench, which stops the
-            # replicas before their store.
-            self.proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        self.client = redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=10)
-        deadline = time.monotonic() + REDIS_START_S
-        while True:
-            try:
-                if self.client.ping():
-                    break
-            except redis.exceptions.ConnectionError:
-                pass
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(
-                    f"redis-server did not start:\n{self.log_path.read_text()[-2000:]}"
-                )
-            time.sleep(0.02)
-        self.version = str(self.client.info("server")["redis_version"])
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def persistence(self) -> str:
-        if self.aof:
-            return f"AOF, appendfsync {self.aof} (--appendonly yes --appendfsync {self.aof})"
-        return "none (--save '' --appendonly no)"
-
-    def used_memory(self) -> int:
-        return int(self.client.info("memory")["used_memory"])
-
-
-class Procs:
-    """Every process this run started, stopped at its end whatever happens."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.workdir = workdir
-        self.servers: list[Server] = []
-        self.clients: list[BaseProcess] = []
-        self.redis: RedisProcess | None = None
-
-    def replica(
-        self, name: str, store: str, prefix: str = "", extra: tuple[str, ...] = ()
-    ) -> Server:
-        """A server process; with ``store`` redis, on this run's Redis under ``prefix``."""
-        workdir = self.workdir / name
-        workdir.mkdir()
-        args = list(extra)
-        if store == "redis":
-            assert self.redis is not None
-            args += ["--redis-url", self.redis.url, "--redis-prefix", prefix]
-        server = start_server(store, workdir, args, None)
-        self.servers.append(server)
-        return server
-
-    def stop(self, servers: list[Server]) -> None:
-        """SIGTERM to all of them at once, then wait (SIGKILL past STOP_WAIT_S)."""
-        for s in servers:
-            if s.proc.poll() is None:
-                s.proc.terminate()
-        deadline = time.monotonic() + STOP_WAIT_S
-        for s in servers:
-            try:
-                s.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                s.proc.kill()
-                s.proc.wait(timeout=5)
-
-    def stop_all(self) -> None:
-        for p in self.clients:
-            if p.is_alive():
-                p.terminate()
-        for p in self.clients:
-            p.join(timeout=5)
-            if p.is_alive():
-                p.kill()
-                p.join(timeout=5)
-        self.stop(self.servers)
-        if self.redis is not None and self.redis.proc.poll() is None:
-            self.redis.proc.terminate()
-            try:
-                self.redis.proc.wait(timeout=STOP_WAIT_S)
-            except subprocess.TimeoutExpired:
-                self.redis.proc.kill()
-                self.redis.proc.wait(timeout=5)
 
 
 def add_cpu(total: dict[str, float], more: dict[str, float]) -> None:

@@ -53,8 +53,6 @@ import multiprocessing
 import os
 import platform
 import random
-import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -70,12 +68,11 @@ from spades_server.gen.spades.v1 import spades_pb2_grpc
 from spades_server.main import tune_gc
 
 from cpu_usage import Meter, Usage, print_caveats
+from harness import OPERATOR_MD, Server, start_server
 from spades_engine import Match, preset
 from spades_engine.actions import bid as make_bid
 from spades_engine.actions import play as make_play
 
-OPERATOR_TOKEN = "bench-operator"
-OPERATOR_MD = (("authorization", f"Bearer {OPERATOR_TOKEN}"),)
 # Targets (the server issue), for 100 concurrent matches on the embedded store.
 TARGET_MATCHES = 100
 TARGET_P99_MS = 25.0
@@ -89,73 +86,9 @@ ACTIONS_PER_HAND = 4 + 52  # classic: four bids, 52 cards
 # Every action of the classic preset is public (no blind nil, no exchange).
 RULES = preset("classic")
 RULESET_PB = pb.Ruleset(preset="classic")
-READY = re.compile(r"listening on (\S+):(\d+) \(gRPC\)")
 
 
 # -- the server process --------------------------------------------------------------
-
-
-@dataclass
-class Server:
-    proc: subprocess.Popen[str]
-    address: str
-    log_path: Path
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def rss_kib(self) -> int:
-        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-        raise RuntimeError("no VmRSS in /proc/<pid>/status")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
-def start_server(store: str, workdir: Path, extra: list[str], profile: str | None) -> Server:
-    log_path = workdir / "server.log"
-    prefix = ["-m", "cProfile", "-o", profile] if profile else []
-    cmd = [
-        sys.executable,
-        *prefix,
-        "-m",
-        "spades_server.main",
-        "--port",
-        "0",
-        "--metrics-port",
-        "0",
-        "--store",
-        store,
-        "--db",
-        str(workdir / "s.db"),
-        "--operator-token",
-        OPERATOR_TOKEN,
-        "--actions-per-second",
-        "1000000",  # the bench measures the server, not its rate limiter
-        "--max-matches",
-        "1000000",
-        "--grace-seconds",
-        "2",
-        *extra,
-    ]
-    with log_path.open("w") as log:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
-    assert proc.stdout is not None
-    line = proc.stdout.readline()  # printed once the server is ready
-    found = READY.search(line)
-    if found is None:
-        proc.kill()
-        raise SystemExit(f"server did not start: {line!r}\n{log_path.read_text()[-2000:]}")
-    return Server(proc, f"{found.group(1)}:{found.group(2)}", log_path)
 
 
 # -- statistics -------------------------------------------------------------------------

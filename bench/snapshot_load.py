@@ -37,7 +37,8 @@ from spades_server.allowance import SessionLimits
 from spades_server.matches import Registry, SeatSpec
 from spades_server.store.sqlite import SqliteStore
 
-from server import print_table, start_server
+from harness import start_server
+from server import print_table
 from spades_engine import Event, Match, preset
 from spades_engine.bots import BOTS
 

@@ -115,8 +115,9 @@ from spades_server.gen.spades.v1 import spades_pb2_grpc
 from spades_server.main import tune_gc
 
 from cpu_usage import GroupMeter, percents, warn_if_disturbed
+from harness import OPERATOR_MD, OPERATOR_TOKEN
 from replicas import RedisProcess, error_counts, retry_delay
-from server import OPERATOR_MD, OPERATOR_TOKEN, RULES, RULESET_PB, _channel, print_grid
+from server import RULES, RULESET_PB, _channel, print_grid
 from spades_engine import Match
 from spades_engine.actions import bid as make_bid
 from spades_engine.actions import play as make_play

@@ -128,17 +128,8 @@ from spades_server.gen.spades.v1 import spades_pb2_grpc
 from spades_server.main import tune_gc
 
 from cpu_usage import GroupMeter, percents, warn_if_disturbed
-from server import (
-    ACTIONS_PER_HAND,
-    OPERATOR_MD,
-    OPERATOR_TOKEN,
-    RULES,
-    RULESET_PB,
-    ms,
-    pct,
-    print_grid,
-    split,
-)
+from harness import OPERATOR_MD, OPERATOR_TOKEN
+from server import ACTIONS_PER_HAND, RULES, RULESET_PB, ms, pct, print_grid, split
 from spades_engine import Match
 
 PATHS = ("grpc", "grpc-web", "connect")
