@@ -542,7 +542,7 @@ def test_a_replica_watching_many_matches_at_once_hears_every_append(
         writer = RedisStore(server.url, redis_prefix, cluster=kind == "cluster")
         follower = RedisStore(server.url, redis_prefix, cluster=kind == "cluster")
         heard: dict[str, int] = {}
-        follower.follow(lambda m, seq: heard.__setitem__(m, seq), lambda: None)
+        follower.follow(heard.__setitem__, lambda: None)
         ids = [f"w{i}" for i in range(40)]
         for m in ids:
             await writer.create_match(m, b"m", b"s", [ev(1)])
