@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -273,6 +274,23 @@ type Seat struct {
 	c       *Client
 	token   string
 	matchID string
+	// seen is the newest sequence number seen through this Seat (its views,
+	// its actions' results, its sessions' events): View asks for a view at
+	// least as new (min_seq), so that a server replica a moment behind the
+	// one the client left answers only once it has caught up.
+	seen atomic.Uint64
+}
+
+// SeenSeq is the newest sequence number this Seat has seen.
+func (s *Seat) SeenSeq() uint64 { return s.seen.Load() }
+
+func (s *Seat) saw(seq uint64) {
+	for {
+		old := s.seen.Load()
+		if seq <= old || s.seen.CompareAndSwap(old, seq) {
+			return
+		}
+	}
 }
 
 // Seat returns the calls of a seat token (as CreateMatch returned it,
@@ -302,15 +320,24 @@ func (s *Seat) Leave(ctx context.Context) (*spadesv1.LeaveSeatResponse, error) {
 }
 
 // View is the match as the seat may see it, with its legal actions (GetView;
-// retried with backoff while the server is unreachable).
+// retried with backoff while the server is unreachable), at least as new as
+// SeenSeq.
 func (s *Seat) View(ctx context.Context) (*spadesv1.SeatView, error) {
+	return s.ViewAfter(ctx, s.SeenSeq())
+}
+
+// ViewAfter is View at least as new as minSeq; a minSeq the match has not
+// reached is refused (OUT_OF_RANGE, reason SEQ_AHEAD).
+func (s *Seat) ViewAfter(ctx context.Context, minSeq uint64) (*spadesv1.SeatView, error) {
 	ctx, cancel := s.c.callContext(ctx, s.token)
 	defer cancel()
 	var resp *spadesv1.GetViewResponse
+	req := &spadesv1.GetViewRequest{MatchId: s.matchID, MinSeq: minSeq}
 	err := retry(ctx, s.c.cfg.backoff, func() (err error) {
-		resp, err = s.c.rpc.GetView(ctx, &spadesv1.GetViewRequest{MatchId: s.matchID})
+		resp, err = s.c.rpc.GetView(ctx, req)
 		return err
 	})
+	s.saw(resp.GetView().GetAsOfSeq())
 	return resp.GetView(), convert(ctx, err)
 }
 
@@ -327,6 +354,7 @@ func (s *Seat) Submit(ctx context.Context, action *spadesv1.Action, opts ...ActO
 		resp, err = s.c.rpc.SubmitAction(ctx, req)
 		return err
 	})
+	s.saw(resp.GetLastSeq())
 	return resp, convert(ctx, err)
 }
 

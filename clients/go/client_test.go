@@ -407,3 +407,28 @@ func TestActionIDs(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+func TestViewIsAtLeastAsNewAsWhatTheSeatSaw(t *testing.T) {
+	srv := server(t)
+	ctx := testContext(t, time.Minute)
+	r := newRunner(t, srv, classic(3), 0)
+	seat := r.c.Seat(r.token)
+	view, err := seat.View(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seat.SeenSeq() != view.GetAsOfSeq() {
+		t.Fatalf("seen %d after a view as of %d", seat.SeenSeq(), view.GetAsOfSeq())
+	}
+	if len(view.GetLegalActions()) > 0 {
+		done, err := seat.Submit(ctx, view.GetLegalActions()[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seat.SeenSeq() != done.GetLastSeq() {
+			t.Fatalf("seen %d after an action up to %d", seat.SeenSeq(), done.GetLastSeq())
+		}
+	}
+	_, err = seat.ViewAfter(ctx, seat.SeenSeq()+10_000)
+	wantRefusal(t, err, codes.OutOfRange, "SEQ_AHEAD")
+}

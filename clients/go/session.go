@@ -408,6 +408,7 @@ func (s *Session) deliver(resp *spadesv1.PlayResponse) {
 			continue
 		}
 		s.lastSeq = ev.GetSeq()
+		s.seat.saw(s.lastSeq)
 		s.events = append(s.events, ev)
 	}
 	for _, r := range resp.GetResults() {

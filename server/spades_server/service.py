@@ -18,7 +18,7 @@ import structlog
 
 from spades_engine import Match, RulesetError, replay_snapshot
 
-from . import access, auth, convert, play, rpc, tracing
+from . import access, auth, convert, play, replica, rpc, tracing
 from .errors import ServiceError, denied, invalid, unauthenticated
 from .gen.spades.v1 import spades_pb2 as pb
 from .matches import Registry, SeatSpec
@@ -282,6 +282,18 @@ class SpadesService:
     ) -> pb.GetViewResponse:
         session, seat, _ = await self._seat(context, request.match_id)
         async with session.lock:
+            if request.min_seq > session.last_seq and session.shared and not session.broken:
+                # This replica may be a moment behind the one the caller left.
+                await replica.catch_up_locked(session)
+            if request.min_seq > session.last_seq:
+                raise ServiceError(
+                    grpc.StatusCode.OUT_OF_RANGE,
+                    "SEQ_AHEAD",
+                    f"the match has no event {request.min_seq} yet: its last is "
+                    f"{session.last_seq}",
+                    fields=("min_seq",),
+                    metadata={"last_seq": str(session.last_seq)},
+                )
             return pb.GetViewResponse(view=session.view(seat))
 
     async def _act(

@@ -324,6 +324,18 @@ class RedisTarget:
 
     url: str
     flags: tuple[str, ...] = ()
+    nodes: tuple[int, ...] = ()  # the ports of every node
+
+    def drop_subscriptions(self) -> None:
+        """Close every pub/sub connection (CLIENT KILL TYPE pubsub on each
+        node): the replicas hear nothing until they subscribe again."""
+        for port in self.nodes:
+            subprocess.run(
+                ["redis-cli", "-p", str(port), "client", "kill", "type", "pubsub"],
+                capture_output=True,
+                timeout=10,
+                check=True,
+            )
 
 
 @pytest.fixture(params=["single", "cluster"])
@@ -331,6 +343,8 @@ def shared_redis(request: pytest.FixtureRequest) -> RedisTarget:
     """The session's redis-server, then the session's Redis Cluster: a test
     taking it runs on each."""
     if request.param == "single":
-        return RedisTarget(request.getfixturevalue("redis_server").url)
+        server = request.getfixturevalue("redis_server")
+        return RedisTarget(server.url, nodes=(server.port,))
     cluster = request.getfixturevalue("redis_cluster")
-    return RedisTarget(cluster.url, ("--redis-mode", "cluster"))
+    ports = tuple(n.port for n in cluster.nodes)
+    return RedisTarget(cluster.url, ("--redis-mode", "cluster"), ports)

@@ -371,9 +371,11 @@ def create_match(
     return Table(resp.match.match_id, {t.seat: t.token for t in resp.seat_tokens}, resp.match)
 
 
-def get_view(stub: spades_pb2_grpc.SpadesServiceStub, table: Table, seat: int) -> pb.SeatView:
+def get_view(
+    stub: spades_pb2_grpc.SpadesServiceStub, table: Table, seat: int, min_seq: int = 0
+) -> pb.SeatView:
     return stub.GetView(
-        pb.GetViewRequest(match_id=table.match_id),
+        pb.GetViewRequest(match_id=table.match_id, min_seq=min_seq),
         metadata=seat_md(table.tokens[seat]),
         timeout=RPC_TIMEOUT,
     ).view

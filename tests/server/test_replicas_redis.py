@@ -494,3 +494,26 @@ def test_with_wait_an_action_is_acknowledged_only_once_a_redis_replica_has_it(
     submit_once_available(a, table, seat, action, "unconfirmed", "writes to be confirmed again")
     actions = exported_actions(a, table.match_id)
     assert actions[: len(before)] == before and len(actions) == len(before) + 1
+
+
+def test_a_view_asked_at_least_as_new_as_an_action_made_on_another_replica_is(
+    make_server: Callable[..., Server], shared_redis: RedisTarget, redis_prefix: str
+) -> None:
+    """A client that moved replicas names the last seq it saw (``min_seq``):
+    the replica it reaches reads the match first if it is behind."""
+    a, b = replicas(make_server, shared_redis, redis_prefix, 2)
+    table = create_match(a.stub, seed=22)
+    get_view(b.stub, table, 0)  # b holds the match, and follows it
+    for _ in range(5):
+        # b misses the next append: its subscription is gone for a moment.
+        shared_redis.drop_subscriptions()
+        seat = seats_to_act(get_view(a.stub, table, 0))[0]
+        done = submit(a.stub, table, seat, choose(get_view(a.stub, table, seat)))
+        view = get_view(b.stub, table, seat, min_seq=done.last_seq)  # at once, on b
+        assert view.as_of_seq >= done.last_seq
+        time.sleep(1.0)  # b subscribes again
+    ahead = get_match(a.stub, table.match_id).last_seq + 1
+    failure = expect_failure(
+        grpc.StatusCode.OUT_OF_RANGE, get_view, b.stub, table, 0, min_seq=ahead
+    )
+    assert failure.reason == "SEQ_AHEAD" and failure.metadata["last_seq"] == str(ahead - 1)

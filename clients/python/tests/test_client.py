@@ -357,3 +357,28 @@ def test_operator_calls_and_leaving_a_seat(harness: Harness) -> None:
             assert claimed.view.seats[0].control == pb.SEAT_CONTROL_HUMAN
 
     run(main())
+
+
+def test_a_view_is_asked_at_least_as_new_as_what_the_seat_has_seen(harness: Harness) -> None:
+    async def main() -> None:
+        async with sc.connect(harness.address, operator_token=harness.operator_token) as client:
+            seat = await table(client)
+            assert seat.seen_seq == 0
+            view = await my_turn(seat)
+            assert seat.seen_seq == view.as_of_seq
+            done = await seat.submit(view.legal_actions[0])
+            assert seat.seen_seq == done.last_seq  # what the next view must include
+            assert (await seat.view()).as_of_seq >= done.last_seq
+            async with seat.session() as session:
+                await read_through(session, done.last_seq)
+                assert seat.seen_seq >= session.last_seq
+            # A seq the match has not reached: refused, not waited for.
+            with pytest.raises(sc.SpadesError) as ahead:
+                await seat.view(min_seq=seat.seen_seq + 10_000)
+            assert (ahead.value.code, ahead.value.reason) == (
+                grpc.StatusCode.OUT_OF_RANGE,
+                "SEQ_AHEAD",
+            )
+            assert ahead.value.fields == ("min_seq",)
+
+    run(main())

@@ -170,6 +170,14 @@ export class SeatClient {
   /** The match id: the part of the token before its first dot. */
   readonly matchId: string;
 
+  /**
+   * The newest sequence number this seat has seen through this object (its
+   * views, its actions' results, its sessions' events): getView asks for a
+   * view at least as new (`minSeq`), so that a server replica a moment
+   * behind the one the client left answers only once it has caught up.
+   */
+  seenSeq = 0n;
+
   constructor(
     readonly client: SpadesClient,
     readonly token: string,
@@ -192,13 +200,25 @@ export class SeatClient {
     return this.client.unary((o) => this.client.rpc.leaveSeat({ matchId: this.matchId }, o), this.token, opts, true);
   }
 
-  /** The match as this seat may see it, with its legal actions; retried after a dropped connection. */
-  async getView(opts?: CallOpts): Promise<SeatView> {
-    const res = await this.client.unary((o) => this.client.rpc.getView({ matchId: this.matchId }, o), this.token, opts, true);
+  /**
+   * The match as this seat may see it, with its legal actions, at least as new
+   * as `minSeq` (default: `seenSeq`); retried after a dropped connection. A
+   * `minSeq` the match has not reached is refused: OUT_OF_RANGE, reason SEQ_AHEAD.
+   */
+  async getView(opts?: CallOpts & { minSeq?: bigint }): Promise<SeatView> {
+    const request = { matchId: this.matchId, minSeq: opts?.minSeq ?? this.seenSeq };
+    const res = await this.client.unary((o) => this.client.rpc.getView(request, o), this.token, opts, true);
     if (res.view === undefined) {
       throw new SpadesError(Code.Internal, "GetView answered without a view");
     }
+    this.saw(res.view.asOfSeq);
     return res.view;
+  }
+
+  private saw(seq: bigint): void {
+    if (seq > this.seenSeq) {
+      this.seenSeq = seq;
+    }
   }
 
   /**
@@ -206,7 +226,7 @@ export class SeatClient {
    * made up (crypto.randomUUID) unless given; a retry after a dropped
    * connection sends the same id, so the action is applied at most once.
    */
-  submitAction(
+  async submitAction(
     action: ActionInit,
     opts?: CallOpts & { actionId?: string; expectedSeq?: bigint },
   ): Promise<SubmitActionResponse> {
@@ -216,7 +236,9 @@ export class SeatClient {
       action,
       ...(opts?.expectedSeq !== undefined ? { expectedSeq: opts.expectedSeq } : {}),
     };
-    return this.client.unary((o) => this.client.rpc.submitAction(request, o), this.token, opts, true);
+    const res = await this.client.unary((o) => this.client.rpc.submitAction(request, o), this.token, opts, true);
+    this.saw(res.lastSeq);
+    return res;
   }
 
   /** Sends a chat line to the partner (partnership tables, during the bidding); not retried. */
@@ -234,6 +256,10 @@ export class SeatClient {
     return new SeatSession(this.client.rpc, this.token, this.matchId, {
       ...options,
       retry: { ...this.client.retry, ...(options.retry ?? {}) },
+      onSeq: (seq) => {
+        this.saw(seq);
+        options.onSeq?.(seq);
+      },
     });
   }
 

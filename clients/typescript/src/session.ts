@@ -22,6 +22,8 @@ export interface SessionOptions {
   retry?: RetryOptions;
   /** Called before each reconnection, after its delay is chosen. */
   onReconnect?: (info: ReconnectInfo) => void;
+  /** Called with each new last sequence number (SeatClient.open passes its `seen`). */
+  onSeq?: (seq: bigint) => void;
 }
 
 export interface ReconnectInfo {
@@ -209,6 +211,7 @@ export class SeatSession implements AsyncIterable<MatchEvent> {
               continue; // already delivered before a reconnection
             }
             this.seq = event.seq;
+            this.options.onSeq?.(event.seq);
             this.events.push(event);
           }
           for (const result of res.results) {

@@ -119,6 +119,19 @@ describe("the wrapper against a real server", { timeout: 240_000 }, () => {
     assert.equal(claimed.view?.seats[0]?.control, SeatControl.HUMAN);
   });
 
+  it("asks for a view at least as new as what the seat has seen (minSeq)", async () => {
+    const seat = await newMatch(client, 6n);
+    assert.equal(seat.seenSeq, 0n);
+    const view = await seat.getView();
+    assert.equal(seat.seenSeq, view.asOfSeq);
+    const done = await seat.submitAction(view.legalActions[0]!);
+    assert.equal(seat.seenSeq, done.lastSeq); // what the next view must include
+    assert.ok((await seat.getView()).asOfSeq >= done.lastSeq);
+    const err = await refusal(seat.getView({ minSeq: seat.seenSeq + 10_000n }));
+    assert.equal(err.codeName, "OUT_OF_RANGE");
+    assert.equal(err.reason, "SEQ_AHEAD");
+  });
+
   it("refuses a unary call with a typed error: code, reason, rule, field violations", async () => {
     const seat = await newMatch(client);
     const view = await seat.getView();

@@ -390,9 +390,23 @@ class Seat:
         self.token = token
         self.match_id = token.partition(".")[0]
         self._metadata = _bearer(token)
+        # The newest event this seat has seen through this object: its
+        # actions' results, its views, and the events its streams and polls
+        # delivered. ``view`` asks for a view at least as new (``min_seq``),
+        # so that a server replica a moment behind answers only once it has
+        # caught up, as the one the client left had.
+        self.seen_seq = 0
 
     def __repr__(self) -> str:
         return f"Seat(match_id={self.match_id!r})"
+
+    def _saw(self, seq: int) -> None:
+        self.seen_seq = max(self.seen_seq, seq)
+
+    async def _noting(self, events: AsyncIterator[pb.MatchEvent]) -> AsyncIterator[pb.MatchEvent]:
+        async for event in events:
+            self._saw(event.seq)
+            yield event
 
     async def claim(self, *, timeout: float | None = None) -> pb.ClaimSeatResponse:
         """Take the seat (from its bot, or open): the response has the seat and its view."""
@@ -415,15 +429,22 @@ class Seat:
         )
         return response.seat
 
-    async def view(self, *, timeout: float | None = None) -> pb.SeatView:
-        """The match as this seat may see it, with its ``legal_actions``."""
+    async def view(
+        self, *, min_seq: int | None = None, timeout: float | None = None
+    ) -> pb.SeatView:
+        """The match as this seat may see it, with its ``legal_actions``; at
+        least as new as ``min_seq`` (default: ``seen_seq``, the newest event
+        this seat has seen here). A ``min_seq`` the match has not reached
+        raises ``SpadesError`` OUT_OF_RANGE, reason ``SEQ_AHEAD``."""
+        wanted = self.seen_seq if min_seq is None else min_seq
         response: pb.GetViewResponse = await self.client.call(
             self.client.stub.GetView,
-            pb.GetViewRequest(match_id=self.match_id),
+            pb.GetViewRequest(match_id=self.match_id, min_seq=wanted),
             metadata=self._metadata,
             timeout=timeout,
             retry=True,
         )
+        self._saw(response.view.as_of_seq)
         return response.view
 
     async def legal_actions(self, *, timeout: float | None = None) -> list[pb.Action]:
@@ -446,7 +467,7 @@ class Seat:
         )
         if expected_seq is not None:
             request.expected_seq = expected_seq
-        return await self.client.call(
+        response: pb.SubmitActionResponse = await self.client.call(
             self.client.stub.SubmitAction,
             request,
             metadata=self._metadata,
@@ -454,6 +475,8 @@ class Seat:
             retry=True,
             retry_deadline=True,
         )
+        self._saw(response.last_seq)
+        return response
 
     async def chat(self, text: str, *, timeout: float | None = None) -> int:
         """Send a line to the partner (bidding only); its event's sequence number."""
@@ -523,6 +546,7 @@ class Seat:
             self.match_id,
             after_seq=after_seq,
             backoff=backoff or self.client.backoff,
+            on_seq=self._saw,
         )
         self.client._track(session)
         return session
@@ -535,7 +559,8 @@ class Seat:
             request = pb.StreamEventsRequest(match_id=self.match_id, after_seq=after)
             return self.client.stub.StreamEvents(request, metadata=self._metadata)
 
-        return _resuming_events(open_call, after_seq, self.client.backoff, self.client._rng)
+        events = _resuming_events(open_call, after_seq, self.client.backoff, self.client._rng)
+        return self._noting(events)
 
     def poll_events(
         self, *, after_seq: int = 0, wait_ms: int = DEFAULT_POLL_WAIT_MS
@@ -560,7 +585,8 @@ class Seat:
             request = pb.PollEventsRequest(match_id=self.match_id, after_seq=after, wait_ms=wait)
             return self.client.stub.PollEvents(request, metadata=self._metadata, timeout=timeout)
 
-        return _polled_events(poll, after_seq, wait_ms, self.client.backoff, self.client._rng)
+        events = _polled_events(poll, after_seq, wait_ms, self.client.backoff, self.client._rng)
+        return self._noting(events)
 
 
 async def _polled_events(

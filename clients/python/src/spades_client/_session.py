@@ -18,7 +18,7 @@ import contextlib
 import itertools
 import random
 import uuid
-from collections.abc import AsyncIterator, Generator
+from collections.abc import AsyncIterator, Callable, Generator
 from typing import Any, Final
 
 import grpc
@@ -114,11 +114,13 @@ class Session:
         *,
         after_seq: int = 0,
         backoff: Backoff | None = None,
+        on_seq: Callable[[int], None] | None = None,
     ) -> None:
         self._stub = stub
         self._metadata = (("authorization", f"Bearer {token}"),)
         self.match_id = match_id
         self._last_seq = after_seq
+        self._on_seq = on_seq  # told every new last_seq (its Seat's seen_seq)
         self._backoff = backoff or Backoff()
         self._events: asyncio.Queue[pb.MatchEvent | _End] = asyncio.Queue()
         # Actions sent and not answered yet, in the order sent.
@@ -301,6 +303,8 @@ class Session:
                 continue
             self._last_seq = event.seq
             self._events.put_nowait(event)
+        if self._on_seq is not None:
+            self._on_seq(self._last_seq)
         for result in response.results:
             pending = self._answered(result.action_id)
             if pending is None or pending.done():

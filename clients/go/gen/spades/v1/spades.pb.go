@@ -2116,7 +2116,14 @@ func (x *LeaveSeatResponse) GetSeat() int32 {
 type GetViewRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The match id.
-	MatchId       string `protobuf:"bytes,1,opt,name=match_id,json=matchId,proto3" json:"match_id,omitempty"`
+	MatchId string `protobuf:"bytes,1,opt,name=match_id,json=matchId,proto3" json:"match_id,omitempty"`
+	// The view must be at least as new as this sequence number: send the last
+	// one the caller has seen (on a stream, a poll or an action's response),
+	// above all after moving to another server replica, which may be a moment
+	// behind the one it left. A replica behind it reads the match from the
+	// store first; a match with no such event yet is OUT_OF_RANGE (reason
+	// SEQ_AHEAD). 0: the view as the replica has it.
+	MinSeq        uint64 `protobuf:"varint,2,opt,name=min_seq,json=minSeq,proto3" json:"min_seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2156,6 +2163,13 @@ func (x *GetViewRequest) GetMatchId() string {
 		return x.MatchId
 	}
 	return ""
+}
+
+func (x *GetViewRequest) GetMinSeq() uint64 {
+	if x != nil {
+		return x.MinSeq
+	}
+	return 0
 }
 
 // Response of GetView.
@@ -6614,9 +6628,10 @@ const file_spades_v1_spades_proto_rawDesc = "" +
 	"\x10LeaveSeatRequest\x12\x19\n" +
 	"\bmatch_id\x18\x01 \x01(\tR\amatchId\"'\n" +
 	"\x11LeaveSeatResponse\x12\x12\n" +
-	"\x04seat\x18\x01 \x01(\x05R\x04seat\"+\n" +
+	"\x04seat\x18\x01 \x01(\x05R\x04seat\"D\n" +
 	"\x0eGetViewRequest\x12\x19\n" +
-	"\bmatch_id\x18\x01 \x01(\tR\amatchId\":\n" +
+	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12\x17\n" +
+	"\amin_seq\x18\x02 \x01(\x04R\x06minSeq\":\n" +
 	"\x0fGetViewResponse\x12'\n" +
 	"\x04view\x18\x01 \x01(\v2\x13.spades.v1.SeatViewR\x04view\"\xd4\x03\n" +
 	"\x06Action\x12(\n" +

@@ -28,6 +28,11 @@ public final class SeatClient {
   private final SpadesClient client;
   private final String matchId;
   private final String token;
+  // The newest sequence number seen through this object (its views and its actions' results):
+  // getView asks for a view at least as new, so that a server replica a moment behind the one
+  // the client left answers only once it has caught up.
+  private final java.util.concurrent.atomic.AtomicLong seenSeq =
+      new java.util.concurrent.atomic.AtomicLong();
 
   SeatClient(SpadesClient client, String matchId, String token) {
     this.client = client;
@@ -79,8 +84,37 @@ public final class SeatClient {
    * @throws SpadesException if refused
    */
   public SeatView getView() {
-    GetViewRequest request = GetViewRequest.newBuilder().setMatchId(matchId).build();
-    return client.retrying(() -> stub().getView(request).getView());
+    return getView(seenSeq.get());
+  }
+
+  /**
+   * The view at least as new as {@code minSeq} (the last sequence number the caller saw, as after
+   * moving to another server replica). Retried after a dropped connection.
+   *
+   * @param minSeq the sequence number the view must include
+   * @return the view
+   * @throws SpadesException if refused: OUT_OF_RANGE, reason SEQ_AHEAD, when the match has not
+   *     reached {@code minSeq}
+   */
+  public SeatView getView(long minSeq) {
+    GetViewRequest request =
+        GetViewRequest.newBuilder().setMatchId(matchId).setMinSeq(minSeq).build();
+    SeatView view = client.retrying(() -> stub().getView(request).getView());
+    saw(view.getAsOfSeq());
+    return view;
+  }
+
+  /**
+   * The newest sequence number this object has seen (its views and its actions' results).
+   *
+   * @return the sequence number, 0 before any
+   */
+  public long getSeenSeq() {
+    return seenSeq.get();
+  }
+
+  private void saw(long seq) {
+    seenSeq.accumulateAndGet(seq, Math::max);
   }
 
   /**
@@ -113,7 +147,9 @@ public final class SeatClient {
       b.setExpectedSeq(expectedSeq);
     }
     SubmitActionRequest request = b.build();
-    return client.retrying(() -> stub().submitAction(request));
+    SubmitActionResponse response = client.retrying(() -> stub().submitAction(request));
+    saw(response.getLastSeq());
+    return response;
   }
 
   /**

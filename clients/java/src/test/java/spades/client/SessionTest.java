@@ -191,6 +191,22 @@ class SessionTest {
 
   @ParameterizedTest
   @EnumSource(Transport.class)
+  void aViewIsAtLeastAsNewAsWhatTheSeatSaw(Transport transport) {
+    try (SpadesClient client = client(transport)) {
+      SeatClient seat = client.seat(newMatch(client).getSeatTokens(0).getToken());
+      seat.claim();
+      assertEquals(0, seat.getSeenSeq());
+      SeatView view = seat.getView();
+      assertEquals(view.getAsOfSeq(), seat.getSeenSeq());
+      SpadesException ahead =
+          assertThrows(SpadesException.class, () -> seat.getView(seat.getSeenSeq() + 10_000));
+      assertEquals(Status.Code.OUT_OF_RANGE, ahead.getCode());
+      assertEquals("SEQ_AHEAD", ahead.getReason());
+    }
+  }
+
+  @ParameterizedTest
+  @EnumSource(Transport.class)
   void refusedActionOnPlayIsTypedAndTheSessionGoesOn(Transport transport) throws Exception {
     try (SpadesClient client = client(transport)) {
       SeatClient seat = claimedSeat(client);
