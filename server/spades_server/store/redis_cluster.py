@@ -43,7 +43,8 @@ def make_client(url: str, max_connections: int, timeout_s: float) -> aiocluster.
     primary is being replaced (``require_full_coverage=False``)."""
     return aiocluster.RedisCluster.from_url(
         url,
-        max_connections=max_connections + SPARE_CONNECTIONS,
+        # An append holds two (its script and the due set's ZADD, at once).
+        max_connections=2 * max_connections + SPARE_CONNECTIONS,
         socket_timeout=timeout_s,
         socket_connect_timeout=timeout_s,
         require_full_coverage=False,
