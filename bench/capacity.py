@@ -61,45 +61,51 @@ CREATE_CONCURRENCY = 50
 
 
 def run_shards(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
-    ctx = multiprocessing.get_context("spawn")
     steps = []
-    for n in args.shards:
-        procs = Procs(tmp / f"shards{n}")
-        procs.workdir.mkdir()
-        try:
-            cluster = RedisClusterProcess(procs.workdir / "redis", n)
-            procs.redis = cluster
-            servers = [procs.replica(f"replica{i}", "redis", "cap") for i in range(n)]
-            cfg = {"matches": args.tables_per_shard * n, "seed": args.seed, "stagger_s": 0.0}
-            parent, child = ctx.Pipe()
-            client = ctx.Process(
-                target=load_client, args=(child, [s.address for s in servers], cfg), daemon=True
-            )
-            client.start()
-            procs.clients.append(client)
-            if recv(parent, SETUP_TIMEOUT_S) != "ready":
-                raise SystemExit(f"the client of {n} shard(s) failed during set-up")
-            meter = GroupMeter(
-                {
-                    "servers": [s.pid for s in servers],
-                    "redis": cluster.pids,
-                    "client": [client.pid or 0],
-                }
-            )
-            parent.send(("actions", WARMUP_S, args.seconds, 0.0))
-            time.sleep(WARMUP_S)
-            before = cluster.stats()
-            meter.start()
-            answer = recv(parent, args.seconds + PHASE_SLACK_S)
-            cpu = meter.stop()
-            after = cluster.stats()
-            parent.send(("stop",))
-            final = recv(parent, 60.0)
-            client.join(timeout=30)
-            steps.append(_step(n, answer, cpu, before, after, final))
-        finally:
-            procs.stop_all()
+    for placement in args.placements:
+        for n in args.shards:
+            steps.append(_shard_step(args, tmp / f"{placement}{n}", n, placement))
     return steps
+
+
+def _shard_step(args: argparse.Namespace, workdir: Path, n: int, placement: str) -> dict[str, Any]:
+    ctx = multiprocessing.get_context("spawn")
+    procs = Procs(workdir)
+    procs.workdir.mkdir()
+    try:
+        cluster = RedisClusterProcess(procs.workdir / "redis", n)
+        procs.redis = cluster
+        servers = [procs.replica(f"replica{i}", "redis", "cap") for i in range(n)]
+        cfg = {"matches": args.tables_per_shard * n, "seed": args.seed, "stagger_s": 0.0}
+        cfg["together"] = placement == "together"
+        parent, child = ctx.Pipe()
+        client = ctx.Process(
+            target=load_client, args=(child, [s.address for s in servers], cfg), daemon=True
+        )
+        client.start()
+        procs.clients.append(client)
+        if recv(parent, SETUP_TIMEOUT_S) != "ready":
+            raise SystemExit(f"the client of {n} shard(s) failed during set-up")
+        meter = GroupMeter(
+            {
+                "servers": [s.pid for s in servers],
+                "redis": cluster.pids,
+                "client": [client.pid or 0],
+            }
+        )
+        parent.send(("actions", WARMUP_S, args.seconds, 0.0))
+        time.sleep(WARMUP_S)
+        before = cluster.stats()
+        meter.start()
+        answer = recv(parent, args.seconds + PHASE_SLACK_S)
+        cpu = meter.stop()
+        after = cluster.stats()
+        parent.send(("stop",))
+        final = recv(parent, 60.0)
+        client.join(timeout=30)
+        return {"placement": placement, **_step(n, answer, cpu, before, after, final)}
+    finally:
+        procs.stop_all()
 
 
 def _step(
@@ -202,13 +208,23 @@ def run_idle(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 
 def print_shards(steps: list[dict[str, Any]]) -> None:
     print("\nThroughput by Redis Cluster primaries (as many service replicas), saturated")
-    header = ["primaries", "actions/s", "p50 ms", "p99 ms", "servers %", "redis %", "client %"]
+    header = [
+        "seats",
+        "primaries",
+        "actions/s",
+        "p50 ms",
+        "p99 ms",
+        "servers %",
+        "redis %",
+        "client %",
+    ]
     header += ["server µs/act", "redis µs/act", "cmds/act", "B in/act", "B out/act", "errors"]
     rows = []
     for s in steps:
         c = s["cpu_percent"]
         rows.append(
             [
+                s["placement"],
                 str(s["shards"]),
                 f"{s['actions_per_second']:,.0f}",
                 f"{s['action_ms_p50']:.1f}",
@@ -227,7 +243,7 @@ def print_shards(steps: list[dict[str, Any]]) -> None:
     print_grid(header, rows)
     for s in steps:
         if s["errors"]:
-            print(f"  {s['shards']} primaries: errors {s['error_kinds']}")
+            print(f"  {s['placement']}, {s['shards']} primaries: errors {s['error_kinds']}")
 
 
 def print_idle(r: dict[str, Any]) -> None:
@@ -245,6 +261,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--parts", default="shards,idle", help="shards,idle (both)")
     ap.add_argument("--shards", default="1,2,3", help="primaries per step (1,2,3)")
+    ap.add_argument(
+        "--placements",
+        default="together,spread",
+        help="together: a table's four seats on one replica (a load balancer that hashes "
+        "the match id); spread: each seat on another, so every replica follows every match",
+    )
     ap.add_argument("--tables-per-shard", type=int, default=40, help="tables per primary (40)")
     ap.add_argument("--seconds", type=float, default=10.0, help="measured seconds per step (10)")
     ap.add_argument("--idle-tables", type=int, default=2000, help="idle: tables (2000)")
@@ -253,6 +275,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     args.parts = args.parts.split(",")
     args.shards = [int(n) for n in args.shards.split(",")]
+    args.placements = args.placements.split(",")
     return args
 
 

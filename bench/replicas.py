@@ -222,7 +222,9 @@ async def _load_client(conn: Connection, addresses: list[str], cfg: dict[str, An
             stubs[k % n],
             control,
             random.Random(rng.getrandbits(64)),
-            [stubs[(i + k) % n] for i in range(4)],
+            # Spread: seat i of table k on replica (i + k) % n, so that every
+            # replica follows every match; together: all four on replica k % n.
+            [stubs[k % n if cfg.get("together") else (i + k) % n] for i in range(4)],
         )
         for k in range(cfg["matches"])
     ]
