@@ -14,12 +14,13 @@ Parts (``--parts``, all by default):
   measured saturated (no think time) for ``--seconds``: accepted actions/s,
   a Play action's latency (p50/p99), CPU per action of the servers, the
   Redis nodes and the client, and from every primary's INFO the commands and
-  network bytes per action.
+  network bytes per action; and at set-up (every table created, its four
+  Play streams open, nothing played) the replicas' RSS and Redis's memory
+  per table.
 * **idle**: on a 3-primary cluster, one replica: ``--idle-tables`` matches
-  created and left waiting (no stream), then each with one Spectate stream.
-  Measured: Redis memory and the replica's RSS per table, the replica's RSS
-  per open stream, and Redis commands per idle table per second over
-  ``--seconds``.
+  created and left waiting (no stream). Measured: Redis memory and the
+  replica's RSS per table, and Redis commands per idle table per second
+  over ``--seconds``.
 
 Everything runs on this machine's cores at once (servers, Redis nodes and
 clients share them): the per-core figures (actions per CPU-second of the
@@ -82,10 +83,17 @@ def _shard_step(args: argparse.Namespace, workdir: Path, n: int, placement: str)
         client = ctx.Process(
             target=load_client, args=(child, [s.address for s in servers], cfg), daemon=True
         )
+        rss0, redis0 = sum(s.rss_kib() for s in servers), cluster.used_memory()
         client.start()
         procs.clients.append(client)
         if recv(parent, SETUP_TIMEOUT_S) != "ready":
             raise SystemExit(f"the client of {n} shard(s) failed during set-up")
+        time.sleep(0.5)
+        tables = cfg["matches"]
+        memory = {
+            "replica_kib_per_table": (sum(s.rss_kib() for s in servers) - rss0) / tables,
+            "redis_bytes_per_table": (cluster.used_memory() - redis0) / tables,
+        }
         meter = GroupMeter(
             {
                 "servers": [s.pid for s in servers],
@@ -103,7 +111,8 @@ def _shard_step(args: argparse.Namespace, workdir: Path, n: int, placement: str)
         parent.send(("stop",))
         final = recv(parent, 60.0)
         client.join(timeout=30)
-        return {"placement": placement, **_step(n, answer, cpu, before, after, final)}
+        step = _step(n, answer, cpu, before, after, final)
+        return {"placement": placement, **step, "tables": tables, **memory}
     finally:
         procs.stop_all()
 
@@ -153,15 +162,6 @@ async def _create(stub: spades_pb2_grpc.SpadesServiceStub, count: int) -> list[s
     return ids
 
 
-async def _spectate_all(address: str, ids: list[str]) -> tuple[grpc.aio.Channel, list[Any]]:
-    channel = grpc.aio.insecure_channel(address)
-    stub = spades_pb2_grpc.SpadesServiceStub(channel)
-    calls = [stub.Spectate(pb.SpectateRequest(match_id=m)) for m in ids]
-    for call in calls:  # each stream's first event: it is open on the server
-        await call.read()
-    return channel, calls
-
-
 async def _idle(args: argparse.Namespace, procs: Procs) -> dict[str, Any]:
     assert isinstance(procs.redis, RedisClusterProcess)
     cluster = procs.redis
@@ -178,19 +178,13 @@ async def _idle(args: argparse.Namespace, procs: Procs) -> dict[str, Any]:
     await asyncio.sleep(args.seconds)
     after = cluster.stats()
     quiet = after["total_commands_processed"] - before["total_commands_processed"]
-    spectators, calls = await _spectate_all(server.address, ids)
-    await asyncio.sleep(1.0)
-    rss2 = server.rss_kib()
-    for call in calls:
-        call.cancel()
-    await spectators.close()
+    assert len(ids) == args.idle_tables
     await channel.close()
     n = args.idle_tables
     return {
         "tables": n,
         "redis_bytes_per_table": (redis1 - redis0) / n,
         "replica_kib_per_table": (rss1 - rss0) / n,
-        "replica_kib_per_stream": (rss2 - rss1) / n,
         "redis_commands_per_idle_table_per_second": quiet / n / args.seconds,
         "redis_commands_per_second_idle": quiet / args.seconds,
     }
@@ -241,6 +235,14 @@ def print_shards(steps: list[dict[str, Any]]) -> None:
             ]
         )
     print_grid(header, rows)
+    print(
+        "memory at set-up (each table created and its four Play streams open, nothing played): "
+        + "; ".join(
+            f"{s['placement']} {s['shards']}: replicas {s['replica_kib_per_table']:.1f} KiB, "
+            f"Redis {s['redis_bytes_per_table'] / 1024:.1f} KiB per table"
+            for s in steps
+        )
+    )
     for s in steps:
         if s["errors"]:
             print(f"  {s['placement']}, {s['shards']} primaries: errors {s['error_kinds']}")
@@ -250,7 +252,6 @@ def print_idle(r: dict[str, Any]) -> None:
     print(f"\nAn idle table ({r['tables']:,} tables on one replica, a 3-primary cluster)")
     print(f"  Redis memory per table        {r['redis_bytes_per_table']:,.0f} B")
     print(f"  replica memory per table      {r['replica_kib_per_table']:,.1f} KiB")
-    print(f"  replica memory per stream     {r['replica_kib_per_stream']:,.1f} KiB")
     print(
         f"  Redis commands while idle     {r['redis_commands_per_second_idle']:,.1f}/s in all, "
         f"{r['redis_commands_per_idle_table_per_second']:.4f}/s per table"
