@@ -6,7 +6,7 @@ table costs.
 Parts (``--parts``, all by default):
 
 * **shards**: for N in ``--shards`` (1,2,3): a cluster of N primaries (no
-  replicas: this is throughput, not failover) made by harness.py, N server
+  replicas: this is throughput, not failover) made by processes.py, N server
   replicas on it (``--redis-mode cluster``), and bench/replicas.py's load
   client: ``--tables-per-shard`` x N tables of four seats, table k created on
   replica k % N and its seat i acting through replica (i + k) % N, so that
@@ -51,7 +51,7 @@ from spades_server.gen.spades.v1 import spades_pb2 as pb
 from spades_server.gen.spades.v1 import spades_pb2_grpc
 
 from cpu_usage import GroupMeter, percent
-from harness import OPERATOR_MD, Procs, RedisClusterProcess
+from processes import OPERATOR_MD, Procs, RedisClusterProcess
 from replicas import error_counts, load_client
 from server import ms, pct, print_grid, recv
 

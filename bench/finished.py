@@ -28,7 +28,7 @@ from typing import Any
 from spades_server.gen.spades.v1 import spades_pb2 as pb
 from spades_server.gen.spades.v1 import spades_pb2_grpc
 
-from harness import OPERATOR_MD, start_server
+from processes import OPERATOR_MD, start_server
 from server import RULESET_PB, _channel, print_table
 
 WARMUP_MATCHES = 100  # allocator arenas and caches first; not counted

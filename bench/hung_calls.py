@@ -49,7 +49,7 @@ from typing import Any
 import grpc
 
 from cpu_usage import GroupMeter, percents, warn_if_disturbed
-from harness import start_server
+from processes import start_server
 from server import ms, pct, print_table
 
 SERVICE = "/spades.v1.SpadesService/"

@@ -57,7 +57,7 @@ from spades_server.gen.spades.v1 import lobby_pb2 as lpb
 from spades_server.gen.spades.v1 import lobby_pb2_grpc
 from spades_server.gen.spades.v1 import spades_pb2 as pb
 
-from harness import RedisProcess, start_server
+from processes import RedisProcess, start_server
 from server import pct
 
 ISSUER, AUDIENCE = "bench", "spades-bench"

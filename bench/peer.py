@@ -77,7 +77,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import edge  # bench/edge.py
 from cpu_usage import machine_busy_seconds, warn_if_disturbed
-from harness import OPERATOR_TOKEN, start_server
+from processes import OPERATOR_TOKEN, start_server
 from server import print_grid
 
 ROOT = Path(__file__).resolve().parent.parent

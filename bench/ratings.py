@@ -89,7 +89,7 @@ from spades_server.store.lobby_sqlite import SqliteLobby
 from spades_server.store.redis import RedisStore
 from spades_server.store.sqlite import SqliteStore
 
-from harness import RedisProcess
+from processes import RedisProcess
 from server import pct  # bench/server.py
 
 UPDATE_POOL = "polish"  # the updates part's pool

@@ -107,7 +107,7 @@ from spades_server.main import tune_gc
 
 from cpu_usage import GroupMeter as Meter
 from cpu_usage import percent, warn_if_disturbed
-from harness import OPERATOR_MD, Procs, RedisProcess, Server
+from processes import OPERATOR_MD, Procs, RedisProcess, Server
 from server import (
     ACTIONS_PER_HAND,
     RESULT_TIMEOUT_S,

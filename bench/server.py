@@ -68,7 +68,7 @@ from spades_server.gen.spades.v1 import spades_pb2_grpc
 from spades_server.main import tune_gc
 
 from cpu_usage import Meter, Usage, print_caveats
-from harness import OPERATOR_MD, Server, start_server
+from processes import OPERATOR_MD, Server, start_server
 from spades_engine import Match, preset
 from spades_engine.actions import bid as make_bid
 from spades_engine.actions import play as make_play

@@ -37,7 +37,7 @@ from spades_server.allowance import SessionLimits
 from spades_server.matches import Registry, SeatSpec
 from spades_server.store.sqlite import SqliteStore
 
-from harness import start_server
+from processes import start_server
 from server import print_table
 from spades_engine import Event, Match, preset
 from spades_engine.bots import BOTS

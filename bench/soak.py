@@ -115,7 +115,7 @@ from spades_server.gen.spades.v1 import spades_pb2_grpc
 from spades_server.main import tune_gc
 
 from cpu_usage import GroupMeter, percents, warn_if_disturbed
-from harness import OPERATOR_MD, OPERATOR_TOKEN
+from processes import OPERATOR_MD, OPERATOR_TOKEN
 from replicas import RedisProcess, error_counts, retry_delay
 from server import RULES, RULESET_PB, _channel, print_grid
 from spades_engine import Match

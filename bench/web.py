@@ -128,7 +128,7 @@ from spades_server.gen.spades.v1 import spades_pb2_grpc
 from spades_server.main import tune_gc
 
 from cpu_usage import GroupMeter, percents, warn_if_disturbed
-from harness import OPERATOR_MD, OPERATOR_TOKEN
+from processes import OPERATOR_MD, OPERATOR_TOKEN
 from server import ACTIONS_PER_HAND, RULES, RULESET_PB, ms, pct, print_grid, split
 from spades_engine import Match
 

@@ -289,8 +289,7 @@ class SpadesService:
                 raise ServiceError(
                     grpc.StatusCode.OUT_OF_RANGE,
                     "SEQ_AHEAD",
-                    f"the match has no event {request.min_seq} yet: its last is "
-                    f"{session.last_seq}",
+                    f"the match has no event {request.min_seq} yet: its last is {session.last_seq}",
                     fields=("min_seq",),
                     metadata={"last_seq": str(session.last_seq)},
                 )
