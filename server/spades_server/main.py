@@ -783,20 +783,12 @@ def configure_logging(level: str) -> None:
     )
 
 
-def redis_target(url: str, mode: str) -> tuple[str, bool]:
-    """The URL redis-py takes, and whether it names a cluster: by the mode,
-    or by a ``redis+cluster://`` (``rediss+cluster://``) scheme."""
-    for scheme in ("redis", "rediss"):
-        if url.startswith(f"{scheme}+cluster://"):
-            return f"{scheme}://" + url[len(scheme) + len("+cluster://") :], True
-    return url, mode == "cluster"
-
-
 def make_store(args: argparse.Namespace) -> Store:
     if args.store == "memory":
         return MemoryStore()
     if args.store == "redis":
         from .store.redis import RedisStore  # redis-py is needed only here
+        from .store.redis_cluster import redis_target
 
         url, cluster = redis_target(args.redis_url, args.redis_mode)
         return RedisStore(

@@ -34,6 +34,7 @@ from spades_server.store import (
 )
 from spades_server.store.memory import MemoryStore
 from spades_server.store.redis import RedisStore
+from spades_server.store.redis_cluster import redis_target
 from spades_server.store.sqlite import SqliteStore
 
 MakeStore = Callable[..., Store]
@@ -430,13 +431,13 @@ def test_the_linger_is_a_server_flag_with_bounds(capsys: pytest.CaptureFixture[s
 def test_the_redis_mode_is_a_flag_or_the_urls_scheme(capsys: pytest.CaptureFixture[str]) -> None:
     assert main.parse_args([]).redis_mode == "single"
     args = main.parse_args(["--store", "redis", "--redis-mode", "cluster"])
-    assert main.redis_target(args.redis_url, args.redis_mode) == ("redis://127.0.0.1:6379/0", True)
+    assert redis_target(args.redis_url, args.redis_mode) == ("redis://127.0.0.1:6379/0", True)
     for url, mode, expected in (
         ("redis+cluster://:pw@node:7000", "single", ("redis://:pw@node:7000", True)),
         ("rediss+cluster://node:7000/0", "single", ("rediss://node:7000/0", True)),
         ("redis://node:6379/0", "single", ("redis://node:6379/0", False)),
     ):
-        assert main.redis_target(url, mode) == expected
+        assert redis_target(url, mode) == expected
     with pytest.raises(SystemExit) as info:
         main.parse_args(["--redis-mode", "sharded"])
     assert info.value.code == 2

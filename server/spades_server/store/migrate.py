@@ -25,6 +25,7 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from .redis import RedisStore
+from .redis_cluster import redis_target
 
 BATCH = 500
 
@@ -42,7 +43,7 @@ class TargetNotEmpty(Exception):
 
 async def migrate(source_url: str, target_url: str, prefix: str) -> Copied:
     source = aioredis.Redis.from_url(source_url)
-    target = RedisStore(_cluster_url(target_url), prefix, cluster=True)
+    target = RedisStore(redis_target(target_url)[0], prefix, cluster=True)
     try:
         if await target.match_ids():
             raise TargetNotEmpty(f"the cluster already holds matches of prefix {prefix!r}")
@@ -54,13 +55,6 @@ async def migrate(source_url: str, target_url: str, prefix: str) -> Copied:
     finally:
         await source.aclose()
         await target.close()
-
-
-def _cluster_url(url: str) -> str:
-    for scheme in ("redis", "rediss"):
-        if url.startswith(f"{scheme}+cluster://"):
-            return f"{scheme}://" + url[len(scheme) + len("+cluster://") :]
-    return url
 
 
 async def _copy_keys(

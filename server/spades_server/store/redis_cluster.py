@@ -38,6 +38,15 @@ REDIRECTS = 8  # MOVED / ASK / TRYAGAIN followed per append before giving up
 SPARE_CONNECTIONS = 8
 
 
+def redis_target(url: str, mode: str = "single") -> tuple[str, bool]:
+    """The URL redis-py takes, and whether it names a cluster: by ``mode``
+    ("cluster"), or by a ``redis+cluster://`` (``rediss+cluster://``) scheme."""
+    for scheme in ("redis", "rediss"):
+        if url.startswith(f"{scheme}+cluster://"):
+            return f"{scheme}://" + url[len(scheme) + len("+cluster://") :], True
+    return url, mode == "cluster"
+
+
 def make_client(url: str, max_connections: int, timeout_s: float) -> aiocluster.RedisCluster:
     """A cluster client that keeps serving the slots that are up while a
     primary is being replaced (``require_full_coverage=False``)."""
