@@ -120,6 +120,7 @@ bench: install redis-server
 	$(PYTHON) bench/web.py --mode capacity
 	$(PYTHON) bench/replicas.py
 	$(PYTHON) bench/capacity.py
+	$(PYTHON) bench/redis_reads.py
 	$(PYTHON) bench/soak.py
 	$(PYTHON) bench/lobby.py
 	cd bench/peer/colyseus && npm ci --no-audit --no-fund --silent

@@ -540,8 +540,9 @@ class RedisStore:
     async def _read(
         self, match_id: str, with_snapshot: bool, after_actions: int, after_seq: int
     ) -> tuple[list[Any], list[bytes], list[Any]]:
-        """One read script (atomic, one round trip: a MULTI pipeline through
-        redis-py's cluster client took 7 times as long)."""
+        """One read script (atomic, one round trip). The MULTI pipeline it
+        replaced took 1,705 µs a tail through redis-py's cluster client, the
+        script 395 µs; on one Redis 314 and 432 µs (bench/redis_reads.py)."""
         base, log_key, actions, _ = self._keys(match_id)
         args = [1 if with_snapshot else 0, after_actions, f"({_entry(after_seq)}"]
         found = await self._call(
