@@ -540,9 +540,12 @@ class RedisStore:
     async def _read(
         self, match_id: str, with_snapshot: bool, after_actions: int, after_seq: int
     ) -> tuple[list[Any], list[bytes], list[Any]]:
-        """One read script (atomic, one round trip). The MULTI pipeline it
-        replaced took 1,705 µs a tail through redis-py's cluster client, the
-        script 395 µs; on one Redis 314 and 432 µs (bench/redis_reads.py)."""
+        """One read script (atomic, one round trip). bench/redis_reads.py
+        --calls 2000, two runs each: a tail took 1,750-1,957 µs through
+        redis-py's cluster client as the MULTI pipeline it replaced, 331-376
+        as the script; on one Redis 409-418 and 385-403. A whole load on one
+        Redis costs more as a script (492-530 -> 640-660 µs: Lua builds the
+        reply), which a reload or a takeover pays, not an action."""
         base, log_key, actions, _ = self._keys(match_id)
         args = [1 if with_snapshot else 0, after_actions, f"({_entry(after_seq)}"]
         found = await self._call(
