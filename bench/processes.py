@@ -284,7 +284,6 @@ class Procs:
         self.servers: list[Server] = []
         self.clients: list[BaseProcess] = []
         self.redis: RedisProcess | RedisClusterProcess | None = None
-        self.more_redis: list[RedisProcess | RedisClusterProcess] = []
 
     def replica(
         self, name: str, store: str, prefix: str = "", extra: tuple[str, ...] = ()
@@ -323,6 +322,5 @@ class Procs:
                 p.kill()
                 p.join(timeout=5)
         self.stop(self.servers)
-        for r in [self.redis, *self.more_redis]:
-            if r is not None:
-                r.stop()
+        if self.redis is not None:
+            self.redis.stop()

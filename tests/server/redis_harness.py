@@ -190,10 +190,6 @@ class RedisCluster:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.nodes[0].port}/0"
 
-    @property
-    def urls(self) -> list[str]:
-        return [n.url for n in self.nodes]
-
     def start(self) -> None:
         for node in self.nodes:
             node.start()
