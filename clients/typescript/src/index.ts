@@ -30,6 +30,7 @@ export {
 } from "./events.js";
 export { SpadesError, Code, codeName, type FieldViolation } from "./errors.js";
 export { backoffDelay, resolveRetry, type RetryOptions } from "./backoff.js";
+export { traceContext, type TraceContextApi } from "./tracing.js";
 // Every message, enum and schema of spades.v1 (MatchEvent, SeatView, Suit, ...;
 // and the lobby's: Table, Ticket, Placement, TableState, LobbyService, ...).
 export * from "./gen/spades/v1/spades_pb.js";

@@ -2,9 +2,10 @@
 // carries the bidirectional Play call. Browsers will get their own module.
 import { readFileSync } from "node:fs";
 import type { SecureClientSessionOptions } from "node:http2";
-import type { Transport } from "@connectrpc/connect";
+import type { Interceptor, Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { SpadesClient, type SpadesClientOptions } from "./client.js";
+import { traceContext } from "./tracing.js";
 
 export interface NodeConnectOptions extends Omit<SpadesClientOptions, "transport"> {
   /**
@@ -17,6 +18,12 @@ export interface NodeConnectOptions extends Omit<SpadesClientOptions, "transport
   keepaliveMs?: number;
   /** How long a keepalive ping may go unanswered before the connection counts as dead (default 15000). */
   keepaliveTimeoutMs?: number;
+  /**
+   * Connect interceptors of every call, the first outermost. The transport's
+   * own, `traceContext()`, comes after them: a span one of them makes
+   * current for a call is the one the call carries.
+   */
+  interceptors?: Interceptor[];
 }
 
 /** PEM files of a TLS connection (see `tlsFiles`). */
@@ -59,13 +66,18 @@ export function baseUrl(address: string, tls: boolean | SecureClientSessionOptio
   return `${tls ? "https" : "http"}://${address}`;
 }
 
-/** A gRPC transport over HTTP/2 to `address`. */
+/**
+ * A gRPC transport over HTTP/2 to `address`. Its calls carry the active
+ * OpenTelemetry context when the application has `@opentelemetry/api`
+ * (`traceContext`), after `interceptors`.
+ */
 export function createNodeTransport(address: string, options: Omit<NodeConnectOptions, keyof SpadesClientOptions> = {}): Transport {
-  const { tls, keepaliveMs = 30_000, keepaliveTimeoutMs = 15_000 } = options;
+  const { tls, keepaliveMs = 30_000, keepaliveTimeoutMs = 15_000, interceptors = [] } = options;
   return createGrpcTransport({
     baseUrl: baseUrl(address, tls),
     pingIntervalMs: keepaliveMs,
     pingTimeoutMs: keepaliveTimeoutMs,
+    interceptors: [...interceptors, traceContext()],
     ...(typeof tls === "object" ? { nodeOptions: tls } : {}),
   });
 }
@@ -76,11 +88,12 @@ export function createNodeTransport(address: string, options: Omit<NodeConnectOp
  *     const client = connect("localhost:50051", { operatorToken });
  */
 export function connect(address: string, options: NodeConnectOptions = {}): SpadesClient {
-  const { tls, keepaliveMs, keepaliveTimeoutMs, ...rest } = options;
+  const { tls, keepaliveMs, keepaliveTimeoutMs, interceptors, ...rest } = options;
   const transportOptions = {
     ...(tls !== undefined ? { tls } : {}),
     ...(keepaliveMs !== undefined ? { keepaliveMs } : {}),
     ...(keepaliveTimeoutMs !== undefined ? { keepaliveTimeoutMs } : {}),
+    ...(interceptors !== undefined ? { interceptors } : {}),
   };
   return new SpadesClient({ ...rest, transport: createNodeTransport(address, transportOptions) });
 }

@@ -335,6 +335,9 @@ describe("through Envoy, as a browser calls", { timeout: 300_000 }, () => {
         "connect-timeout-ms",
         "grpc-timeout",
         "x-request-id",
+        "traceparent",
+        "tracestate",
+        "baggage",
       ]) {
         assert.ok(allowed.includes(name), `${name} is allowed`);
       }

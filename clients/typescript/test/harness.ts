@@ -50,9 +50,21 @@ export function python(): string {
 
 /** serve.py with `args` (`"--tls"`: TLS only, operator calls over mutual TLS on their own port). */
 export async function startServer(...args: string[]): Promise<Server> {
-  const child = spawn(python(), [join(ROOT, "clients", "conformance", "serve.py"), ...args], {
+  return startServerWith({ args });
+}
+
+export interface ServerOptions {
+  /** serve.py's arguments (see startServer). */
+  args?: string[];
+  /** Added to this process's environment for serve.py, which passes it on to the server (OTEL_*); undefined removes one. */
+  env?: Record<string, string | undefined>;
+}
+
+export async function startServerWith(options: ServerOptions): Promise<Server> {
+  const child = spawn(python(), [join(ROOT, "clients", "conformance", "serve.py"), ...(options.args ?? [])], {
     cwd: ROOT,
     stdio: ["pipe", "pipe", "inherit"],
+    env: { ...process.env, ...options.env },
   });
   const exited = new Promise<void>((done) => child.once("exit", () => done()));
   let ready: Ready;
