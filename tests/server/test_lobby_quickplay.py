@@ -33,8 +33,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     assert srv.stop() == 0, srv.log_tail()
 
 
-def ask(p: Player, rules: pb.Ruleset | None = None, partner: str = "") -> lpb.Ticket:
-    request = lpb.QuickPlayRequest(partner_player_id=partner)
+def ask(
+    p: Player, rules: pb.Ruleset | None = None, partner: str = "", request_id: str = ""
+) -> lpb.Ticket:
+    request = lpb.QuickPlayRequest(partner_player_id=partner, request_id=request_id)
     if rules is not None:
         request.ruleset.CopyFrom(rules)
     ticket: lpb.Ticket = p.call("QuickPlay", request).ticket
@@ -189,6 +191,38 @@ def test_one_ticket_per_player_and_cancelling(server: Server) -> None:
     time.sleep(BOT_WAIT_S + 0.5)
     after = p.call("GetTicket", lpb.GetTicketRequest(ticket_id=ticket.ticket_id)).ticket
     assert after.state == lpb.TICKET_STATE_CANCELLED and not after.placement.match_id
+
+
+def test_a_quick_play_resent_with_its_request_id_answers_with_the_ticket_it_made(
+    server: Server,
+) -> None:
+    # What a client that lost the answers meets: here, the party's first
+    # player resends after the party has been placed (a failover of the
+    # lobby's Redis did that; test_replicas_cluster.py runs it).
+    queue = rules(9)
+    ann, ben = player(server, "ann"), player(server, "ben")
+    first = ask(ann, queue, partner=ben.id, request_id="ann-1")
+    assert ask(ann, queue, partner=ben.id, request_id="ann-1") == first
+    joined = ask(ben, queue, partner=ann.id, request_id="ben-1")
+    assert ask(ben, queue, partner=ann.id, request_id="ben-1") == joined
+    for p in (player(server, "solo"), player(server, "solo")):
+        ask(p, queue)
+    a = placed(ann, first)
+    again = ask(ann, queue, partner=ben.id, request_id="ann-1")
+    assert again.state == lpb.TICKET_STATE_PLACED and again.ticket_id == first.ticket_id
+    assert again.placement == a.placement
+    # Another request id is another game: a new ticket, waiting for ben.
+    fresh = ask(ann, queue, partner=ben.id, request_id="ann-2")
+    assert fresh.ticket_id != first.ticket_id
+    assert fresh.state == lpb.TICKET_STATE_WAITING_FOR_PARTNER
+    # The id that made the first ticket is no longer the latest: refused as a
+    # second ticket would be.
+    twice = expect_failure(grpc.StatusCode.ALREADY_EXISTS, ask, ann, queue, ben.id, "ann-1")
+    assert twice.reason == "ALREADY_QUEUED" and twice.metadata["ticket_id"] == fresh.ticket_id
+    ann.call("CancelTicket", lpb.CancelTicketRequest(ticket_id=fresh.ticket_id))
+    long_id = lpb.QuickPlayRequest(request_id="x" * 65)
+    bad = expect_failure(grpc.StatusCode.INVALID_ARGUMENT, ann.call, "QuickPlay", long_id)
+    assert bad.reason == "BAD_REQUEST_ID" and bad.fields == ["request_id"]
 
 
 def test_party_refusals(server: Server) -> None:

@@ -103,22 +103,17 @@ class Crowd:
 async def run_player(crowd: Crowd, ask: Ask, seen: dict[str, Seen], end: float) -> None:
     await asyncio.sleep(ask.delay_s)
     me = seen[ask.player]
-    request = lpb.QuickPlayRequest(ruleset=RULESETS[ask.rules], partner_player_id=ask.partner)
+    # Resent unchanged when an answer is lost (Crowd.call): the request_id
+    # makes the repeat answer with the ticket the first call made.
+    request = lpb.QuickPlayRequest(
+        ruleset=RULESETS[ask.rules], partner_player_id=ask.partner, request_id=ask.player
+    )
     try:
         ticket = (await crowd.call("QuickPlay", request, ask.player, end)).ticket
     except grpc.aio.AioRpcError as e:
-        reason, metadata = reason_of(e)
-        if reason != "ALREADY_QUEUED":  # a retry of a QuickPlay that was written
-            me.errors.append(f"QuickPlay: {e.code()} {reason} {e.details()}")
-            return
-        ticket = (
-            await crowd.call(
-                "GetTicket",
-                lpb.GetTicketRequest(ticket_id=metadata["ticket_id"]),
-                ask.player,
-                end,
-            )
-        ).ticket
+        reason, _ = reason_of(e)
+        me.errors.append(f"QuickPlay: {e.code()} {reason} {e.details()}")
+        return
     me.ticket_id = ticket.ticket_id
     cancel_at = None if ask.cancel_after_s is None else time.monotonic() + ask.cancel_after_s
     while ticket.state not in (lpb.TICKET_STATE_PLACED, lpb.TICKET_STATE_CANCELLED):
@@ -183,14 +178,22 @@ def kill_every(
     at_least: int = 3,
 ) -> None:
     """Kills a replica every `every_s` until `until`, and at least `at_least`
-    times while the storm lasts: a slow machine restarts a replica slowly, and
-    the test's point is the kills, not the clock."""
+    times while the storm lasts: the test's point is the kills, not the
+    clock. A killed replica restarts beside the next kills, so that a slow
+    machine's slow restarts do not space them out; one replica keeps serving."""
     rng = random.Random(7)
+    restarts: dict[int, threading.Thread] = {}
     while not stop.wait(every_s) and (time.monotonic() < until or len(kills) < at_least):
-        victim = rng.choice(servers)
-        victim.kill9()
-        kills.append(victim.port)
-        victim.start()
+        up = [i for i in range(len(servers)) if i not in restarts or not restarts[i].is_alive()]
+        if len(up) < 2:
+            continue
+        victim = rng.choice(up)
+        servers[victim].kill9()
+        kills.append(servers[victim].port)
+        restarts[victim] = threading.Thread(target=servers[victim].start, daemon=True)
+        restarts[victim].start()
+    for t in restarts.values():
+        t.join(timeout=60)
 
 
 def check(

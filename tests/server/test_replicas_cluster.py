@@ -314,10 +314,7 @@ def test_quick_play_places_every_ticket_once_across_the_lobby_primarys_failover(
     flags += ("--redis-prefix", "qp", "--redis-wait-replicas", "1")
     flags += ("--redis-wait-timeout-ms", "500", "--takeover-ms", "500")
     servers = [make_server(*flags, *FLAGS) for _ in range(3)]
-    # Solo players only: with parties, about one run in six left a party's
-    # second ticket waiting for a partner who was placed (an open bug, noted
-    # in issue 28), which this test does not yet hold the fix for.
-    plan = [a for a in asks(200, random.Random(31), spread_s=8) if not a.partner]
+    plan = asks(200, random.Random(31), spread_s=8)
     lobby_key = "qp:{lobby}"
     took: list[float] = []
 

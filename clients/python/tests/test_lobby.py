@@ -219,7 +219,7 @@ def test_the_lobby_lists_streams_and_long_polls_its_changes(harness: Harness) ->
 def test_quick_play_alone_gets_bots_and_the_same_seat_token_again(harness: Harness) -> None:
     async def go() -> None:
         async with player(harness, "alone") as (pid, alone):
-            ticket = await alone.quick_play(rules(4))
+            ticket = await alone.quick_play(rules(4), request_id="alone-game-1")
             assert ticket.state == lpb.TICKET_STATE_SEARCHING
             assert list(ticket.player_ids) == [pid]
             assert ticket.bots_at_ms - ticket.created_ms == 1000  # serve.py's wait
@@ -235,6 +235,9 @@ def test_quick_play_alone_gets_bots_and_the_same_seat_token_again(harness: Harne
             assert again.ticket_id == ticket.ticket_id
             assert again.placement.seat_token == placement.seat_token
             assert await alone.wait_for_placement() == placement
+            # A QuickPlay resent after its answer was lost: the same ticket.
+            resent = await alone.quick_play(rules(4), request_id="alone-game-1")
+            assert resent.ticket_id == ticket.ticket_id and resent.placement == placement
             seat = alone.seat(placement)
             claimed = await seat.claim()
             assert claimed.seat == placement.seat

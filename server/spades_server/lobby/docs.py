@@ -255,16 +255,20 @@ class PlayerDoc:
 
     ticket: str = ""
     table: str = ""
+    request: str = ""  # the QuickPlay request_id that made ``ticket`` theirs
 
     def to_bytes(self) -> bytes:
-        return json.dumps({"ticket": self.ticket, "table": self.table}).encode()
+        d = {"ticket": self.ticket, "table": self.table}
+        if self.request:
+            d["request"] = self.request
+        return json.dumps(d).encode()
 
     @classmethod
     def from_bytes(cls, data: bytes | None) -> PlayerDoc:
         if data is None:
             return cls()
         d = json.loads(data)
-        return cls(d["ticket"], d["table"])
+        return cls(d["ticket"], d["table"], d.get("request", ""))
 
 
 def table_event(doc: TableDoc, version: int) -> bytes:

@@ -29,6 +29,8 @@ class Presence:
     version: int  # the player document's (0: never stored)
     ticket: TicketDoc | None  # the latest ticket, if it is still active
     ticket_version: int
+    latest: TicketDoc | None  # the latest ticket, in any state (None: none kept)
+    latest_version: int
     table: TableDoc | None  # the table sat at, if it has not started and they still sit
     table_version: int
 
@@ -65,10 +67,11 @@ async def read(ctx: Context, player_id: str) -> Presence:
     if doc.table:
         keys.append(table_key(doc.table))
     found = dict(zip(keys, await ctx.store.get(keys), strict=True)) if keys else {}
-    presence = Presence(doc, 0 if pdoc is None else pdoc.version, None, 0, None, 0)
+    presence = Presence(doc, 0 if pdoc is None else pdoc.version, None, 0, None, 0, None, 0)
     tdoc = found.get(ticket_key(doc.ticket)) if doc.ticket else None
     if tdoc is not None:
         ticket = TicketDoc.from_bytes(tdoc.data)
+        presence.latest, presence.latest_version = ticket, tdoc.version
         if ticket.state in ACTIVE_TICKET:
             presence.ticket, presence.ticket_version = ticket, tdoc.version
     bdoc = found.get(table_key(doc.table)) if doc.table else None

@@ -14,6 +14,13 @@ A party of two: the first player's ticket waits for the partner
 the ticket, now of both, is queued. Each commit expects the other player's
 document unchanged, so two partners asking at the same moment cannot both
 open a ticket that waits for the other.
+
+A QuickPlay naming a ``request_id`` is idempotent: the player's document
+keeps the id that made its latest ticket, and a repeat answers with that
+ticket. Without it, a client that retried after losing the answer (its
+first call's commit kept, the answer lost in a failover) would open a
+second ticket as soon as the first was placed, and a party's retry would
+wait for a partner who had already sat down.
 """
 
 from __future__ import annotations
@@ -65,6 +72,7 @@ log = structlog.get_logger("spades.lobby.quickplay")
 
 MAX_PLAYER_ID = 128
 MAX_TICKET_ID = 64
+MAX_REQUEST_ID = 64
 # The most tickets of one queue the matchmaker reads at once.
 QUEUE_WINDOW = 400
 
@@ -162,10 +170,14 @@ class QuickPlay:
                     "a party of two plays partners: only at partnership tables of four",
                     "partner_player_id",
                 )
+        if len(req.request_id) > MAX_REQUEST_ID:
+            raise invalid("BAD_REQUEST_ID", "request_id has at most 64 characters", "request_id")
         await ctx.check_rate(player)
 
         async def decide() -> tuple[Tx | None, tuple[TicketDoc, int]]:
             here = await presence.read(ctx, player.id)
+            if req.request_id and here.doc.request == req.request_id and here.latest:
+                return None, (here.latest, here.latest_version)  # a retry: what it made
             here.refuse_if_busy()
             now = ctx.now_ms()
             tx = Tx(expect={player_key(player.id): here.version})
@@ -185,7 +197,7 @@ class QuickPlay:
                             ticket_id=waiting.id,
                         )
                     self._join_party(waiting, player, now)
-                    self._hold(tx, player, here.doc, waiting.id)
+                    self._hold(tx, player, here.doc, waiting.id, req.request_id)
                     self._write(tx, waiting, theirs.ticket_version)
                     return tx, (waiting, theirs.ticket_version + 1)
             ticket = TicketDoc(
@@ -202,7 +214,7 @@ class QuickPlay:
             if not partner:
                 ticket.queued_ms = now
                 ticket.bots_at_ms = now + self._bot_wait_ms()
-            self._hold(tx, player, here.doc, ticket.id)
+            self._hold(tx, player, here.doc, ticket.id, req.request_id)
             self._write(tx, ticket, 0)
             return tx, (ticket, 1)
 
@@ -221,8 +233,8 @@ class QuickPlay:
         ticket.bots_at_ms = now + self._bot_wait_ms()
 
     @staticmethod
-    def _hold(tx: Tx, player: Player, held: PlayerDoc, ticket_id: str) -> None:
-        presence.put(tx, player.id, PlayerDoc(ticket_id, held.table))
+    def _hold(tx: Tx, player: Player, held: PlayerDoc, ticket_id: str, request_id: str) -> None:
+        presence.put(tx, player.id, PlayerDoc(ticket_id, held.table, request_id))
 
     def _write(self, tx: Tx, ticket: TicketDoc, version: int) -> None:
         """Put ``ticket`` (read at ``version``) with its queue and due entries."""

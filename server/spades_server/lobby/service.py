@@ -23,7 +23,7 @@ from ..matches import Registry
 from ..players import Player, PlayerAuth
 from . import rules as rules_mod
 from .context import Context
-from .docs import CLOSED, STARTED, TableDoc, table_key, ticket_key
+from .docs import CLOSED, PLACED, STARTED, TableDoc, table_key, ticket_key
 from .listing import Listing
 from .quickplay import QuickPlay
 from .rematch import Rematches
@@ -275,6 +275,8 @@ class LobbyService:
         player = self._player(context)
         ticket, version = await self.quickplay.ask(player, request)
         structlog.contextvars.bind_contextvars(ticket_id=ticket.id)
+        if ticket.state == PLACED:  # a retry's answer: with its placement, as GetTicket's
+            return lpb.QuickPlayResponse(ticket=(await self._ticket(player, ticket.id))[0])
         return lpb.QuickPlayResponse(
             ticket=self.quickplay.to_pb(ticket, version, None, 0, player.id)
         )

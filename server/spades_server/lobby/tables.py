@@ -14,7 +14,7 @@ so whichever came first is the match.
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import grpc
 import structlog
@@ -271,7 +271,7 @@ class Tables:
             here = await presence.read(ctx, player.id)
             here.refuse_if_busy()
             tx = Tx(expect={player_key(player.id): here.version, table_key(doc.id): 0})
-            presence.put(tx, player.id, PlayerDoc(here.doc.ticket, doc.id))
+            presence.put(tx, player.id, replace(here.doc, table=doc.id))
             if doc.code:
                 tx.expect[invite_key(doc.code)] = 0
                 tx.put[invite_key(doc.code)] = doc.id.encode()
@@ -320,7 +320,7 @@ class Tables:
                 PLAYER, player.id, player.name, nonce=ctx.seat_keys.new_nonce()
             )
             tx = Tx(expect={player_key(player.id): here.version, table_key(doc.id): version})
-            presence.put(tx, player.id, PlayerDoc(here.doc.ticket, doc.id))
+            presence.put(tx, player.id, replace(here.doc, table=doc.id))
             if not doc.open_seats():
                 self._begin_start(doc, ctx.now_ms())
             self.write(tx, doc, version)
@@ -379,7 +379,7 @@ class Tables:
                 held = PlayerDoc.from_bytes(pdoc.data)
                 if held.table == doc.id:
                     tx.expect[player_key(player.id)] = pdoc.version
-                    presence.put(tx, player.id, PlayerDoc(held.ticket, ""))
+                    presence.put(tx, player.id, replace(held, table=""))
             players = [s.player for s in doc.seats if s.state == PLAYER]
             if not players:
                 self._close(doc, "empty", tx)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -422,6 +423,7 @@ class LobbyCalls:
         *,
         partner_player_id: str = "",
         rated: bool = False,
+        request_id: str | None = None,
         timeout: float | None = None,
     ) -> lpb.Ticket:
         """Ask for a game of ``ruleset``'s rules (None: classic): alone, or as
@@ -429,14 +431,26 @@ class LobbyCalls:
         first waits, ``TICKET_STATE_WAITING_FOR_PARTNER``). ``rated``: a
         rated game, queued apart from unrated ones (a party's players both
         ask for the same); if bots fill the table, it is not rated. The
-        ticket: wait for its placement with ``wait_for_placement``. Not
-        retried: after a failure whose outcome is unknown, ``get_ticket()``
-        (the latest ticket) tells whether it was queued."""
+        ticket: wait for its placement with ``wait_for_placement``.
+
+        Retried while the server is unreachable or slow, with one
+        ``request_id`` (a new random one when None), so that a repeat whose
+        first answer was lost answers with the ticket that first call made,
+        even once it is placed, instead of opening a second. Pass your own to
+        resend a call after this one has given up."""
         request = lpb.QuickPlayRequest(
-            ruleset=ruleset, partner_player_id=partner_player_id, rated=rated
+            ruleset=ruleset,
+            partner_player_id=partner_player_id,
+            rated=rated,
+            request_id=uuid.uuid4().hex if request_id is None else request_id,
         )
         response: lpb.QuickPlayResponse = await self.call(
-            self.lobby_stub.QuickPlay, request, metadata=self._player(), timeout=timeout
+            self.lobby_stub.QuickPlay,
+            request,
+            metadata=self._player(),
+            timeout=timeout,
+            retry=True,
+            retry_deadline=True,
         )
         return response.ticket
 

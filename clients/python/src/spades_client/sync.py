@@ -327,9 +327,12 @@ class Client:
         *,
         partner_player_id: str = "",
         rated: bool = False,
+        request_id: str | None = None,
     ) -> lpb.Ticket:
         return self._run(
-            self.aio.quick_play(ruleset, partner_player_id=partner_player_id, rated=rated)
+            self.aio.quick_play(
+                ruleset, partner_player_id=partner_player_id, rated=rated, request_id=request_id
+            )
         )
 
     def get_ticket(
