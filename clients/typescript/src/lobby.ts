@@ -114,8 +114,9 @@ const TICKET_FINAL = new Set([TicketState.PLACED, TicketState.CANCELLED]);
  * credential is UNAUTHENTICATED with CREDENTIAL_REQUIRED, CREDENTIAL_EXPIRED,
  * BAD_SIGNATURE, MALFORMED_CREDENTIAL, WRONG_AUDIENCE, ... The reads and the
  * calls that are safe to repeat are retried after a dropped connection with
- * the client's backoff; `openTable`, `leaveTable` and `quickPlay` are not (a
- * repeat is refused: ALREADY_SEATED, NOT_SEATED, ALREADY_QUEUED).
+ * the client's backoff, and so is `quickPlay` (its request id makes a repeat
+ * answer with the ticket it made); `openTable` and `leaveTable` are not (a
+ * repeat is refused: ALREADY_SEATED, NOT_SEATED).
  *
  * Rated play: `openTable({ rated: true })` and `quickPlay({ rated: true })`;
  * `leaderboard()` (a page), `leaderboardPages()` and `leaderboardEntries()`
@@ -337,12 +338,26 @@ export class PlayerClient {
    * WAITING_FOR_PARTNER). `rated: true` queues for a rated game, apart from
    * unrated tickets (a party's players must both ask for it); if bots fill
    * the table it plays unrated (`placement.table.rated` false). Resolves with
-   * the ticket; `awaitPlacement(ticket)` waits for its seat. Not retried: a
-   * repeat is refused ALREADY_QUEUED (its metadata names the ticket;
+   * the ticket; `awaitPlacement(ticket)` waits for its seat. A player holds
+   * one ticket at a time: another ask before it is placed or cancelled is
+   * refused ALREADY_EXISTS ALREADY_QUEUED (its metadata names the ticket;
    * `getTicket()` finds it too).
+   *
+   * The request carries `requestId` (at most 64 characters, else
+   * INVALID_ARGUMENT BAD_REQUEST_ID; unset or empty: a new
+   * `crypto.randomUUID()` for each call), so it is retried like the
+   * idempotent calls, after a dropped connection or a deadline: a repeat of
+   * the request that made the player's latest ticket answers with that
+   * ticket, whatever its state now (placed: with its placement), instead of
+   * opening a second. To resend an ask after this call has given up, pick
+   * the id beforehand and pass it to both calls; a new game, a new id.
    */
-  async quickPlay(request: { ruleset?: RulesetInit; partnerPlayerId?: string; rated?: boolean } = {}, opts?: CallOpts): Promise<Ticket> {
-    const res = await this.unary((o) => this.client.lobbyRpc.quickPlay(request, o), opts);
+  async quickPlay(
+    request: { ruleset?: RulesetInit; partnerPlayerId?: string; rated?: boolean; requestId?: string } = {},
+    opts?: CallOpts,
+  ): Promise<Ticket> {
+    const message = { ...request, requestId: request.requestId || crypto.randomUUID() };
+    const res = await this.unary((o) => this.client.lobbyRpc.quickPlay(message, o), opts, true);
     return required(res.ticket, "QuickPlay");
   }
 

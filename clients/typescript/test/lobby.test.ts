@@ -311,6 +311,25 @@ describe("the lobby against a real server (serve.py)", { timeout: 240_000 }, () 
     assert.equal((await firstEvent(seat)).kind.case, "handStarted");
   });
 
+  it("quick play resent with its request id answers with the ticket it made, even placed; an id over 64 characters is refused", async () => {
+    const alone = await player("resend");
+    const requestId = `resend-${randomUUID()}`;
+    const ticket = await alone.lobby.quickPlay({ ruleset: rules(4), requestId });
+    assert.equal(ticket.state, TicketState.SEARCHING);
+    // A repeat while it searches: the same ticket, not ALREADY_QUEUED.
+    assert.equal((await alone.lobby.quickPlay({ ruleset: rules(4), requestId })).ticketId, ticket.ticketId);
+    const placement = await within(WAIT_MS, "the placement", alone.lobby.awaitPlacement(ticket, { waitMs: 5_000 }));
+    // A QuickPlay resent after its answer was lost: the same ticket, placed, with the same seat token.
+    const resent = await alone.lobby.quickPlay({ ruleset: rules(4), requestId });
+    assert.equal(resent.ticketId, ticket.ticketId);
+    assert.equal(resent.state, TicketState.PLACED);
+    assert.equal(resent.placement!.seatToken, placement.seatToken);
+    assert.equal(resent.placement!.matchId, placement.matchId);
+    const long = await refusal(alone.lobby.quickPlay({ ruleset: rules(4), requestId: "x".repeat(65) }));
+    assert.deepEqual([long.code, long.reason], [Code.InvalidArgument, "BAD_REQUEST_ID"]);
+    assert.equal((await alone.lobby.getTicket()).ticketId, ticket.ticketId, "a refused ask opens no ticket");
+  });
+
   it("a party of two credentials sits as partners", async () => {
     const [ann, ben] = await Promise.all([player("ann"), player("ben")]);
     const first = await ann.lobby.quickPlay({ ruleset: rules(2), partnerPlayerId: ben.id });

@@ -309,7 +309,7 @@ function capped(log: LogEntry[]): LogEntry[] {
   return log.length > LOG_LIMIT ? log.slice(-LOG_LIMIT) : log;
 }
 
-/** A random action id (1 to 64 characters); crypto.randomUUID needs a secure context, this does not. */
+/** A random id (1 to 64 characters) for an action, or for a press of Play now (QuickPlay's request id); crypto.randomUUID needs a secure context, this does not. */
 export function newActionId(): string {
   const bytes = new Uint8Array(16);
   crypto.getRandomValues(bytes);

@@ -3,6 +3,7 @@
 // polls), with Cancel; once placed, the seat is saved and the table opens.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { SpadesError, TicketState, type Ticket } from "@spades/client";
+import { newActionId } from "../controllers.js";
 import { problemOf, type Problem } from "../errors.js";
 import { t } from "../i18n.js";
 import { follow, playerSession, saveTicket, savedTicket, seatAt, type Identity } from "../player.js";
@@ -75,9 +76,14 @@ export function QuickPlay(props: { identity: Identity | undefined }) {
       return;
     }
     setBusy(true);
+    // One request id for this press: the client's retries, and the call made
+    // again after a renewed credential, resend it, so an answer lost on the
+    // way gives back the ticket it made rather than a second one. The next
+    // press is another ask, with a new id.
+    const requestId = newActionId();
     try {
       const tk = await playerSession().call((lobby) =>
-        lobby.quickPlay({ ruleset: { preset }, rated, ...(withFriend ? { partnerPlayerId: friend } : {}) }),
+        lobby.quickPlay({ ruleset: { preset }, rated, requestId, ...(withFriend ? { partnerPlayerId: friend } : {}) }),
       );
       setTicket(tk);
       followTicket(tk.ticketId);
