@@ -146,7 +146,7 @@ func WithCallTimeout(d time.Duration) Option {
 
 // WithBackoff sets how sessions and watches reconnect, and how reads
 // (GetView, GetMatch, the lobby's) and idempotent calls (SubmitAction,
-// JoinTable, CancelTicket, Rematch, ...) are retried, after the connection fails.
+// JoinTable, QuickPlay, CancelTicket, Rematch, ...) are retried, after the connection fails.
 func WithBackoff(b Backoff) Option {
 	return func(c *config) { c.backoff = b.withDefaults() }
 }

@@ -419,16 +419,37 @@ func WithRated() QuickPlayOption {
 	return func(r *spadesv1.QuickPlayRequest) { r.Rated = true }
 }
 
+// WithRequestID sends this request id (at most 64 characters, else
+// INVALID_ARGUMENT BAD_REQUEST_ID) instead of a fresh random one ("": a
+// fresh one). QuickPlay repeated with the id that made the player's latest
+// ticket answers with that ticket, whatever its state (placed: with its
+// placement), instead of opening a second: to resend a QuickPlay that gave
+// up (its context ended, or the server stayed unreachable) without risking a
+// second game, pick the id beforehand (NewActionID makes one) and pass it to
+// both calls. Use a new id for each game.
+func WithRequestID(id string) QuickPlayOption {
+	return func(r *spadesv1.QuickPlayRequest) { r.RequestId = id }
+}
+
 // QuickPlay asks for a game of these rules (nil: classic) and returns the
 // ticket; AwaitPlacement waits until it is placed. A player holds one ticket
-// at a time. Not retried (a second call is refused, ALREADY_QUEUED, with
-// Metadata["ticket_id"]; GetTicket("") finds the ticket after a lost answer).
+// at a time: another QuickPlay before it is placed or cancelled is refused
+// (ALREADY_EXISTS ALREADY_QUEUED, with Metadata["ticket_id"]).
+//
+// The request carries a request id (WithRequestID, else a fresh random one
+// for each call), so it is retried while the server is unreachable, as
+// GetTicket is: a retry whose first answer was lost answers with the ticket
+// that first attempt made (even once placed, with its placement) instead of
+// opening a second.
 func (p *Player) QuickPlay(ctx context.Context, ruleset *spadesv1.Ruleset, opts ...QuickPlayOption) (*spadesv1.Ticket, error) {
 	req := &spadesv1.QuickPlayRequest{Ruleset: ruleset}
 	for _, o := range opts {
 		o(req)
 	}
-	resp, err := unary(ctx, p.c, p.source, 0, false, func(ctx context.Context) (*spadesv1.QuickPlayResponse, error) {
+	if req.RequestId == "" {
+		req.RequestId = NewActionID()
+	}
+	resp, err := unary(ctx, p.c, p.source, 0, true, func(ctx context.Context) (*spadesv1.QuickPlayResponse, error) {
 		return p.c.lobby.QuickPlay(ctx, req)
 	})
 	return resp.GetTicket(), err

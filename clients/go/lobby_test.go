@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -417,6 +418,109 @@ func TestQuickPlayAlone(t *testing.T) {
 			t.Fatalf("the first bid: %v, %v", res, err)
 		}
 		break
+	}
+}
+
+// A QuickPlay resent with its request id (after its answer was lost) answers
+// with the ticket it made, even once placed: the same ticket, the same seat
+// token. Another id is refused while that ticket is live; an id over 64
+// characters is BAD_REQUEST_ID.
+func TestQuickPlayResentWithItsRequestID(t *testing.T) {
+	srv := server(t)
+	ctx := testContext(t, time.Minute)
+	c := srv.dial(t)
+	alone, _ := srv.player(t, c, "resend")
+	rules := lobbyRules(7)
+
+	ticket, err := alone.QuickPlay(ctx, rules, spades.WithRequestID("go-alone-game-1"))
+	if err != nil || ticket.GetState() != spadesv1.TicketState_TICKET_STATE_SEARCHING {
+		t.Fatalf("QuickPlay: %v, %v", ticket, err)
+	}
+	again, err := alone.QuickPlay(ctx, rules, spades.WithRequestID("go-alone-game-1"))
+	if err != nil || again.GetTicketId() != ticket.GetTicketId() || again.GetState() != spadesv1.TicketState_TICKET_STATE_SEARCHING {
+		t.Fatalf("resent while searching: %v, %v; want ticket %s", again, err, ticket.GetTicketId())
+	}
+	placement, err := alone.AwaitPlacement(ctx, ticket.GetTicketId())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resent, err := alone.QuickPlay(ctx, rules, spades.WithRequestID("go-alone-game-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resent.GetTicketId() != ticket.GetTicketId() || resent.GetState() != spadesv1.TicketState_TICKET_STATE_PLACED ||
+		resent.GetPlacement().GetSeatToken() != placement.GetSeatToken() || !proto.Equal(resent.GetPlacement(), placement) {
+		t.Fatalf("resent once placed: %v; want ticket %s placed at %v", resent, ticket.GetTicketId(), placement)
+	}
+
+	_, err = alone.QuickPlay(ctx, rules, spades.WithRequestID(strings.Repeat("x", 65)))
+	e := wantRefusal(t, err, codes.InvalidArgument, "BAD_REQUEST_ID")
+	if len(e.FieldViolations) != 1 || e.FieldViolations[0].Field != "request_id" {
+		t.Errorf("field violations %+v, want one on request_id", e.FieldViolations)
+	}
+}
+
+// QuickPlay is retried while the server is unreachable, with one request id:
+// an attempt whose answer is lost (the server made the ticket, the client saw
+// UNAVAILABLE) is retried and answered with that ticket, not refused
+// ALREADY_QUEUED. Each call has a fresh random id of its own.
+func TestQuickPlayRetriedWithOneRequestID(t *testing.T) {
+	srv := server(t)
+	ctx := testContext(t, time.Minute)
+	var (
+		mu  sync.Mutex
+		ids []string
+	)
+	loseFirstAnswer := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
+		invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		r, ok := req.(*spadesv1.QuickPlayRequest)
+		if !ok {
+			return invoker(ctx, method, req, reply, cc, opts...)
+		}
+		mu.Lock()
+		ids = append(ids, r.GetRequestId())
+		first := len(ids) == 1
+		mu.Unlock()
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if first && err == nil {
+			return status.Error(codes.Unavailable, "the answer was lost")
+		}
+		return err
+	}
+	c := srv.dial(t,
+		spades.WithBackoff(spades.Backoff{Initial: 5 * time.Millisecond, Max: 20 * time.Millisecond, MaxAttempts: 3}),
+		spades.WithDialOptions(grpc.WithChainUnaryInterceptor(loseFirstAnswer)))
+	p, _ := srv.player(t, c, "lost")
+	rules := lobbyRules(8)
+
+	ticket, err := p.QuickPlay(ctx, rules)
+	if err != nil || ticket.GetState() != spadesv1.TicketState_TICKET_STATE_SEARCHING {
+		t.Fatalf("QuickPlay with its first answer lost: %v, %v", ticket, err)
+	}
+	mu.Lock()
+	sent := append([]string(nil), ids...)
+	mu.Unlock()
+	if len(sent) != 2 || sent[0] == "" || sent[0] != sent[1] {
+		t.Fatalf("request ids sent %q, want one id twice", sent)
+	}
+	latest, err := p.GetTicket(ctx, "")
+	if err != nil || latest.GetTicketId() != ticket.GetTicketId() {
+		t.Fatalf("the latest ticket: %v, %v; want %s (one ticket)", latest, err, ticket.GetTicketId())
+	}
+	// Another call is another game: a fresh id, refused while the ticket waits.
+	_, err = p.QuickPlay(ctx, rules)
+	e := wantRefusal(t, err, codes.AlreadyExists, "ALREADY_QUEUED")
+	if e.Metadata["ticket_id"] != ticket.GetTicketId() {
+		t.Errorf("ALREADY_QUEUED names %q", e.Metadata["ticket_id"])
+	}
+	mu.Lock()
+	sent = append([]string(nil), ids...)
+	mu.Unlock()
+	if len(sent) != 3 || sent[2] == "" || sent[2] == sent[0] {
+		t.Fatalf("request ids sent %q, want a fresh one for the second call", sent)
+	}
+	if _, err := p.CancelTicket(ctx, ticket.GetTicketId()); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -2077,7 +2077,16 @@ type QuickPlayRequest struct {
 	// A rated game (both players of a party must ask for the same). If bots
 	// fill the table's open seats, the match is not rated (unless the server
 	// allows bots in rated play).
-	Rated         bool `protobuf:"varint,3,opt,name=rated,proto3" json:"rated,omitempty"`
+	Rated bool `protobuf:"varint,3,opt,name=rated,proto3" json:"rated,omitempty"`
+	// Makes a retry safe. A QuickPlay repeated with the request_id that made
+	// the caller's latest ticket answers with that ticket, whatever its state
+	// now (searching, placed, cancelled), instead of opening another: a
+	// client that lost the answer (a deadline, a dropped connection, a
+	// replica's or Redis's failover) resends the same request. Any string of
+	// at most 64 characters the client picks, new for each game it asks for
+	// (a random UUID); empty: a repeat opens a second ticket once the first
+	// is placed or cancelled.
+	RequestId     string `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2131,6 +2140,13 @@ func (x *QuickPlayRequest) GetRated() bool {
 		return x.Rated
 	}
 	return false
+}
+
+func (x *QuickPlayRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
 }
 
 // Response of QuickPlay.
@@ -3463,11 +3479,13 @@ const file_spades_v1_lobby_proto_rawDesc = "" +
 	"\rcancel_reason\x18\t \x01(\tR\fcancelReason\x12\x18\n" +
 	"\aversion\x18\n" +
 	" \x01(\x04R\aversion\x12\x14\n" +
-	"\x05rated\x18\v \x01(\bR\x05rated\"\x82\x01\n" +
+	"\x05rated\x18\v \x01(\bR\x05rated\"\xa1\x01\n" +
 	"\x10QuickPlayRequest\x12,\n" +
 	"\aruleset\x18\x01 \x01(\v2\x12.spades.v1.RulesetR\aruleset\x12*\n" +
 	"\x11partner_player_id\x18\x02 \x01(\tR\x0fpartnerPlayerId\x12\x14\n" +
-	"\x05rated\x18\x03 \x01(\bR\x05rated\">\n" +
+	"\x05rated\x18\x03 \x01(\bR\x05rated\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\">\n" +
 	"\x11QuickPlayResponse\x12)\n" +
 	"\x06ticket\x18\x01 \x01(\v2\x11.spades.v1.TicketR\x06ticket\"m\n" +
 	"\x10GetTicketRequest\x12\x1b\n" +

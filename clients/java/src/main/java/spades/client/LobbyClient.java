@@ -5,6 +5,7 @@ import io.grpc.stub.MetadataUtils;
 import java.time.Duration;
 import java.util.Iterator;
 import java.util.NoSuchElementException;
+import java.util.UUID;
 import java.util.function.Supplier;
 import spades.v1.Lobby.CancelTicketRequest;
 import spades.v1.Lobby.GetLeaderboardRequest;
@@ -64,10 +65,11 @@ import spades.v1.Spades.Ruleset;
  * on {@link SpadesException#getReason()} ({@code INVITE_NOT_FOUND}, {@code ALREADY_SEATED},
  * {@code TABLE_STARTED}, {@code CREDENTIAL_EXPIRED}, ...). The calls that change nothing or are
  * idempotent on the server ({@code getTable}, {@code listTables}, {@code pollLobby}, {@code
- * getTicket}, {@code joinTable}, {@code cancelTicket}, {@code getLeaderboard}, {@code
- * getProfile}) are retried after a dropped connection;
- * {@code openTable}, {@code leaveTable}, {@code startTable} and {@code quickPlay} are not. The
- * object is thread-safe and cheap: make one per player.
+ * getTicket}, {@code joinTable}, {@code quickPlay}, {@code cancelTicket}, {@code getLeaderboard},
+ * {@code getProfile}) are retried after a dropped connection ({@code quickPlay} with one request
+ * id, so a retry whose first answer was lost gets the ticket that first attempt made); {@code
+ * openTable}, {@code leaveTable} and {@code startTable} are not. The object is thread-safe and
+ * cheap: make one per player.
  */
 public final class LobbyClient {
   /** The longest single long poll the waiting helpers make (below the server's usual 25 s cap). */
@@ -473,7 +475,9 @@ public final class LobbyClient {
   /**
    * Asks for a game alone: the matchmaker seats players first come first served per ruleset, and
    * fills the seats still open after a wait with bots. Follow the ticket with {@link
-   * #awaitPlacement(Ticket, Duration)}. Not retried (a second ask is {@code ALREADY_QUEUED}).
+   * #awaitPlacement(Ticket, Duration)}. Retried after a dropped connection, with a fresh random
+   * request id (see {@link #quickPlay(QuickPlayRequest)}); a second call while the ticket is
+   * neither placed nor cancelled is {@code ALREADY_QUEUED}.
    *
    * @param ruleset the rules (null or empty: classic)
    * @return the ticket, {@code SEARCHING}
@@ -504,7 +508,7 @@ public final class LobbyClient {
    * Asks for a game alone, rated or not. A rated ticket ({@code Ticket.rated}) is queued apart
    * from unrated ones and placed with players of a similar rating first (a band that widens while
    * it waits); if bots fill the table's open seats, the match is not rated (unless the server
-   * allows bots in rated play). Not retried.
+   * allows bots in rated play). Retried as {@link #quickPlay(QuickPlayRequest)} is.
    *
    * @param ruleset the rules (null or empty: classic)
    * @param rated whether the game is rated
@@ -526,6 +530,27 @@ public final class LobbyClient {
    * @throws SpadesException if refused
    */
   public Ticket quickPlay(Ruleset ruleset, String partnerPlayerId, boolean rated) {
+    return quickPlay(ruleset, partnerPlayerId, rated, null);
+  }
+
+  /**
+   * Asks for a game with a request id of the caller's, to ask again safely after a call that
+   * gave up (its retries spent, or the app restarted): pick the id before the first call (a
+   * {@link UUID}, say), pass it to both, and the second gets the ticket the first made, whatever
+   * its state (placed: with its placement), instead of opening another. See {@link
+   * #quickPlay(QuickPlayRequest)}.
+   *
+   * @param ruleset the rules (null or empty: classic)
+   * @param partnerPlayerId the partner's player id ("" or null to play alone)
+   * @param rated whether the game is rated
+   * @param requestId the request id, new for each game (at most 64 characters; "" or null: a
+   *     fresh random one)
+   * @return the ticket
+   * @throws SpadesException if refused ({@code INVALID_ARGUMENT BAD_REQUEST_ID} for an id over
+   *     64 characters, ...)
+   */
+  public Ticket quickPlay(
+      Ruleset ruleset, String partnerPlayerId, boolean rated, String requestId) {
     QuickPlayRequest.Builder b = QuickPlayRequest.newBuilder().setRated(rated);
     if (ruleset != null) {
       b.setRuleset(ruleset);
@@ -533,19 +558,33 @@ public final class LobbyClient {
     if (partnerPlayerId != null) {
       b.setPartnerPlayerId(partnerPlayerId);
     }
+    if (requestId != null) {
+      b.setRequestId(requestId);
+    }
     return quickPlay(b.build());
   }
 
   /**
    * Asks for a game; see {@link #quickPlay(Ruleset, String)} and {@link #quickPlay(Ruleset,
-   * boolean)}.
+   * boolean)}. The request carries a request id: the request's own {@code request_id}, or a
+   * fresh random one (a UUID) if it has none. The server answers a QuickPlay repeated with the
+   * request id that made the caller's latest ticket with that ticket, whatever its state now
+   * (placed: with its placement), instead of opening another; so the call is retried after a
+   * dropped connection, as {@link #getTicket(String, long, Duration)} is, with the same id. To
+   * ask again after this call gave up, send the same request id again (an id of your own, set
+   * in the request or with {@link #quickPlay(Ruleset, String, boolean, String)}).
    *
-   * @param request the rules, the partner and whether it is rated
+   * @param request the rules, the partner, whether it is rated and the request id
    * @return the ticket
-   * @throws SpadesException if refused
+   * @throws SpadesException if refused ({@code ALREADY_QUEUED} while another ticket is neither
+   *     placed nor cancelled, {@code BAD_REQUEST_ID} for an id over 64 characters, ...)
    */
   public Ticket quickPlay(QuickPlayRequest request) {
-    return SpadesClient.call(() -> stub().quickPlay(request)).getTicket();
+    QuickPlayRequest r =
+        request.getRequestId().isEmpty()
+            ? request.toBuilder().setRequestId(UUID.randomUUID().toString()).build()
+            : request;
+    return client.retrying(() -> stub().quickPlay(r)).getTicket();
   }
 
   /**

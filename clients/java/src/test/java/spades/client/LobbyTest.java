@@ -8,7 +8,17 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.grpc.CallOptions;
+import io.grpc.Channel;
+import io.grpc.ClientCall;
+import io.grpc.ClientInterceptor;
+import io.grpc.ForwardingClientCall;
+import io.grpc.ForwardingClientCallListener;
+import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
 import io.grpc.Status;
+import io.grpc.okhttp.OkHttpChannelBuilder;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -16,6 +26,7 @@ import java.util.Base64;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -34,6 +45,7 @@ import spades.v1.Lobby.LobbyFilter;
 import spades.v1.Lobby.OpenTableRequest;
 import spades.v1.Lobby.OpenTableResponse;
 import spades.v1.Lobby.Placement;
+import spades.v1.Lobby.QuickPlayRequest;
 import spades.v1.Lobby.RematchResponse;
 import spades.v1.Lobby.Table;
 import spades.v1.Lobby.TableKind;
@@ -44,6 +56,7 @@ import spades.v1.Lobby.TableVisibility;
 import spades.v1.Lobby.Ticket;
 import spades.v1.Lobby.TicketState;
 import spades.v1.Lobby.WatchLobbyResponse;
+import spades.v1.LobbyServiceGrpc;
 import spades.v1.Spades.MatchEvent;
 import spades.v1.Spades.Phase;
 import spades.v1.Spades.Ruleset;
@@ -53,8 +66,8 @@ import spades.v1.Spades.SeatView;
 /**
  * The lobby through the wrapper against a real server (serve.py: player credentials it signs,
  * quick play's bots after 1 s): tables opened, joined, left and started; invitations by code;
- * the lobby listed, watched and long-polled; quick play alone and as a party; cancelling; a
- * rematch; refused credentials.
+ * the lobby listed, watched and long-polled; quick play alone and as a party, resent with its
+ * request id and retried after a lost answer; cancelling; a rematch; refused credentials.
  */
 class LobbyTest {
   private static final Duration WAIT = Duration.ofSeconds(20);
@@ -486,6 +499,120 @@ class LobbyTest {
       }
       long lastSeq = session.send(view.getLegalActions(0)).get(10, TimeUnit.SECONDS).getLastSeq();
       assertTrue(lastSeq > 0);
+    }
+  }
+
+  @Test
+  void aQuickPlayResentWithItsRequestIdAnswersWithTheTicketItMade() throws Exception {
+    Player alone = player("resend");
+    Ruleset rules = ownQueue();
+    Ticket ticket = alone.lobby.quickPlay(rules, "", false, "java-alone-game-1");
+    assertEquals(TicketState.TICKET_STATE_SEARCHING, ticket.getState());
+    Ticket again = alone.lobby.quickPlay(rules, "", false, "java-alone-game-1");
+    assertEquals(ticket.getTicketId(), again.getTicketId(), "resent while searching");
+    assertEquals(TicketState.TICKET_STATE_SEARCHING, again.getState());
+    Placement placement = alone.lobby.awaitPlacement(ticket, WAIT);
+
+    // Resent once placed (its answer lost): the same ticket, with its placement.
+    Ticket resent =
+        alone.lobby.quickPlay(
+            QuickPlayRequest.newBuilder()
+                .setRuleset(rules)
+                .setRequestId("java-alone-game-1")
+                .build());
+    assertEquals(ticket.getTicketId(), resent.getTicketId());
+    assertEquals(TicketState.TICKET_STATE_PLACED, resent.getState());
+    assertEquals(placement.getSeatToken(), resent.getPlacement().getSeatToken());
+    assertEquals(placement, resent.getPlacement());
+
+    SpadesException tooLong =
+        refused(
+            Status.Code.INVALID_ARGUMENT,
+            "BAD_REQUEST_ID",
+            () -> alone.lobby.quickPlay(rules, "", false, "x".repeat(65)));
+    assertEquals(1, tooLong.getFieldViolations().size(), tooLong.toString());
+    assertEquals("request_id", tooLong.getFieldViolations().get(0).getField());
+  }
+
+  @Test
+  void aQuickPlayWhoseAnswerIsLostIsRetriedWithItsRequestId() throws Exception {
+    // The first QuickPlay reaches the server, which opens the ticket, but its answer is lost
+    // (UNAVAILABLE): the retry, with the same request id, gets that ticket, not ALREADY_QUEUED.
+    String quickPlay = LobbyServiceGrpc.getQuickPlayMethod().getFullMethodName();
+    List<String> ids = new CopyOnWriteArrayList<>();
+    AtomicInteger attempts = new AtomicInteger();
+    ClientInterceptor loseFirstAnswer =
+        new ClientInterceptor() {
+          @Override
+          public <Q, R> ClientCall<Q, R> interceptCall(
+              MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
+            ClientCall<Q, R> call = next.newCall(method, options);
+            if (!method.getFullMethodName().equals(quickPlay)) {
+              return call;
+            }
+            return new ForwardingClientCall.SimpleForwardingClientCall<Q, R>(call) {
+              @Override
+              public void start(ClientCall.Listener<R> listener, Metadata headers) {
+                if (attempts.incrementAndGet() > 1) {
+                  super.start(listener, headers);
+                  return;
+                }
+                super.start(
+                    new ForwardingClientCallListener.SimpleForwardingClientCallListener<R>(
+                        listener) {
+                      @Override
+                      public void onMessage(R message) {}
+
+                      @Override
+                      public void onClose(Status status, Metadata trailers) {
+                        super.onClose(
+                            status.isOk()
+                                ? Status.UNAVAILABLE.withDescription("the answer was lost")
+                                : status,
+                            status.isOk() ? new Metadata() : trailers);
+                      }
+                    },
+                    headers);
+              }
+
+              @Override
+              public void sendMessage(Q message) {
+                ids.add(((QuickPlayRequest) message).getRequestId());
+                super.sendMessage(message);
+              }
+            };
+          }
+        };
+    ManagedChannel channel =
+        OkHttpChannelBuilder.forTarget(harness.server)
+            .usePlaintext()
+            .intercept(loseFirstAnswer)
+            .build();
+    try (SpadesClient lossy =
+        SpadesClient.builder(channel)
+            .defaultDeadline(Duration.ofSeconds(10))
+            .retryPolicy(new RetryPolicy(Duration.ofMillis(5), Duration.ofMillis(20), 2, 0, 3))
+            .build()) {
+      Player p = new Player(lossy, "lost");
+      Ruleset rules = ownQueue();
+      Ticket ticket = p.lobby.quickPlay(rules);
+      assertEquals(TicketState.TICKET_STATE_SEARCHING, ticket.getState());
+      assertEquals(2, ids.size(), "attempts: " + ids);
+      assertFalse(ids.get(0).isEmpty());
+      assertEquals(ids.get(0), ids.get(1), "one request id for both attempts");
+      assertEquals(ticket.getTicketId(), p.lobby.getTicket().getTicketId(), "one ticket");
+
+      // Another call is another game: a fresh id, refused while the ticket waits.
+      SpadesException twice =
+          refused(Status.Code.ALREADY_EXISTS, "ALREADY_QUEUED", () -> p.lobby.quickPlay(rules));
+      assertEquals(ticket.getTicketId(), twice.getMetadata().get("ticket_id"));
+      assertEquals(3, ids.size(), "attempts: " + ids);
+      assertFalse(ids.get(2).isEmpty());
+      assertNotEquals(ids.get(0), ids.get(2), "a fresh request id for another call");
+      p.lobby.cancelTicket(ticket.getTicketId());
+    } finally {
+      channel.shutdownNow();
+      channel.awaitTermination(5, TimeUnit.SECONDS);
     }
   }
 
