@@ -12,6 +12,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 
 import pytest
+import structlog
 from prometheus_client import REGISTRY
 from spades_server import access
 from spades_server.allowance import SessionLimits
@@ -89,8 +90,14 @@ def test_a_failing_bot_is_replaced_by_a_legal_action_and_counted(
         # Every fallback action is in the store: the match reloads whole.
         loaded = await registry.store.load_match(session.match_id)
         assert len(loaded.actions) == actions
+        said = [e["event"] for e in logged if e.get("match_id") == session.match_id]
+        assert said.count(expected_line[bot]) == actions, "each failure logged once"
 
-    run(body)
+    expected_line = {raising_bot: "bot failed", illegal_bot: "bot action refused"}
+    # Captured, not rendered: a rendered traceback per action (rich's, on a
+    # developer's machine) made the match take seconds.
+    with structlog.testing.capture_logs() as logged:
+        run(body)
 
 
 def test_a_seat_left_to_a_failing_stand_in_still_moves(monkeypatch: pytest.MonkeyPatch) -> None:
