@@ -309,7 +309,7 @@ class SpadesService:
                 "BAD_ACTION_ID", f"action_id must be 1 to {MAX_ACTION_ID} characters", "action_id"
             )
         action = convert.action_from_pb(request.action)
-        await session.check_rate(seat)
+        session.check_action_rate(seat)
         expected = request.expected_seq if request.HasField("expected_seq") else None
         return await session.submit(seat, request.action_id, action, expected, check)
 

@@ -36,7 +36,9 @@ from .replica import ReplicaLink, Resynced, catch_up_locked, resync
 from .seat_bots import SeatBots
 from .seats import CONTROL_HUMAN, CONTROL_OPEN, CONTROL_STAND_IN, HUMAN_CONTROLS, Seat
 from .store import (
+    ActionToken,
     LoadedMatch,
+    NoActionToken,
     SeqConflict,
     SharedStore,
     Store,
@@ -169,9 +171,11 @@ class Session:
         payloads: list[Payload],
         action: StoredAction | None = None,
         meta: bool = False,
+        token: ActionToken | None = None,
     ) -> None:
         """Number ``payloads``, store them (with ``action``, and the metadata
-        when ``meta``) and publish them once stored; the lock held."""
+        when ``meta``, taking ``token``) and publish them once stored; the
+        lock held."""
         stored = self.event_log.stage(payloads)
         now = _now_ms()
         t0 = time.perf_counter()
@@ -183,6 +187,7 @@ class Session:
                 action,
                 self.meta(stored[-1].seq if stored else None) if meta else None,
                 due_ms=self.due_ms(now) if self.shared else None,
+                token=token,
             )
             if tracing.ON:
                 pending = tracing.store_append(pending, self.match_id, self.store, len(stored))
@@ -197,6 +202,11 @@ class Session:
             # let the caller decide again (replica.py).
             await resync(self, rebuild=True)
             raise Resynced from e
+        except NoActionToken as e:
+            # Nothing stored: undo what was applied here (rare: the replica's
+            # own allowance refuses first unless the seat acts on several).
+            await resync(self, rebuild=True)
+            raise self._rate_limited() from e
         except StoreError as e:
             self.mark_broken()
             raise unavailable(
@@ -235,9 +245,27 @@ class Session:
         assert self.shared_store is not None, "a shared store's call on a single one"
         return self.shared_store
 
+    def check_action_rate(self, seat: int) -> None:
+        """Take one of the seat's action allowance before an action: here; on
+        a shared store the append also takes one from the bucket every
+        replica shares (``ActionToken``), in the same round trip."""
+        self.allowances.check_rate(seat)
+
+    def action_token(self, seat: int, by: str) -> ActionToken | None:
+        if not self.shared or by != "human":
+            return None
+        return ActionToken(seat, self.limits.actions_per_second, self.limits.action_burst)
+
+    def _rate_limited(self) -> ServiceError:
+        REJECTIONS.labels("RATE_LIMITED").inc()
+        return exhausted(
+            "RATE_LIMITED",
+            f"more than {self.limits.actions_per_second:g} actions per second from this seat",
+        )
+
     async def check_rate(self, seat: int) -> None:
-        """Take one of the seat's action allowance (an action or a seat change):
-        on a shared store from the bucket every replica shares, else here."""
+        """Take one of the seat's action allowance for a seat change: on a
+        shared store from the bucket every replica shares, else here."""
         if not self.shared:
             self.allowances.check_rate(seat)
             return
@@ -251,11 +279,7 @@ class Session:
                 "STORE_UNAVAILABLE", store_message("the store did not answer", e)
             ) from e
         if not granted:
-            REJECTIONS.labels("RATE_LIMITED").inc()
-            raise exhausted(
-                "RATE_LIMITED",
-                f"more than {lim.actions_per_second:g} actions per second from this seat",
-            )
+            raise self._rate_limited()
 
     @contextlib.asynccontextmanager
     async def stream_slot(self) -> AsyncIterator[None]:
@@ -428,7 +452,9 @@ class Session:
         index = len(self.match.actions) - 1 - self.action_base
         stored = StoredAction(index, seat, str(action), action_id, first, last)
         # The action that ends the match stores its summary (see meta).
-        await self.append(payloads, stored, meta=took_back or self.match.is_over)
+        await self.append(
+            payloads, stored, took_back or self.match.is_over, self.action_token(seat, by)
+        )
         self.answer(stored)
         _action_counter(type(action).__name__, by).inc()
         self._maybe_snapshot()

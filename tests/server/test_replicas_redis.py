@@ -427,6 +427,35 @@ def test_a_seats_rate_limit_holds_across_replicas(
     assert failure.reason == "RATE_LIMITED"
 
 
+def test_an_action_past_the_seats_shared_allowance_stores_nothing_and_a_retry_later_plays(
+    make_server: Callable[..., Server], shared_redis: RedisTarget, redis_prefix: str
+) -> None:
+    # The append takes the seat's token from the bucket the replicas share:
+    # two claims on a spend the burst, so b, whose own allowance is full,
+    # must refuse the action after applying it, and undo it.
+    a, b = replicas(make_server, shared_redis, redis_prefix, 2, "--actions-per-second", "1")
+    table = create_match(a.stub, seed=21)
+    seat = seats_to_act(get_view(a.stub, table, 0))[0]
+    claim(a, table, seat)
+    claim(a, table, seat)
+    before = get_view(b.stub, table, seat, min_seq=get_view(a.stub, table, seat).as_of_seq)
+    action, action_id = choose(before), new_action_id()
+    refused = expect_failure(
+        grpc.StatusCode.RESOURCE_EXHAUSTED, submit, b.stub, table, seat, action, action_id=action_id
+    )
+    assert refused.reason == "RATE_LIMITED"
+    for srv in (a, b):
+        view = get_view(srv.stub, table, seat)
+        assert view.as_of_seq == before.as_of_seq and view.to_act == seat, (
+            "the refused action shows"
+        )
+        assert list(view.legal_actions) == list(before.legal_actions)
+    time.sleep(1.2)  # a token again
+    done = submit(b.stub, table, seat, action, action_id=action_id)
+    assert done.last_seq > before.as_of_seq
+    assert get_view(a.stub, table, seat, min_seq=done.last_seq).to_act != seat
+
+
 def test_the_stream_limit_of_a_match_holds_across_replicas(
     make_server: Callable[..., Server], shared_redis: RedisTarget, redis_prefix: str
 ) -> None:
@@ -474,9 +503,11 @@ def test_with_wait_an_action_is_acknowledged_only_once_a_redis_replica_has_it(
     primary = make_redis(aof=True, extra=("--repl-diskless-sync-delay", "0"))
     follower = make_redis(extra=("--replicaof", "127.0.0.1", str(primary.port)))
     wait_until(primary.replica_online, "the replica's first sync", 20)
+    # A second to confirm: on a loaded machine a live replica took over 300 ms
+    # to confirm a CreateMatch.
     (a,) = replicas(
         make_server, primary.url, "wait", 1,
-        "--redis-wait-replicas", "1", "--redis-wait-timeout-ms", "300",
+        "--redis-wait-replicas", "1", "--redis-wait-timeout-ms", "1000",
     )  # fmt: skip
     table = create_match(a.stub, seed=21)
     play({s: a for s in range(4)}, table, lambda v: v.phase == pb.PHASE_PLAYING, 60)
@@ -489,6 +520,7 @@ def test_with_wait_an_action_is_acknowledged_only_once_a_redis_replica_has_it(
         grpc.StatusCode.UNAVAILABLE, submit, a.stub, table, seat, action, action_id="unconfirmed"
     )
     assert failure.reason == "STORE_FAILED" and "replicas confirmed" in failure.message
+    assert "within 1000 ms" in failure.message
     follower.start()
     # The retry, once the replica is back: applied once, whatever the primary kept.
     submit_once_available(a, table, seat, action, "unconfirmed", "writes to be confirmed again")

@@ -2,9 +2,11 @@
 the lobby's beside them (``lobby.py``). The Redis ones are imported where used."""
 
 from .base import (
+    ActionToken,
     LoadedMatch,
     MatchExists,
     MatchNotFound,
+    NoActionToken,
     SeqConflict,
     SharedStore,
     Store,
@@ -19,11 +21,13 @@ from .memory import MemoryStore
 from .sqlite import SqliteStore, StoreStats
 
 __all__ = [
+    "ActionToken",
     "LoadedMatch",
     "MatchExists",
     "MatchNotFound",
     "MemoryLobby",
     "MemoryStore",
+    "NoActionToken",
     "SeqConflict",
     "SharedStore",
     "SqliteLobby",

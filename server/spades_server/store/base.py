@@ -35,6 +35,21 @@ class MatchExists(StoreError):
     """A match with that id is already stored."""
 
 
+class NoActionToken(StoreError):
+    """The seat had no action token left (``ActionToken``): nothing was appended."""
+
+
+@dataclass(frozen=True, slots=True)
+class ActionToken:
+    """One of a seat's action tokens, to take in the append that stores its
+    action (the bucket every replica shares): one round trip per action, not
+    two. ``rate`` tokens a second, at most ``burst`` saved up."""
+
+    seat: int
+    rate: float
+    burst: int
+
+
 @dataclass(frozen=True, slots=True)
 class StoredEvent:
     seq: int  # from 1, +1 per event of the match
@@ -83,13 +98,16 @@ class Store(Protocol):
         action: StoredAction | None = None,
         meta: bytes | None = None,
         due_ms: int | None = None,
+        token: ActionToken | None = None,
     ) -> None:
         """Append events (and the action that caused them, and new metadata),
         atomically and durably. Raises SeqConflict, MatchNotFound.
 
         ``due_ms``: when the match next needs a server to act (a bot's move, a
         turn deadline), for a store that replicas share (``shared``); the
-        others ignore it."""
+        others ignore it. ``token``: on such a store, the seat's action token
+        to take in the same write (NoActionToken, nothing stored, when it has
+        none); the others ignore it too (they are never given one)."""
 
     async def save_snapshot(self, match_id: str, snapshot: bytes, action_count: int) -> None:
         """Replace the match's snapshot; ``action_count`` actions are included in it."""

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .base import (
+    ActionToken,
     LoadedMatch,
     MatchExists,
     MatchNotFound,
@@ -91,6 +92,7 @@ class MemoryStore:
         action: StoredAction | None = None,
         meta: bytes | None = None,
         due_ms: int | None = None,  # one process holds every match: nothing to take over
+        token: ActionToken | None = None,  # its allowances are the process's own
     ) -> None:
         check_events(expected_last_seq, events)
         match = self._match(match_id)

@@ -62,9 +62,11 @@ import structlog
 
 from .. import tasks
 from .base import (
+    ActionToken,
     LoadedMatch,
     MatchExists,
     MatchNotFound,
+    NoActionToken,
     SeqConflict,
     SharedStore,
     StoredAction,
@@ -99,10 +101,33 @@ redis.call('HSET', KEYS[1], 'seq', n, 'meta', ARGV[1], 'snap', ARGV[2], 'snap_ac
 return 'ok'
 """
 
-# KEYS: hash, log, actions, ids.  ARGV: expected seq, event count, then
+# A seat's action tokens (field '<seat>:t') and when they were counted
+# ('<seat>:s'), in the match's rate hash: 1 taken, 0 when none is left.
+_BUCKET = """
+local function take(key, seat, rate, burst)
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  burst = tonumber(burst)
+  local v = redis.call('HMGET', key, seat .. ':t', seat .. ':s')
+  local tokens = tonumber(v[1]) or burst
+  local stamp = tonumber(v[2]) or now
+  tokens = math.min(burst, tokens + math.max(0, now - stamp) * tonumber(rate) / 1000)
+  local granted = 0
+  if tokens >= 1 then tokens = tokens - 1; granted = 1 end
+  redis.call('HSET', key, seat .. ':t', tostring(tokens), seat .. ':s', now)
+  redis.call('PEXPIRE', key, 600000)
+  return granted
+end
+"""
+
+# KEYS: hash, log, actions, ids, rate.  ARGV: expected seq, event count, then
 # audience/payload pairs, then the action's JSON ('' if none), its index, its
-# ids-field, its 'first:last', the metadata ('' if unchanged), the channel.
-_APPEND = """
+# ids-field, its 'first:last', the metadata ('' if unchanged), the channel,
+# and the seat, rate and burst of the action token to take ('' if none), once
+# the write is known to be possible: a refused write takes no token.
+_APPEND = (
+    _BUCKET
+    + """
 local seq = redis.call('HGET', KEYS[1], 'seq')
 if not seq then return {'missing', 0} end
 seq = tonumber(seq)
@@ -114,6 +139,9 @@ if idkey ~= '' and redis.call('HEXISTS', KEYS[4], idkey) == 1 then return {'conf
 if seq ~= tonumber(ARGV[1]) then return {'conflict', seq} end
 if action ~= '' and redis.call('LLEN', KEYS[3]) ~= tonumber(index) then
   return {'bad_index', redis.call('LLEN', KEYS[3])}
+end
+if ARGV[at + 6] ~= '' and take(KEYS[5], ARGV[at + 6], ARGV[at + 7], ARGV[at + 8]) == 0 then
+  return {'no_token', seq}
 end
 for i = 1, n do
   redis.call('XADD', KEYS[2], '0-' .. (seq + i), 'a', ARGV[1 + 2 * i], 'p', ARGV[2 + 2 * i])
@@ -127,6 +155,7 @@ redis.call('HSET', KEYS[1], 'seq', seq + n)
 if n > 0 then redis.call('SPUBLISH', channel, seq + n) end
 return {'ok', seq + n}
 """
+)
 
 _SNAPSHOT = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 'missing' end
@@ -169,20 +198,12 @@ return 0
 
 # A seat's action allowance shared by every replica: a token bucket.
 # KEYS: the match's rate hash.  ARGV: the seat, tokens per second, burst.
-_TAKE = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local burst = tonumber(ARGV[3])
-local v = redis.call('HMGET', KEYS[1], ARGV[1] .. ':t', ARGV[1] .. ':s')
-local tokens = tonumber(v[1]) or burst
-local stamp = tonumber(v[2]) or now
-tokens = math.min(burst, tokens + math.max(0, now - stamp) * tonumber(ARGV[2]) / 1000)
-local granted = 0
-if tokens >= 1 then tokens = tokens - 1; granted = 1 end
-redis.call('HSET', KEYS[1], ARGV[1] .. ':t', tostring(tokens), ARGV[1] .. ':s', now)
-redis.call('PEXPIRE', KEYS[1], 600000)
-return granted
+_TAKE = (
+    _BUCKET
+    + """
+return take(KEYS[1], ARGV[1], ARGV[2], ARGV[3])
 """
+)
 
 # The streams open on a match, summed over replicas: each replica's field
 # holds "count:expiry_ms" and is refreshed while it has streams, so a replica
@@ -303,6 +324,9 @@ class RedisStore:
         base = f"{self.prefix}:{{{match_id}}}"
         return base, f"{base}:log", f"{base}:act", f"{base}:ids"
 
+    def _rate_key(self, match_id: str) -> str:
+        return f"{self.prefix}:{{{match_id}}}:rate"
+
     def channel(self, match_id: str) -> str:
         return f"{self.prefix}:{{{match_id}}}:n"
 
@@ -370,6 +394,7 @@ class RedisStore:
         action: StoredAction | None = None,
         meta: bytes | None = None,
         due_ms: int | None = None,
+        token: ActionToken | None = None,
     ) -> None:
         check_events(expected_last_seq, events)
         if not _MATCH_ID.fullmatch(match_id):
@@ -391,7 +416,8 @@ class RedisStore:
                 f"{action.first_seq}:{action.last_seq}",
             ]
         args += [meta if meta is not None else b"", self.channel(match_id)]
-        keys = self._keys(match_id)
+        args += ["", 0, 0] if token is None else [token.seat, token.rate, token.burst]
+        keys = (*self._keys(match_id), self._rate_key(match_id))
 
         async def work() -> Any:
             if self.cluster:
@@ -421,6 +447,8 @@ class RedisStore:
             raise SeqConflict(
                 f"match {match_id}: expected last seq {expected_last_seq}, stored {value}"
             )
+        if status == b"no_token":
+            raise NoActionToken(f"match {match_id}: seat {token and token.seat} has no token")
         raise StoreError(f"action index must be {value} (the next one)")
 
     async def _created(self, keys: list[str], args: list[Any]) -> Any:
@@ -623,7 +651,7 @@ class RedisStore:
     async def take_action_token(self, match_id: str, seat: int, rate: float, burst: int) -> bool:
         """Take one of the seat's action tokens (shared by every replica);
         False when it has none left."""
-        key = f"{self._keys(match_id)[0]}:rate"
+        key = self._rate_key(match_id)
         granted = await self._call(lambda: self._take(keys=[key], args=[seat, rate, burst]))
         return bool(granted)
 

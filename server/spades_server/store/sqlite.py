@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .base import (
+    ActionToken,
     LoadedMatch,
     MatchExists,
     MatchNotFound,
@@ -319,6 +320,7 @@ class SqliteStore:
         action: StoredAction | None = None,
         meta: bytes | None = None,
         due_ms: int | None = None,  # one process holds every match: nothing to take over
+        token: ActionToken | None = None,  # its allowances are the process's own
     ) -> None:
         check_events(expected_last_seq, events)
         events = _frozen_events(events)
