@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import multiprocessing
 import os
 import platform
 import sys
@@ -51,9 +50,9 @@ from spades_server.gen.spades.v1 import spades_pb2 as pb
 from spades_server.gen.spades.v1 import spades_pb2_grpc
 
 from cpu_usage import GroupMeter, percent
-from processes import OPERATOR_MD, Procs, RedisClusterProcess
-from replicas import error_counts, load_client
-from server import ms, pct, print_grid, recv
+from load import error_counts, ms, pct, print_grid
+from processes import OPERATOR_MD, Procs, RedisClusterProcess, recv
+from replicas import load_client
 
 SETUP_TIMEOUT_S = 300.0
 PHASE_SLACK_S = 120.0
@@ -70,7 +69,6 @@ def run_shards(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
 
 
 def _shard_step(args: argparse.Namespace, workdir: Path, n: int, placement: str) -> dict[str, Any]:
-    ctx = multiprocessing.get_context("spawn")
     procs = Procs(workdir)
     procs.workdir.mkdir()
     try:
@@ -79,13 +77,8 @@ def _shard_step(args: argparse.Namespace, workdir: Path, n: int, placement: str)
         servers = [procs.replica(f"replica{i}", "redis", "cap") for i in range(n)]
         cfg = {"matches": args.tables_per_shard * n, "seed": args.seed, "stagger_s": 0.0}
         cfg["together"] = placement == "together"
-        parent, child = ctx.Pipe()
-        client = ctx.Process(
-            target=load_client, args=(child, [s.address for s in servers], cfg), daemon=True
-        )
         rss0, redis0 = sum(s.rss_kib() for s in servers), cluster.used_memory()
-        client.start()
-        procs.clients.append(client)
+        client, parent = procs.client(load_client, [s.address for s in servers], cfg)
         if recv(parent, SETUP_TIMEOUT_S) != "ready":
             raise SystemExit(f"the client of {n} shard(s) failed during set-up")
         time.sleep(0.5)

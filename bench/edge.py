@@ -45,8 +45,6 @@ import json
 import os
 import platform
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -55,13 +53,13 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+from cpu_usage import cpu_seconds, machine_busy_seconds
+from processes import COLYSEUS, ROOT, Proc, start_colyseus, start_listening
+
 EDGE_DIR = ROOT / "bench" / "edge"
-PEER_DIR = ROOT / "bench" / "peer" / "colyseus"
 BIN = EDGE_DIR / "bin"
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 # Colyseus 0.16 on Node 20, server CPU seconds per 1,000 actions, as issue 25
 # measured it: 50 tables saturated, 100 tables paced at 100 ms think time.
 COLYSEUS_ISSUE_S_PER_1K = {"saturated": 0.056, "paced": 0.118}
@@ -84,79 +82,10 @@ def build(names: tuple[str, ...] = ("edge", "load")) -> None:
 
 
 def colyseus_available() -> bool:
-    return shutil.which("node") is not None and (PEER_DIR / "node_modules").is_dir()
-
-
-# -- /proc ------------------------------------------------------------------------------
-
-
-def cpu_s(pid: int) -> float:
-    """utime + stime of a process (every thread), in seconds."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    rest = stat[stat.rindex(")") + 2 :].split()
-    return (int(rest[11]) + int(rest[12])) / CLK_TCK
-
-
-def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError(f"no VmRSS for {pid}")
-
-
-def machine_busy_s() -> float:
-    """CPU seconds the whole machine was busy since boot (every core)."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
-    return (user + nice + system + irq + softirq + steal) / CLK_TCK
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return shutil.which("node") is not None and (COLYSEUS / "node_modules").is_dir()
 
 
 # -- servers ------------------------------------------------------------------------------
-
-
-class Proc:
-    """A server child process; ``ready`` parses its first stdout line."""
-
-    def __init__(self, name: str, argv: list[str], logdir: Path) -> None:
-        self.name = name
-        self.log_path = logdir / f"{name}.log"
-        self._log: IO[bytes] = self.log_path.open("wb")
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self._log, cwd=ROOT)
-        assert self.proc.stdout is not None
-        self.first_line = self.proc.stdout.readline().decode().strip()
-        if not self.first_line:
-            self.stop()
-            raise RuntimeError(f"{name} did not start; see {self.log_path}")
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def stop(self) -> str:
-        """SIGTERM, wait, and return what it wrote to stderr."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._log.close()
-        return self.log_path.read_text().strip()
-
-
-def listening(proc: Proc) -> str:
-    """The address of ``listening HOST:PORT``."""
-    if not proc.first_line.startswith("listening "):
-        proc.stop()
-        raise RuntimeError(f"{proc.name}: {proc.first_line!r}; see {proc.log_path}")
-    return proc.first_line.split()[1]
 
 
 class Stack:
@@ -177,8 +106,7 @@ class Stack:
     def _start_edge(self, config: str, logdir: Path, linger_us: int) -> None:
         if config == "edge-self":
             argv = [str(BIN / "edge"), "--listen", "127.0.0.1:0", "--self-answer"]
-            edge = self.procs["edge"] = Proc("edge", argv, logdir)
-            self.address = listening(edge)
+            self.procs["edge"], self.address = start_listening("edge", argv, logdir / "edge.log")
             return
         link = "grpc" if config == "grpc-link" else "socket"
         argv = [sys.executable, str(EDGE_DIR / "core.py"), "--listen", "127.0.0.1:0"]
@@ -187,24 +115,17 @@ class Stack:
             argv.append("--noop")
         if config == "sqlite":
             argv += ["--store", "sqlite", "--db", str(logdir / "core.db")]
-        core = self.procs["core"] = Proc("core", argv, logdir)
-        edge_argv = [str(BIN / "edge"), "--listen", "127.0.0.1:0", "--core", listening(core)]
+        self.procs["core"], core = start_listening("core", argv, logdir / "core.log")
+        edge_argv = [str(BIN / "edge"), "--listen", "127.0.0.1:0", "--core", core]
         edge_argv += ["--link", link, "--linger-us", str(linger_us)]
-        edge = self.procs["edge"] = Proc("edge", edge_argv, logdir)
-        self.address = listening(edge)
+        self.procs["edge"], self.address = start_listening("edge", edge_argv, logdir / "edge.log")
 
     def _start_colyseus(self, logdir: Path) -> None:
-        port = free_port()
-        argv = ["node", str(PEER_DIR / "server.mjs"), "--port", str(port), "--host", "127.0.0.1"]
-        server = self.procs["server"] = Proc("colyseus", argv, logdir)
-        line = json.loads(server.first_line)
-        if line.get("event") != "listening" or line.get("pid") != server.pid:
-            raise RuntimeError(f"colyseus: {server.first_line!r}")
-        self.address = f"ws://127.0.0.1:{port}"
+        self.procs["server"], self.address = start_colyseus(logdir / "colyseus.log")
 
     def load_argv(self, tables: int, think_ms: float) -> list[str]:
         if self.config == "colyseus":
-            argv = ["node", str(PEER_DIR / "loadgen.mjs"), "--url", self.address]
+            argv = ["node", str(COLYSEUS / "loadgen.mjs"), "--url", self.address]
         else:
             argv = [str(BIN / "load"), "--addr", self.address]
             if self.config in ("noop", "edge-self"):
@@ -212,10 +133,15 @@ class Stack:
         return [*argv, "--tables", str(tables), "--think-ms", f"{think_ms:g}"]
 
     def cpu(self) -> dict[str, float]:
-        return {role: cpu_s(p.pid) for role, p in self.procs.items()}
+        return {role: cpu_seconds(p.pid) for role, p in self.procs.items()}
 
     def stop(self) -> dict[str, str]:
-        return {role: p.stop() for role, p in reversed(self.procs.items())}
+        """Each process stopped, and what it wrote to stderr."""
+        logs = {}
+        for role, p in reversed(self.procs.items()):
+            p.stop()
+            logs[role] = p.log_path.read_text(errors="replace").strip()
+        return logs
 
 
 def events(proc: subprocess.Popen[bytes]) -> Iterator[dict[str, Any]]:
@@ -264,14 +190,14 @@ def run_load(
             for ev in events(load):
                 if ev["event"] == "measure-start":
                     t0, cpu0 = time.perf_counter(), stack.cpu()
-                    load0, busy0 = cpu_s(load.pid), machine_busy_s()
+                    load0, busy0 = cpu_seconds(load.pid), machine_busy_seconds()
                 elif ev["event"] == "measure-end":
                     if t0 is None or cpu0 is None or load0 is None or busy0 is None:
                         raise RuntimeError("measure-end before measure-start")
                     run.window_s = time.perf_counter() - t0
                     run.cpu_s = {k: v - cpu0[k] for k, v in stack.cpu().items()}
-                    run.load_cpu_s = cpu_s(load.pid) - load0
-                    busy = machine_busy_s() - busy0
+                    run.load_cpu_s = cpu_seconds(load.pid) - load0
+                    busy = machine_busy_seconds() - busy0
                     run.other_cpu_s = max(0.0, busy - sum(run.cpu_s.values()) - run.load_cpu_s)
                     run.actions = ev["actions"]
                     run.latency_ms = {k: ev[k] for k in LATENCIES}
@@ -299,14 +225,14 @@ def run_memory(tables: int) -> Memory:
         stack = Stack("engine", Path(tmp), 0)
         try:
             time.sleep(1.0)
-            mem.kib_before = {k: rss_kib(p.pid) for k, p in stack.procs.items()}
+            mem.kib_before = {k: p.rss_kib() for k, p in stack.procs.items()}
             argv = [*stack.load_argv(tables, 0), "--mode", "hold"]
             load = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT)
             assert load.stdin is not None
             for ev in events(load):
                 if ev["event"] == "connected":
                     time.sleep(2.0)
-                    mem.kib_after = {k: rss_kib(p.pid) for k, p in stack.procs.items()}
+                    mem.kib_after = {k: p.rss_kib() for k, p in stack.procs.items()}
                     load.stdin.write(b"exit\n")
                     load.stdin.flush()
                     break

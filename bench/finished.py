@@ -28,8 +28,9 @@ from typing import Any
 from spades_server.gen.spades.v1 import spades_pb2 as pb
 from spades_server.gen.spades.v1 import spades_pb2_grpc
 
+from load import channel, print_table
 from processes import OPERATOR_MD, start_server
-from server import RULESET_PB, _channel, print_table
+from server import RULESET_PB
 
 WARMUP_MATCHES = 100  # allocator arenas and caches first; not counted
 FINISH_TIMEOUT_S = 600.0
@@ -43,8 +44,8 @@ async def play_out(address: str, seeds: range) -> list[pb.MatchSummary]:
         pb.SeatConfig(name=f"bot {i}", bot=True, bot_level=pb.BOT_LEVEL_RANDOM) for i in range(4)
     ]
     pending = list(seeds)
-    async with _channel(address) as channel:
-        stub = spades_pb2_grpc.SpadesServiceStub(channel)
+    async with channel(address) as ch:
+        stub = spades_pb2_grpc.SpadesServiceStub(ch)
         ids: set[str] = set()
 
         async def worker() -> None:

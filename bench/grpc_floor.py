@@ -45,7 +45,6 @@ import asyncio
 import contextlib
 import gc
 import json
-import multiprocessing
 import os
 import platform
 import random
@@ -54,13 +53,13 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from multiprocessing.context import SpawnContext, SpawnProcess
 from pathlib import Path
 from typing import Any
 
 import grpc
 
 from cpu_usage import Meter, Usage, print_caveats
+from processes import recv, start_process, stop_processes
 
 SERVICE = "floor.Floor"
 PAYLOAD = b"x" * 60  # about the size of one serialized event of the service
@@ -345,32 +344,6 @@ async def _client(
 # -- the parent: start both, order the phases, read the CPU ---------------------------------
 
 
-def recv(conn: Connection, timeout: float, what: str) -> Any:
-    """The next message, or an error after ``timeout`` seconds (no hang)."""
-    if not conn.poll(timeout):
-        raise RuntimeError(f"no answer from the {what} within {timeout:g} s")
-    return conn.recv()
-
-
-def stop_process(proc: SpawnProcess) -> None:
-    if proc.is_alive():
-        proc.terminate()
-        proc.join(5)
-    if proc.is_alive():
-        proc.kill()
-        proc.join(5)
-
-
-def start_child(
-    ctx: SpawnContext, target: Callable[..., None], *args: Any
-) -> tuple[SpawnProcess, Connection]:
-    parent, child = ctx.Pipe()
-    proc = ctx.Process(target=target, args=(child, *args), daemon=True)
-    proc.start()
-    child.close()  # so the parent sees EOF if the child dies
-    return proc, parent
-
-
 @dataclass
 class Counted(Usage):
     """A kind of phase's CPU usage, with what its phases did and for how long."""
@@ -384,7 +357,7 @@ def run_phase(conn: Connection, order: tuple[Any, ...], usage: Counted, meter: M
     meter.start()
     t0 = time.perf_counter()
     conn.send(order)
-    count, measured = recv(conn, order[1] + order[2] + ORDER_SLACK_S, "client")
+    count, measured = recv(conn, order[1] + order[2] + ORDER_SLACK_S, "the client")
     meter.stop(usage, time.perf_counter() - t0)
     usage.count += count
     usage.measured += measured
@@ -400,29 +373,26 @@ def run_rounds(
         run_phase(conn, ("act", WARMUP_S if k == 0 else RAMP_S, share), acts, meter)
         run_phase(conn, ("ping", RAMP_S, share), pings, meter)
     conn.send(("stop",))
-    final = recv(conn, ORDER_SLACK_S + 2 * CALL_TIMEOUT_S, "client")
+    final = recv(conn, ORDER_SLACK_S + 2 * CALL_TIMEOUT_S, "the client")
     return acts, pings, final["errors"]
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
-    ctx = multiprocessing.get_context("spawn")  # children do not inherit the parent's state
-    server, sconn = start_child(ctx, server_process)
+    server, sconn = start_process(server_process)
     client = None
     try:
-        port = recv(sconn, 30, "server")
+        port = recv(sconn, 30, "the server")
         bidi = args.act == "bidi"
-        client, cconn = start_child(
-            ctx, client_process, port, args.matches, args.streams, bidi, args.think_ms / 1000
+        client, cconn = start_process(
+            client_process, port, args.matches, args.streams, bidi, args.think_ms / 1000
         )
-        if recv(cconn, 90, "client") != "ready":
+        if recv(cconn, 90, "the client") != "ready":
             raise RuntimeError("the client failed to open its streams")
         assert server.pid is not None and client.pid is not None  # both started
         acts, pings, errors = run_rounds(args, cconn, server.pid, client.pid)
         client.join(10)
     finally:
-        if client is not None:
-            stop_process(client)
-        stop_process(server)
+        stop_processes([server] if client is None else [client, server])
     return results(args, port, acts, pings, errors)
 
 

@@ -33,24 +33,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import multiprocessing
 import os
 import platform
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
 from multiprocessing.connection import Connection
-from multiprocessing.context import SpawnContext, SpawnProcess
 from pathlib import Path
 from typing import Any
 
 import grpc
 
 from cpu_usage import GroupMeter, percents, warn_if_disturbed
-from processes import start_server
-from server import ms, pct, print_table
+from load import ms, pct, print_table
+from processes import recv, rss_kib, start_process, start_server, stop_processes
 
 SERVICE = "/spades.v1.SpadesService/"
 TARGET_PING_MAX_MS = 100.0
@@ -173,29 +170,6 @@ def ping_process(conn: Connection, address: str, every_s: float, deadline_s: flo
 # -- the parent -----------------------------------------------------------------------------
 
 
-def recv(conn: Connection, timeout: float, what: str) -> Any:
-    if not conn.poll(timeout):
-        raise RuntimeError(f"no answer from the {what} within {timeout:g} s")
-    return conn.recv()
-
-
-def start_child(
-    ctx: SpawnContext, target: Callable[..., None], *args: Any
-) -> tuple[SpawnProcess, Connection]:
-    parent, child = ctx.Pipe()
-    proc = ctx.Process(target=target, args=(child, *args), daemon=True)
-    proc.start()
-    child.close()
-    return proc, parent
-
-
-def stop_process(proc: SpawnProcess) -> None:
-    proc.join(5)
-    if proc.is_alive():
-        proc.kill()
-        proc.join(5)
-
-
 def ping_stats(samples: list[tuple[float, float, str]]) -> dict[str, Any]:
     latencies = sorted(lat for _, lat, _ in samples)
     errors = Counter(code for _, _, code in samples if code != "OK")
@@ -209,15 +183,14 @@ def ping_stats(samples: list[tuple[float, float, str]]) -> dict[str, Any]:
 
 
 def measure(args: argparse.Namespace, address: str, server_pid: int) -> dict[str, Any]:
-    ctx = multiprocessing.get_context("spawn")
     every_s, deadline_s = args.ping_every_ms / 1000, args.ping_deadline_s
-    pinger, pconn = start_child(ctx, ping_process, address, every_s, deadline_s)
-    flood, fconn = start_child(
-        ctx, flood_process, address, args.method, args.calls, args.connections, args.limit_s
+    pinger, pconn = start_process(ping_process, address, every_s, deadline_s)
+    flood, fconn = start_process(
+        flood_process, address, args.method, args.calls, args.connections, args.limit_s
     )
     try:
-        recv(pconn, CONNECT_TIMEOUT_S + 30, "Pinger")
-        recv(fconn, CONNECT_TIMEOUT_S + 30, "flood")
+        recv(pconn, CONNECT_TIMEOUT_S + 30, "the Pinger")
+        recv(fconn, CONNECT_TIMEOUT_S + 30, "the flood")
         assert pinger.pid is not None and flood.pid is not None
         time.sleep(QUIET_S)
         rss_before = peak = rss_kib(server_pid)
@@ -235,10 +208,9 @@ def measure(args: argparse.Namespace, address: str, server_pid: int) -> dict[str
         time.sleep(SETTLE_S)
         rss_after = rss_kib(server_pid)
         pconn.send("stop")
-        samples: list[tuple[float, float, str]] = recv(pconn, 30, "Pinger")
+        samples: list[tuple[float, float, str]] = recv(pconn, 30, "the Pinger")
     finally:
-        for p in (pinger, flood):
-            stop_process(p)
+        stop_processes([pinger, flood], grace=5)
     quiet = [s for s in samples if t_go - QUIET_S <= s[0] < t_go]
     during = [s for s in samples if t_go <= s[0] <= t_end]
     return {
@@ -261,13 +233,6 @@ def measure(args: argparse.Namespace, address: str, server_pid: int) -> dict[str
         "rss_growth_mb": (peak - rss_before) / 1024,
         "cpu_percent": percents(used),
     }
-
-
-def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
 
 
 def _ok(passed: bool) -> str:

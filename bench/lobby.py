@@ -39,11 +39,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
 import secrets
-import shutil
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -57,8 +54,8 @@ from spades_server.gen.spades.v1 import lobby_pb2 as lpb
 from spades_server.gen.spades.v1 import lobby_pb2_grpc
 from spades_server.gen.spades.v1 import spades_pb2 as pb
 
-from processes import RedisProcess, start_server
-from server import pct
+from load import pct
+from processes import Procs, RedisProcess, redis_binary
 
 ISSUER, AUDIENCE = "bench", "spades-bench"
 SECRET = secrets.token_hex(32)
@@ -276,45 +273,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--waiting", type=int, default=2000)
     p.add_argument("--concurrency", type=int, default=200)
     args = p.parse_args(argv)
-    if shutil.which("redis-server") is None and not os.access("/usr/bin/redis-server", os.X_OK):
-        raise SystemExit("redis-server is not installed: apt-get install -y redis-server")
+    redis_binary()  # before the first part, not after it
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="spades-bench-lobby-") as tmp:
-        started: list[Any] = []
-        rp: RedisProcess | None = None
+        procs = Procs(Path(tmp))
         try:
-            work = Path(tmp) / "sqlite"
-            work.mkdir()
-            sqlite = start_server("sqlite", work, flags(), None)
-            started.append(sqlite)
-            cfg = Config("1 replica, SQLite", [sqlite.address], [sqlite.proc.pid])
+            sqlite = procs.replica("sqlite", "sqlite", extra=flags())
+            cfg = Config("1 replica, SQLite", [sqlite.address], [sqlite.pid])
             results[cfg.name] = asyncio.run(measure(cfg, args))
-            rp = RedisProcess(Path(tmp) / "redis", None)
-            replicas = []
-            for i in range(3):
-                work = Path(tmp) / f"redis{i}"
-                work.mkdir()
-                extra = ["--redis-url", rp.url, "--redis-prefix", "bench", *flags()]
-                replicas.append(start_server("redis", work, extra, None))
-            started += replicas
+            rp = procs.redis = RedisProcess(Path(tmp) / "redis", None)
+            replicas = [procs.replica(f"redis{i}", "redis", "bench", flags()) for i in range(3)]
             cfg = Config(
-                "3 replicas, Redis",
-                [r.address for r in replicas],
-                [r.proc.pid for r in replicas],
-                rp,
+                "3 replicas, Redis", [r.address for r in replicas], [r.pid for r in replicas], rp
             )
             results[cfg.name] = asyncio.run(measure(cfg, args))
         finally:
-            for s in started:
-                s.proc.terminate()
-            for s in started:
-                try:
-                    s.proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    s.proc.kill()
-            if rp is not None:
-                rp.proc.terminate()
-                rp.proc.wait(timeout=10)
+            procs.stop_all()
     print(
         f"bench/lobby.py: {args.players} players asking for quick play at once "
         f"({args.concurrency} calls in flight at most); {args.waiting} waiting tables and "

@@ -15,9 +15,10 @@ Three servers, each a subprocess on a loopback port, a fresh one for every run:
   are both processes' together. Built with ``go build`` when Go is here,
   skipped otherwise;
 
-ours started exactly as bench/server.py starts it (its ``start_server``: a rate
-limit of 1,000,000 actions a second, so that it never refuses). Each is driven
-by its own Node load generator, on one contract (bench/peer/README.md):
+ours started exactly as bench/server.py starts it (bench/processes.py's
+``start_server``: a rate limit of 1,000,000 actions a second, so that it never
+refuses). Each is driven by its own Node load generator, on one contract
+(bench/peer/README.md):
 ``bench/peer/colyseus/loadgen.mjs`` (colyseus.js, one WebSocket a seat) and
 ``bench/peer/spades-load.mjs`` (our TypeScript client, one HTTP/2 connection
 and one ``Play`` call a seat). Every seat plays legal moves when its turn
@@ -60,7 +61,6 @@ import os
 import platform
 import queue
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -76,14 +76,20 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 import edge  # bench/edge.py
-from cpu_usage import machine_busy_seconds, warn_if_disturbed
-from processes import OPERATOR_TOKEN, start_server
-from server import print_grid
+from cpu_usage import cpu_seconds, machine_busy_seconds, warn_if_disturbed
+from load import print_grid
+from processes import (
+    COLYSEUS,
+    OPERATOR_TOKEN,
+    ROOT,
+    rss_kib,
+    start_colyseus,
+    start_listening,
+    start_server,
+    tail,
+)
 
-ROOT = Path(__file__).resolve().parent.parent
-PEER = ROOT / "bench" / "peer"
-COLYSEUS = PEER / "colyseus"
-OURS_LOADGEN = PEER / "spades-load.mjs"
+OURS_LOADGEN = ROOT / "bench" / "peer" / "spades-load.mjs"
 TS_CLIENT = ROOT / "clients" / "typescript" / "dist" / "src" / "index.js"
 
 SERVERS = ("colyseus", "memory", "sqlite", "edge", "edge-sqlite")
@@ -102,48 +108,10 @@ STAGGER_ACTIONS = 56  # a table's first action waits 0..56T (one hand: 4 bids, 5
 MEMORY_WARMUP_TABLES = 20
 SETUP_TIMEOUT_S = 300.0  # seating every table
 EVENT_SLACK_S = 60.0  # past its due time, what a contract line may take
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 LATENCIES = ("acting_p50_ms", "acting_p99_ms", "others_p50_ms", "others_p99_ms")
 
 
 # -- processes -----------------------------------------------------------------------
-
-
-def proc_cpu_seconds(pid: int) -> float:
-    """utime + stime of a process (every thread), from /proc/PID/stat."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # fields 14 and 15 of stat
-
-
-def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError(f"no VmRSS in /proc/{pid}/status")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def tail(path: Path, chars: int = 2000) -> str:
-    try:
-        return path.read_text(errors="replace")[-chars:]
-    except OSError:
-        return ""
-
-
-def stop_process(proc: subprocess.Popen[str], timeout: float = 15.0) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @dataclass
@@ -157,7 +125,7 @@ class RunningServer:
 
     def cpu_seconds(self) -> list[float]:
         """Each process's (the server, then the edge if any)."""
-        return [proc_cpu_seconds(pid) for pid in self.pids]
+        return [cpu_seconds(pid) for pid in self.pids]
 
     def rss_kib(self) -> int:
         return sum(rss_kib(pid) for pid in self.pids)
@@ -167,16 +135,15 @@ def start(kind: str, workdir: Path, linger_ms: float = 0) -> RunningServer:
     """A fresh server of this kind, listening on a loopback port; a SQLite
     store commits with ``--sqlite-commit-linger-ms linger_ms``."""
     if kind == "colyseus":
-        return start_colyseus(workdir)
+        return colyseus(workdir)
     store = {"edge": "memory", "edge-sqlite": "sqlite"}.get(kind, kind)
     # A unix socket, as an edge beside its server would use: over TCP loopback
     # each LinkDown's send also runs the receiving side's TCP in the server.
     link = ["--edge-link", f"unix:{workdir / 'link.sock'}"] if kind.startswith("edge") else []
-    metrics_port = free_port()  # read for its collector's pauses (the last flag wins)
-    extra = [*link, "--metrics-port", str(metrics_port)]
+    extra = list(link)
     if store == "sqlite":
         extra += ["--sqlite-commit-linger-ms", str(linger_ms)]
-    server = start_server(store, workdir, extra, None)  # bench/server.py's own start
+    server = start_server(store, workdir, extra)
     # Popen ran the interpreter itself (no shell, no wrapper): its pid is the
     # server's. Checked, since every figure is read from it.
     cmdline = Path(f"/proc/{server.pid}/cmdline").read_bytes().split(b"\0")
@@ -184,7 +151,7 @@ def start(kind: str, workdir: Path, linger_ms: float = 0) -> RunningServer:
         server.stop()
         raise RuntimeError(f"pid {server.pid} is not the server: {cmdline!r}")
     running = RunningServer(kind, [server.pid], server.address, server.stop)
-    running.metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
+    running.metrics_url = server.metrics_url  # read for its collector's pauses
     if link:
         return start_edge(running, server.proc, workdir)
     return running
@@ -202,26 +169,18 @@ def start_edge(server: RunningServer, proc: subprocess.Popen[str], workdir: Path
     if not core:
         server.stop()
         raise RuntimeError("the server printed no edge link address")
-    port = free_port()
-    log_path = workdir / "edge.log"
-    cmd = [str(EDGE_BIN), "--listen", f"127.0.0.1:{port}", "--core", core]
-    with log_path.open("w") as log:
-        edge_proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 10
-    while "listening" not in tail(log_path):
-        if edge_proc.poll() is not None or time.monotonic() > deadline:
-            stop_process(edge_proc)
-            server.stop()
-            raise RuntimeError(f"the edge did not start:\n{tail(log_path)}")
-        time.sleep(0.05)
+    cmd = [str(EDGE_BIN), "--listen", "127.0.0.1:0", "--core", core]
+    try:
+        edge_proc, address = start_listening("edge", cmd, workdir / "edge.log")
+    except RuntimeError:
+        server.stop()
+        raise
 
     def stop() -> None:
-        stop_process(edge_proc)  # SIGTERM: the edge prints its link's counts
+        edge_proc.stop()  # SIGTERM: the edge prints its link's counts
         server.stop()
 
-    running = RunningServer(
-        server.kind, [*server.pids, edge_proc.pid], server.url, stop, f"127.0.0.1:{port}"
-    )
+    running = RunningServer(server.kind, [*server.pids, edge_proc.pid], server.url, stop, address)
     running.metrics_url = server.metrics_url
     return running
 
@@ -330,27 +289,9 @@ def edge_missing() -> str | None:
     return None
 
 
-def start_colyseus(workdir: Path) -> RunningServer:
-    port = free_port()
-    log_path = workdir / "colyseus-server.log"
-    cmd = ["node", "server.mjs", "--port", str(port), "--host", "127.0.0.1"]
-    with log_path.open("w") as log:
-        proc = subprocess.Popen(cmd, cwd=COLYSEUS, stdout=subprocess.PIPE, stderr=log, text=True)
-    assert proc.stdout is not None
-    line = proc.stdout.readline()  # {"event":"listening","port":N,"pid":P} once it listens
-    try:
-        ready = json.loads(line)
-    except json.JSONDecodeError:
-        ready = {}
-    if ready.get("event") != "listening":
-        stop_process(proc)
-        raise RuntimeError(f"colyseus server did not start: {line!r}\n{tail(log_path)}")
-    if ready.get("pid") != proc.pid:  # node run directly: the same process
-        stop_process(proc)
-        raise RuntimeError(f"colyseus server says pid {ready.get('pid')}, started {proc.pid}")
-    return RunningServer(
-        "colyseus", [proc.pid], f"ws://127.0.0.1:{ready['port']}", lambda: stop_process(proc)
-    )
+def colyseus(workdir: Path) -> RunningServer:
+    proc, url = start_colyseus(workdir / "colyseus-server.log")
+    return RunningServer("colyseus", [proc.pid], url, proc.stop)
 
 
 class LoadGen:
@@ -450,7 +391,7 @@ class Marks:
         return cls(
             time.monotonic(),
             server.cpu_seconds(),
-            proc_cpu_seconds(loadgen_pid),
+            cpu_seconds(loadgen_pid),
             machine_busy_seconds(),
             gc_pauses(server.metrics_url) if server.metrics_url else None,
         )

@@ -72,7 +72,7 @@ from typing import Any
 from spades_server.gen.spades.v1 import spades_pb2 as pb
 from spades_server.rating import DEFAULT, Participant, RatedBots, Rating, rate
 
-from server import pct  # bench/server.py
+from load import pct
 from spades_engine import preset
 from spades_engine.tournament import Config, play_pair
 

@@ -89,8 +89,8 @@ from spades_server.store.lobby_sqlite import SqliteLobby
 from spades_server.store.redis import RedisStore
 from spades_server.store.sqlite import SqliteStore
 
+from load import pct
 from processes import RedisProcess
-from server import pct  # bench/server.py
 
 UPDATE_POOL = "polish"  # the updates part's pool
 BOARD_POOL = "classic"

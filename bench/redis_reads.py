@@ -23,8 +23,8 @@ from typing import Any
 from spades_server.store.base import StoredAction, StoredEvent
 from spades_server.store.redis import RedisStore
 
+from load import print_grid
 from processes import RedisClusterProcess, RedisProcess
-from server import print_grid
 
 PAYLOAD = b"e" * 200  # about an event's size
 

@@ -80,17 +80,14 @@ import asyncio
 import contextlib
 import json
 import math
-import multiprocessing
 import os
 import platform
 import random
-import re
 import shutil
 import signal
 import sys
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -107,19 +104,9 @@ from spades_server.main import tune_gc
 
 from cpu_usage import GroupMeter as Meter
 from cpu_usage import percent, warn_if_disturbed
-from processes import OPERATOR_MD, Procs, RedisProcess, Server
-from server import (
-    ACTIONS_PER_HAND,
-    RESULT_TIMEOUT_S,
-    RULESET_PB,
-    Control,
-    Table,
-    _channel,
-    ms,
-    pct,
-    print_grid,
-    recv,
-)
+from load import channel, error_counts, ms, pct, print_grid, retry_delay
+from processes import OPERATOR_MD, Procs, RedisProcess, Server, recv, stop_on_signals
+from server import ACTIONS_PER_HAND, RESULT_TIMEOUT_S, RULESET_PB, Control, Table
 from spades_engine import Match
 
 T = TypeVar("T")
@@ -136,10 +123,6 @@ RAMP_S = 1.0  # unmeasured start of every load phase after a configuration's fir
 SETUP_TIMEOUT_S = 300.0
 PHASE_SLACK_S = 120.0
 RPC_TIMEOUT_S = 10.0
-# A failed call after a kill is sent again as the project's clients do
-# (spades_client.Backoff's defaults): the n-th retry in a row after a random
-# 0.5 to 1 times min(5 s, 0.1 s x 2^n).
-RETRY_INITIAL_S, RETRY_MAX_S, RETRY_JITTER = 0.1, 5.0, 0.5
 FAILOVER_GIVE_UP_S = 30.0
 STREAM_WAIT_S = 15.0
 CREATE_CONCURRENCY = 20
@@ -151,9 +134,6 @@ ENDLESS_PB = pb.Ruleset(preset="classic", no_mercy_score=True, target_score=100_
 
 def clock() -> float:
     return time.perf_counter()
-
-
-# -- processes: redis-server, replicas, client processes --------------------------------
 
 
 def add_cpu(total: dict[str, float], more: dict[str, float]) -> None:
@@ -198,12 +178,6 @@ async def keep_playing(table: Table) -> None:
             return
 
 
-def error_counts(errors: list[str]) -> list[tuple[str, int]]:
-    """The errors, grouped by their text (sequence numbers and ids aside)."""
-    kinds = Counter(re.sub(r"[0-9a-f]{16}|\d+", "N", e)[:160] for e in errors)
-    return kinds.most_common(10)
-
-
 def load_client(conn: Connection, addresses: list[str], cfg: dict[str, Any]) -> None:
     """One configuration's client process: its tables, then the phases the parent orders."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops it
@@ -212,7 +186,7 @@ def load_client(conn: Connection, addresses: list[str], cfg: dict[str, Any]) -> 
 
 async def _load_client(conn: Connection, addresses: list[str], cfg: dict[str, Any]) -> None:
     loop = asyncio.get_running_loop()
-    channels = [_channel(a) for a in addresses]
+    channels = [channel(a) for a in addresses]
     stubs = [spades_pb2_grpc.SpadesServiceStub(c) for c in channels]
     n = len(stubs)
     control = Control(think_s=0.0, via="play", stagger_s=cfg["stagger_s"])
@@ -306,7 +280,6 @@ def _new_totals() -> dict[str, Any]:
 
 
 def run_load(args: argparse.Namespace, procs: Procs) -> dict[str, Any]:
-    ctx = multiprocessing.get_context("spawn")
     configs: list[LoadConfig] = []
     for key in args.configs:
         if key == "sqlite1":
@@ -316,13 +289,8 @@ def run_load(args: argparse.Namespace, procs: Procs) -> dict[str, Any]:
         else:
             servers = [procs.replica(f"load-redis3-{i}", "redis", "load3") for i in range(3)]
         cfg = {"matches": args.matches, "seed": args.seed, "stagger_s": args.stagger_s}
-        parent, child = ctx.Pipe()
-        p = ctx.Process(
-            target=load_client, args=(child, [s.address for s in servers], cfg), daemon=True
-        )
-        p.start()
-        procs.clients.append(p)
-        configs.append(LoadConfig(key, servers, parent, p))
+        p, conn = procs.client(load_client, [s.address for s in servers], cfg)
+        configs.append(LoadConfig(key, servers, conn, p))
     t0 = clock()
     for c in configs:
         if recv(c.conn, SETUP_TIMEOUT_S) != "ready":
@@ -676,7 +644,7 @@ async def _scaling(args: argparse.Namespace, procs: Procs, a: Server, b: Server)
     rng = random.Random(args.seed)
     errors: list[str] = []
     steps = []
-    async with _channel(a.address) as ca, _channel(b.address) as cb:
+    async with channel(a.address) as ca, channel(b.address) as cb:
         stub_a = spades_pb2_grpc.SpadesServiceStub(ca)
         stub_b = spades_pb2_grpc.SpadesServiceStub(cb)
         games: list[Game] = []
@@ -814,12 +782,6 @@ def print_scaling(r: dict[str, Any], args: argparse.Namespace) -> None:
 # -- part 3: failover after kill -9 ----------------------------------------------------------
 
 
-def retry_delay(retry: int) -> float:
-    """Seconds before retry number ``retry`` (from 0) of a failed call."""
-    cap = min(RETRY_MAX_S, RETRY_INITIAL_S * 2 ** min(retry, 16))
-    return cap * (1 - RETRY_JITTER * random.random())
-
-
 async def until_ok(call: Callable[[], Awaitable[T]], give_up: float, failures: list[str]) -> T:
     """``call()`` until it succeeds, with the clients' backoff; fails past ``give_up``."""
     for retry in range(1_000_000):
@@ -951,9 +913,9 @@ async def _failover_round(
     x: Server, y: Server, z: Server, redis_pid: int, count: int, rng: random.Random
 ) -> dict[str, Any]:
     async with (
-        _channel(x.address) as cx,
-        _channel(y.address) as cy,
-        _channel(z.address) as cz,
+        channel(x.address) as cx,
+        channel(y.address) as cy,
+        channel(z.address) as cz,
     ):
         stub_x = spades_pb2_grpc.SpadesServiceStub(cx)
         survivors = [spades_pb2_grpc.SpadesServiceStub(c) for c in (cy, cz)]
@@ -1091,8 +1053,8 @@ async def _memory(args: argparse.Namespace, procs: Procs, server: Server) -> dic
     r = procs.redis
     assert r is not None
     rng = random.Random(args.seed)
-    async with _channel(server.address) as channel:
-        stub = spades_pb2_grpc.SpadesServiceStub(channel)
+    async with channel(server.address) as ch:
+        stub = spades_pb2_grpc.SpadesServiceStub(ch)
         await create_games(stub, 100, rng)  # warm-up, not counted
         await asyncio.sleep(0.5)
         before = r.used_memory()
@@ -1400,16 +1362,9 @@ def keep_logs(tmp: Path, dest: Path) -> None:
         shutil.copyfile(log, dest / f"{log.parent.name}.log")
 
 
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt  # unwinds to main's finally: everything is stopped
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    # Ctrl-C, SIGTERM and SIGHUP unwind to the finally below, which stops
-    # everything; SIGINT too when inherited ignored (a background job).
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _interrupt)
+    stop_on_signals()
     results: dict[str, Any] = {
         "args": {k: v for k, v in vars(args).items() if k not in ("json", "logs")}
     }

@@ -49,7 +49,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import multiprocessing
 import os
 import platform
 import random
@@ -68,7 +67,8 @@ from spades_server.gen.spades.v1 import spades_pb2_grpc
 from spades_server.main import tune_gc
 
 from cpu_usage import Meter, Usage, print_caveats
-from processes import OPERATOR_MD, Server, start_server
+from load import channel, ms, pct, print_table, split
+from processes import OPERATOR_MD, Server, recv, start_process, start_server
 from spades_engine import Match, preset
 from spades_engine.actions import bid as make_bid
 from spades_engine.actions import play as make_play
@@ -86,23 +86,6 @@ ACTIONS_PER_HAND = 4 + 52  # classic: four bids, 52 cards
 # Every action of the classic preset is public (no blind nil, no exchange).
 RULES = preset("classic")
 RULESET_PB = pb.Ruleset(preset="classic")
-
-
-# -- the server process --------------------------------------------------------------
-
-
-# -- statistics -------------------------------------------------------------------------
-
-
-def pct(sorted_values: list[float], q: float) -> float:
-    """The q-quantile (nearest rank) of an ascending list; NaN when empty."""
-    if not sorted_values:
-        return float("nan")
-    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
-
-
-def ms(seconds: float) -> float:
-    return 1000.0 * seconds
 
 
 # -- the load client (one per client process) ----------------------------------------------
@@ -445,18 +428,6 @@ def client_process(conn: Connection, address: str, cfg: dict[str, Any]) -> None:
     asyncio.run(_client(conn, address, cfg))
 
 
-def _channel(address: str) -> grpc.aio.Channel:
-    return grpc.aio.insecure_channel(
-        address,
-        options=[("grpc.use_local_subchannel_pool", 1), ("grpc.enable_retries", 0)],
-    )
-
-
-def split(total: int, parts: int) -> list[int]:
-    """``total`` in ``parts`` near-equal whole shares."""
-    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
-
-
 async def set_up_tables(
     stubs: list[spades_pb2_grpc.SpadesServiceAsyncStub],
     shares: list[int],
@@ -486,7 +457,7 @@ async def _client(conn: Connection, address: str, cfg: dict[str, Any]) -> None:
     async def recv() -> Any:
         return await loop.run_in_executor(None, conn.recv)
 
-    channels = [_channel(address) for _ in range(cfg["channels"])]
+    channels = [channel(address) for _ in range(cfg["channels"])]
     stubs = [spades_pb2_grpc.SpadesServiceStub(c) for c in channels]
     shares = split(cfg["matches"], len(stubs))
     control = Control(think_s=cfg["think_ms"] / 1000.0, via=cfg["via"], stagger_s=cfg["stagger_s"])
@@ -549,15 +520,7 @@ async def _client(conn: Connection, address: str, cfg: dict[str, Any]) -> None:
 # -- load mode ----------------------------------------------------------------------------
 
 
-def recv(conn: Connection, timeout: float) -> Any:
-    """A client process's next answer; fails (no hang) if it does not come."""
-    if not conn.poll(timeout):
-        raise SystemExit(f"a client process gave no answer within {timeout:g} s")
-    return conn.recv()
-
-
 def run_load(args: argparse.Namespace, server: Server) -> dict[str, Any]:
-    ctx = multiprocessing.get_context("spawn")
     shares = [n for n in split(args.matches, args.clients) if n]
     pipes: list[Connection] = []
     procs = []
@@ -570,10 +533,8 @@ def run_load(args: argparse.Namespace, server: Server) -> dict[str, Any]:
             "via": args.via,
             "stagger_s": args.stagger_s,
         }
-        parent, child = ctx.Pipe()
-        p = ctx.Process(target=client_process, args=(child, server.address, cfg), daemon=True)
-        p.start()
-        pipes.append(parent)
+        p, conn = start_process(client_process, server.address, cfg)
+        pipes.append(conn)
         procs.append(p)
     setup0 = time.perf_counter()
     for conn in pipes:
@@ -659,30 +620,6 @@ def run_load(args: argparse.Namespace, server: Server) -> dict[str, Any]:
     }
 
 
-def print_grid(header: list[str], rows: list[list[str]], left: int = 1) -> None:
-    """A table: the first ``left`` columns left-aligned, the others right-aligned."""
-    w = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-
-    def line(r: list[str]) -> str:
-        cells = [c.ljust(w[i]) if i < left else c.rjust(w[i]) for i, c in enumerate(r)]
-        return "  ".join(cells).rstrip()
-
-    print(line(header))
-    print("-" * len(line(header)))
-    for r in rows:
-        print(line(r))
-
-
-def print_table(rows: list[tuple[str, str, str, str]]) -> None:
-    """Rows of (measure, value, target, ok), aligned."""
-    w = [max(len(r[i]) for r in rows) for i in range(3)]
-    header = f"{'measure':<{w[0]}}  {'value':>{w[1]}}  {'target':<{w[2]}}  ok"
-    print(header)
-    print("-" * len(header))
-    for name, value, target, passed in rows:
-        print(f"{name:<{w[0]}}  {value:>{w[1]}}  {target:<{w[2]}}  {passed}".rstrip())
-
-
 def _ok(passed: bool) -> str:
     return "yes" if passed else "NO"
 
@@ -758,8 +695,8 @@ def print_load(r: dict[str, Any], args: argparse.Namespace) -> None:
 
 
 async def create_idle(address: str, count: int, concurrency: int) -> None:
-    async with _channel(address) as channel:
-        stub = spades_pb2_grpc.SpadesServiceStub(channel)
+    async with channel(address) as ch:
+        stub = spades_pb2_grpc.SpadesServiceStub(ch)
         request = pb.CreateMatchRequest(
             ruleset=RULESET_PB, seats=[pb.SeatConfig(name=f"idle {i}") for i in range(4)]
         )

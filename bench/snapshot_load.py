@@ -37,8 +37,8 @@ from spades_server.allowance import SessionLimits
 from spades_server.matches import Registry, SeatSpec
 from spades_server.store.sqlite import SqliteStore
 
+from load import print_table
 from processes import start_server
-from server import print_table
 from spades_engine import Event, Match, preset
 from spades_engine.bots import BOTS
 
@@ -122,7 +122,7 @@ async def populate(db: Path, count: int, seed: int) -> tuple[int, int]:
     for i in range(count):
         whole = bot_match(seed + i)
         match, events = replayed(whole, rng.randrange(len(whole.actions)))
-        session, _ = await registry.create(match, specs, 0, events)
+        session, _, _ = await registry.create(match, specs, 0, events)
         session.close()
         actions += len(match.actions)
     await registry.close()

@@ -8,7 +8,7 @@ Everything runs on loopback, started by this script and stopped when it ends
 (also on Ctrl-C, SIGTERM or SIGHUP; the servers, Envoy and the client
 processes also by the kernel's parent-death signal if the script is killed):
 
-* its own ``redis-server`` (bench/replicas.py's: Debian's, a free loopback
+* its own ``redis-server`` (bench/processes.py's: Debian's, a free loopback
   port, files in a temporary folder, no persistence);
 * ``--replicas`` server processes (3; ``python3 -m spades_server.main --store
   redis --redis-url ... --redis-prefix soak``, each on a fixed loopback port so
@@ -89,13 +89,11 @@ import asyncio
 import contextlib
 import itertools
 import json
-import multiprocessing
 import os
 import platform
 import random
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -109,29 +107,38 @@ from typing import Any
 import aiohttp
 import grpc
 import psutil
-from spades_server import convert, stack
+from spades_server import convert
 from spades_server.gen.spades.v1 import spades_pb2 as pb
 from spades_server.gen.spades.v1 import spades_pb2_grpc
 from spades_server.main import tune_gc
 
 from cpu_usage import GroupMeter, percents, warn_if_disturbed
-from processes import OPERATOR_MD, OPERATOR_TOKEN
-from replicas import RedisProcess, error_counts, retry_delay
-from server import RULES, RULESET_PB, _channel, print_grid
-from spades_engine import Match
-from spades_engine.actions import bid as make_bid
-from spades_engine.actions import play as make_play
-from web import (
+from load import (
     SERVICE,
     StreamError,
-    die_with_parent,
+    channel,
     envelope,
-    envoy_version,
+    error_counts,
     frames,
     grpc_web_trailers,
     http_stream,
+    print_grid,
+    retry_delay,
     web_headers,
 )
+from processes import (
+    OPERATOR_MD,
+    Envoy,
+    Procs,
+    RedisProcess,
+    Server,
+    die_with_parent,
+    stop_on_signals,
+)
+from server import RULES, RULESET_PB
+from spades_engine import Match
+from spades_engine.actions import bid as make_bid
+from spades_engine.actions import play as make_play
 
 KINDS = ("play", "stream", "grpc-web", "connect", "poll")
 KIND_LABELS = {
@@ -178,7 +185,7 @@ class Net:
     streams one connection each, unary calls and long polls on kept-alive ones."""
 
     def __init__(self, cfg: dict[str, Any]) -> None:
-        self.channels = [_channel(a) for a in cfg["replicas"]]
+        self.channels = [channel(a) for a in cfg["replicas"]]
         self.stubs = [spades_pb2_grpc.SpadesServiceStub(c) for c in self.channels]
         self.base = f"http://127.0.0.1:{cfg['envoy_port']}{SERVICE}"
         self.origin = cfg["origin"]
@@ -789,7 +796,7 @@ async def _client_main(conn: Connection, cfg: dict[str, Any]) -> None:
 class Replica:
     index: int
     port: int
-    child: stack.Child
+    server: Server
     incarnation: int = 1
     started: float = 0.0
 
@@ -799,79 +806,51 @@ class Replica:
 
 
 class Soak:
-    """Every process of the run, stopped at its end whatever happens."""
+    """The run: its processes (a Procs, all stopped at its end whatever
+    happens), the kills and what went wrong."""
 
     def __init__(self, workdir: Path, log_dir: Path, args: argparse.Namespace) -> None:
-        self.workdir = workdir
-        self.log_dir = log_dir
+        self.procs = Procs(workdir, log_dir, detached=True)
         self.args = args
-        self.redis: RedisProcess | None = None
         self.replicas: list[Replica] = []
-        self.envoy: stack.Child | None = None
-        self.envoy_port = 0
         self.clients: list[tuple[BaseProcess, Connection]] = []
         self.t0 = time.monotonic()
         self.kills: list[dict[str, Any]] = []
         self.unexpected_exits: list[str] = []
 
-    def wait_for(self, child: stack.Child, what: str, probe: Any) -> Any:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not (found := probe()):
-            if not child.alive() or time.monotonic() > deadline:
-                raise SystemExit(f"{child.name}: {what} did not happen:\n{child.tail()}")
-            time.sleep(0.05)
-        return found
-
-    def spawn_replica(self, index: int, port: int, incarnation: int) -> stack.Child:
-        assert self.redis is not None
-        name = f"replica-{index}.{incarnation}"
-        child = stack.Child(name, [
-            sys.executable, "-m", "spades_server.main", "--host", "127.0.0.1",
-            "--port", str(port), "--metrics-port", "-1", "--store", "redis",
-            "--redis-url", self.redis.url, "--redis-prefix", "soak",
-            "--operator-token", OPERATOR_TOKEN, "--grace-seconds", "2",
-            "--unload-after-seconds", str(self.args.unload_after_s),
-        ], self.log_dir / f"{name}.log", dict(os.environ, PYTHONUNBUFFERED="1"))  # fmt: skip
-        self.wait_for(
-            child, "its ready line", lambda: stack.SERVER_READY.search(child.log.read_text())
-        )
-        return child
-
-    def start(self) -> None:
-        self.redis = RedisProcess(self.workdir / "redis", None)
-        ports = [stack.free_port("127.0.0.1") for _ in range(self.args.replicas)]
-        for i, port in enumerate(ports):
-            self.replicas.append(Replica(i, port, self.spawn_replica(i, port, 1), 1, self.now()))
-        self.envoy_port = stack.free_port("127.0.0.1")
-        config = self.workdir / "envoy.yaml"
-        config.write_text(envoy_config(ports, self.envoy_port, self.origin))
-        admin_file = self.workdir / "envoy-admin-address"
-        self.envoy = stack.Child("envoy", [
-            stack.find_envoy(""), "-c", str(config), "--admin-address-path", str(admin_file),
-            "--disable-hot-restart", "--concurrency", "1", "--log-level", "warning",
-        ], self.log_dir / "envoy.log", dict(os.environ))  # fmt: skip
-        self.wait_for(self.envoy, "admin /ready", lambda: stack.envoy_ready(admin_file))
-        self.wait_for(
-            self.envoy,
-            "the servers' health through Envoy",
-            lambda: stack.healthy("127.0.0.1", self.envoy_port),
-        )
+    @property
+    def redis(self) -> RedisProcess:
+        assert isinstance(self.procs.redis, RedisProcess)
+        return self.procs.redis
 
     @property
-    def origin(self) -> str:
-        return stack.page_origin("127.0.0.1", self.envoy_port)
+    def envoy(self) -> Envoy:
+        assert self.procs.envoy is not None
+        return self.procs.envoy
+
+    def spawn_replica(self, index: int, port: int, incarnation: int) -> Server:
+        extra = ["--metrics-port", "-1", "--unload-after-seconds", str(self.args.unload_after_s)]
+        return self.procs.replica(f"replica-{index}.{incarnation}", "redis", "soak", extra, port)
+
+    def start(self) -> None:
+        self.procs.redis = RedisProcess(self.procs.workdir / "redis", None)
+        for i in range(self.args.replicas):
+            # Started on a port of their own choosing, then always on it: a
+            # restarted replica comes back where Envoy and the clients look.
+            server = self.spawn_replica(i, 0, 1)
+            self.replicas.append(Replica(i, server.port, server, 1, self.now()))
+        self.procs.start_envoy([r.server for r in self.replicas])
 
     def now(self) -> float:
         return time.monotonic() - self.t0
 
     def start_clients(self) -> None:
-        ctx = multiprocessing.get_context("spawn")
         a = self.args
         for i in range(a.clients):
             cfg = {
                 "replicas": [f"127.0.0.1:{r.port}" for r in self.replicas],
-                "envoy_port": self.envoy_port,
-                "origin": self.origin,
+                "envoy_port": self.envoy.port,
+                "origin": self.envoy.origin,
                 "tables": list(range(i, a.matches, a.clients)),
                 "think_s": a.think_ms / 1000,
                 "drop_mean_s": a.drop_mean_s,
@@ -879,10 +858,7 @@ class Soak:
                 "stagger_s": a.think_ms / 1000 * 4,
                 "seed": a.seed + i,
             }
-            parent, child = ctx.Pipe()
-            p = ctx.Process(target=client_process, args=(child, cfg), daemon=True)
-            p.start()
-            self.clients.append((p, parent))
+            self.clients.append(self.procs.client(client_process, cfg))
         for p, conn in self.clients:
             if not conn.poll(START_TIMEOUT_S) or conn.recv()[0] != "ready":
                 raise SystemExit(f"client process {p.pid} did not start")
@@ -890,11 +866,11 @@ class Soak:
     def kill_one(self, victim: Replica) -> None:
         """``kill -9``, then the same replica started again on its port."""
         t = self.now()
-        os.kill(victim.child.proc.pid, signal.SIGKILL)
-        victim.child.proc.wait(timeout=10)
+        os.kill(victim.server.pid, signal.SIGKILL)
+        victim.server.proc.wait(timeout=10)
         time.sleep(self.args.restart_after_s)
         victim.incarnation += 1
-        victim.child = self.spawn_replica(victim.index, victim.port, victim.incarnation)
+        victim.server = self.spawn_replica(victim.index, victim.port, victim.incarnation)
         victim.started = self.now()
         self.kills.append({"at_s": t, "replica": victim.index, "back_s": victim.started - t})
         print(
@@ -905,17 +881,14 @@ class Soak:
     def check_alive(self) -> None:
         """A replica that died on its own is reported and started again."""
         for r in self.replicas:
-            if not r.child.alive():
-                text = f"replica {r.name} exited on its own ({r.child.proc.returncode})"
-                self.unexpected_exits.append(f"{text}: {r.child.tail(10)}")
+            if not r.server.alive():
+                text = f"replica {r.name} exited on its own ({r.server.proc.returncode})"
+                self.unexpected_exits.append(f"{text}: {r.server.tail(10)}")
                 print(f"  {self.now():6.0f} s  {text}; started again")
                 r.incarnation += 1
-                r.child = self.spawn_replica(r.index, r.port, r.incarnation)
+                r.server = self.spawn_replica(r.index, r.port, r.incarnation)
                 r.started = self.now()
-        others = (
-            ("envoy", self.envoy is not None and self.envoy.alive()),
-            ("redis-server", self.redis is not None and self.redis.proc.poll() is None),
-        )
+        others = (("envoy", self.envoy.alive()), ("redis-server", self.redis.proc.poll() is None))
         for name, alive in others:
             if not alive:
                 raise SystemExit(f"{name} exited during the run")
@@ -943,56 +916,6 @@ class Soak:
             p.join(timeout=10)
         return finals
 
-    def stop_all(self) -> None:
-        for p, _ in self.clients:
-            if p.is_alive():
-                p.terminate()
-        for p, _ in self.clients:
-            p.join(timeout=5)
-            if p.is_alive():
-                p.kill()
-        children = [r.child for r in self.replicas] + ([self.envoy] if self.envoy else [])
-        for ch in children:
-            ch.signal(signal.SIGTERM)
-        for ch in children:
-            try:
-                ch.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                ch.signal(signal.SIGKILL)
-                ch.proc.wait(timeout=5)
-        if self.redis is not None and self.redis.proc.poll() is None:
-            self.redis.proc.terminate()
-            try:
-                self.redis.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.redis.proc.kill()
-
-
-def envoy_config(ports: list[int], listen_port: int, origin: str) -> str:
-    """deploy/envoy/envoy.yaml rendered as ``make run`` renders it, its server
-    cluster with one endpoint per port (round robin, the cluster's default)."""
-    values = stack.EnvoyPorts(
-        listen_host="127.0.0.1",
-        listen_port=listen_port,
-        server_host="127.0.0.1",
-        server_port=ports[0],
-        web_host="127.0.0.1",
-        web_port=stack.free_port("127.0.0.1"),  # nothing listens: no web table here
-        admin_host="127.0.0.1",
-        admin_port=0,
-        origins=(origin,),
-    )
-    text = stack.render_config(stack.TEMPLATE, values)
-    address = f'socket_address: {{ address: "127.0.0.1", port_value: {ports[0]} }}'
-    if text.count(address) != 1:
-        raise SystemExit("the Envoy template's server endpoint is not where bench/soak.py looks")
-    at = text.index(address)
-    start = text.rfind("\n", 0, text.rfind("- endpoint:", 0, at)) + 1
-    end = text.index("\n", at) + 1
-    one = text[start:end]
-    many = "".join(one.replace(f"port_value: {ports[0]} ", f"port_value: {p} ") for p in ports)
-    return text[:start] + many + text[end:]
-
 
 def rss(pid: int) -> float:
     try:
@@ -1002,7 +925,6 @@ def rss(pid: int) -> float:
 
 
 def sample(soak: Soak, progress: list[dict[str, Any]], cpu: dict[str, float]) -> dict[str, Any]:
-    assert soak.redis is not None and soak.envoy is not None
     totals: Counter[str] = Counter()
     for p in progress:
         totals.update(p["totals"])
@@ -1010,10 +932,10 @@ def sample(soak: Soak, progress: list[dict[str, Any]], cpu: dict[str, float]) ->
             totals.update({k: stats.get(k, 0) for k in ("actions", "events", "resumes", "drops")})
     return {
         "t": soak.now(),
-        "replicas": {r.name: rss(r.child.proc.pid) for r in soak.replicas},
+        "replicas": {r.name: rss(r.server.pid) for r in soak.replicas},
         "redis": rss(soak.redis.pid),
         "redis_used": soak.redis.used_memory() / MIB,
-        "envoy": rss(soak.envoy.proc.pid),
+        "envoy": rss(soak.envoy.pid),
         "clients": sum(rss(p.pid or 0) for p, _ in soak.clients),
         "totals": dict(totals),
         "errors": sum(p["errors"] for p in progress),
@@ -1037,12 +959,11 @@ def print_sample(s: dict[str, Any]) -> None:
 
 
 def meter(soak: Soak) -> GroupMeter:
-    assert soak.redis is not None and soak.envoy is not None
     return GroupMeter(
         {
-            "servers": [r.child.proc.pid for r in soak.replicas],
+            "servers": [r.server.pid for r in soak.replicas],
             "redis": [soak.redis.pid],
-            "envoy": [soak.envoy.proc.pid],
+            "envoy": [soak.envoy.pid],
             "clients": [p.pid or 0 for p, _ in soak.clients] + [os.getpid()],
         }
     )
@@ -1346,14 +1267,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def _interrupt(_signum: int, _frame: Any) -> None:
-    raise KeyboardInterrupt  # unwinds to main's finally: everything is stopped
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _interrupt)
+    stop_on_signals()
     print("Soak (bench/soak.py)")
     print(
         f"python  {platform.python_implementation()} {platform.python_version()}, grpcio "
@@ -1366,7 +1282,6 @@ def main(argv: list[str] | None = None) -> int:
         soak = Soak(Path(tmp), log_dir, args)
         try:
             soak.start()
-            assert soak.redis is not None and soak.envoy is not None
             print(
                 f"redis   {soak.redis.version} pid {soak.redis.pid} on 127.0.0.1:"
                 f"{soak.redis.port}, persistence {soak.redis.persistence()}"
@@ -1377,8 +1292,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{args.unload_after_s:g}"
             )
             print(
-                f"envoy   pid {soak.envoy.proc.pid} ({envoy_version(stack.find_envoy(''))}) "
-                f"on 127.0.0.1:{soak.envoy_port}, deploy/envoy/envoy.yaml rendered, one "
+                f"envoy   pid {soak.envoy.pid} ({soak.envoy.version()}) "
+                f"on 127.0.0.1:{soak.envoy.port}, deploy/envoy/envoy.yaml rendered, one "
                 f"endpoint per replica"
             )
             print(
@@ -1396,7 +1311,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {soak.now():6.0f} s  checked")
             status = report(soak, samples, finals)
         finally:
-            soak.stop_all()
+            soak.procs.stop_all()
             if args.log_dir:
                 shutil.copytree(Path(tmp) / "redis", log_dir / "redis", dirs_exist_ok=True)
     if args.json:

@@ -100,23 +100,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import ctypes
 import json
-import multiprocessing
 import os
 import platform
 import random
 import re
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
@@ -128,8 +126,26 @@ from spades_server.gen.spades.v1 import spades_pb2_grpc
 from spades_server.main import tune_gc
 
 from cpu_usage import GroupMeter, percents, warn_if_disturbed
-from processes import OPERATOR_MD, OPERATOR_TOKEN
-from server import ACTIONS_PER_HAND, RULES, RULESET_PB, ms, pct, print_grid, split
+from load import (
+    SERVICE,
+    StreamError,
+    http_stream,
+    ms,
+    pct,
+    print_grid,
+    split,
+    web_headers,
+)
+from processes import (
+    OPERATOR_MD,
+    Envoy,
+    Procs,
+    Server,
+    die_with_parent,
+    start_process,
+    stop_processes,
+)
+from server import ACTIONS_PER_HAND, RULES, RULESET_PB
 from spades_engine import Match
 
 PATHS = ("grpc", "grpc-web", "connect")
@@ -140,10 +156,9 @@ PATH_LABELS = {
 }
 TARGET_P99_MS = 50.0  # the issue's bar for the capacity mode
 GRACE_S = 2.0  # after a measured span, before its deliveries are collected
-READY_TIMEOUT_S = 120.0  # streams to open (a whole step's); a child to be ready
+READY_TIMEOUT_S = 120.0  # streams to open (a whole step's)
 CALL_TIMEOUT_S = 30.0  # no unary call may hang the bench
 OPEN_CONCURRENCY = 64  # streams being opened at once, per client process
-SERVICE = "/spades.v1.SpadesService/"
 ACTION_KINDS = frozenset({"card_played", "bid_made"})
 # Envoy counters that mean a request was refused, cut or failed; printed when not 0.
 ENVOY_BAD = re.compile(
@@ -160,223 +175,35 @@ CLIENT_CLOSES = frozenset(
         "cluster.spades_server.http2.tx_reset",
     }
 )
-_PR_SET_PDEATHSIG = 1
 
 
-# -- processes --------------------------------------------------------------------------------
-
-
-def die_with_parent() -> None:
-    """In a client process: the kernel sends SIGTERM if the bench dies first."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
+# -- the processes ----------------------------------------------------------------------------
 
 
 @dataclass
 class Stack:
-    """The server, the static file server and Envoy, each a ``stack.Child``
-    (its own session, so Ctrl-C is ours to handle; SIGTERM on our death)."""
+    """The server and Envoy the bench measures (started and stopped by a Procs)."""
 
-    workdir: Path
-    log_dir: Path
-    children: list[stack.Child] = field(default_factory=list)
-    server_address: str = ""
-    metrics_url: str = ""
-    envoy_port: int = 0
-    admin: str = ""  # Envoy's admin host:port
-
-    def pid(self, name: str) -> int:
-        return next(c.proc.pid for c in self.children if c.name == name)
-
-    def spawn(self, name: str, argv: list[str]) -> stack.Child:
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        child = stack.Child(name, argv, self.log_dir / f"{name}.log", env)
-        self.children.append(child)
-        return child
-
-    def wait_for(self, child: stack.Child, what: str, probe: Callable[[], Any]) -> Any:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while not (found := probe()):
-            if not child.alive() or time.monotonic() > deadline:
-                raise SystemExit(
-                    f"{child.name}: {what} did not happen; the end of its log:\n{child.tail()}"
-                )
-            time.sleep(0.05)
-        return found
-
-    def start(self, server_args: list[str], envoy: str, concurrency: int) -> None:
-        py = sys.executable
-        static = self.spawn("static", [
-            py, "-m", "spades_server.stack", "static", "--dir", str(self.workdir / "no-web-table"),
-        ])  # fmt: skip
-        m = self.wait_for(
-            static,
-            "its ready line",
-            lambda: stack.STATIC_READY.search(static.log.read_text(errors="replace")),
-        )
-        web_host, web_port = m["host"], int(m["port"])
-        metrics_port = stack.free_port("127.0.0.1")
-        server = self.spawn("server", [
-            py, "-m", "spades_server.main", "--host", "127.0.0.1", "--port", "0",
-            "--metrics-port", str(metrics_port), "--store", "sqlite",
-            "--db", str(self.workdir / "s.db"), "--operator-token", OPERATOR_TOKEN,
-            "--actions-per-second", "1000000",  # the bench measures delivery, not the limiter
-            "--max-matches", "1000000", "--grace-seconds", "2", *server_args,
-        ])  # fmt: skip
-        m = self.wait_for(
-            server,
-            "its ready line",
-            lambda: stack.SERVER_READY.search(server.log.read_text(errors="replace")),
-        )
-        self.server_address = f"127.0.0.1:{m['port']}"
-        self.metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
-        self.envoy_port = stack.free_port("127.0.0.1")
-        ports = stack.EnvoyPorts(
-            listen_host="127.0.0.1",
-            listen_port=self.envoy_port,
-            server_host="127.0.0.1",
-            server_port=int(m["port"]),
-            web_host=web_host,
-            web_port=web_port,
-            admin_host="127.0.0.1",
-            admin_port=0,
-            origins=(self.origin,),
-        )
-        config = self.workdir / "envoy.yaml"
-        config.write_text(stack.render_config(stack.TEMPLATE, ports))
-        admin_file = self.workdir / "envoy-admin-address"
-        proxy = self.spawn("envoy", [
-            stack.find_envoy(envoy), "-c", str(config), "--admin-address-path", str(admin_file),
-            "--disable-hot-restart", "--concurrency", str(concurrency), "--log-level", "warning",
-        ])  # fmt: skip
-        self.wait_for(proxy, "admin /ready", lambda: stack.envoy_ready(admin_file))
-        self.admin = admin_file.read_text().strip()
-        self.wait_for(
-            proxy,
-            "the server's health through Envoy (gRPC-Web)",
-            lambda: stack.healthy("127.0.0.1", self.envoy_port),
-        )
-
-    @property
-    def origin(self) -> str:
-        return stack.page_origin("127.0.0.1", self.envoy_port)
-
-    def stop(self) -> None:
-        """The server first (its streams end with its status), then the rest."""
-        for group in (["server"], ["envoy", "static"]):
-            waiting = [c for c in self.children if c.name in group and c.alive()]
-            for c in waiting:
-                c.signal(signal.SIGTERM)
-            for c in waiting:
-                try:
-                    c.proc.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    c.signal(signal.SIGKILL)
-                    c.proc.wait(timeout=10)
-
-    # -- what the children say about themselves --------------------------------------------
-    def envoy_stats(self) -> dict[str, int]:
-        with urllib.request.urlopen(f"http://{self.admin}/stats", timeout=10) as resp:
-            text = resp.read().decode()
-        out: dict[str, int] = {}
-        for line in text.splitlines():
-            name, _, value = line.partition(": ")
-            if value.strip().isdigit():
-                out[name] = int(value)
-        return out
+    server: Server
+    envoy: Envoy
 
     def server_open_streams(self) -> int:
-        with urllib.request.urlopen(self.metrics_url, timeout=10) as resp:
+        with urllib.request.urlopen(self.server.metrics_url, timeout=10) as resp:
             for line in resp.read().decode().splitlines():
                 if line.startswith("spades_open_streams "):
                     return int(float(line.split()[1]))
         return -1
 
 
-# -- gRPC-Web and Connect framing ---------------------------------------------------------------
-
-
-def envelope(message: bytes, flag: int = 0) -> bytes:
-    """One frame of gRPC-Web or Connect: a flag byte, a 4-byte big-endian length."""
-    return bytes([flag]) + len(message).to_bytes(4, "big") + message
-
-
-def frames(buf: bytearray) -> list[tuple[int, bytes]]:
-    """The complete frames at the start of ``buf`` (removed from it), as
-    (flag, bytes); an incomplete frame stays for the next read."""
-    out = []
-    pos, n = 0, len(buf)
-    while n - pos >= 5:
-        size = int.from_bytes(buf[pos + 1 : pos + 5], "big")
-        if n - pos - 5 < size:
-            break
-        out.append((buf[pos], bytes(buf[pos + 5 : pos + 5 + size])))
-        pos += 5 + size
-    del buf[:pos]
-    return out
-
-
-def grpc_web_trailers(data: bytes) -> dict[str, str]:
-    """A gRPC-Web trailers frame (flag 0x80): HTTP/1-style header lines."""
-    out = {}
-    for line in data.decode(errors="replace").split("\r\n"):
-        name, sep, value = line.partition(":")
-        if sep:
-            out[name.strip().lower()] = value.strip()
-    return out
-
-
-# -- browser-style server streams over HTTP/1.1 (also bench/soak.py's) ---------------------------
-
-
-class StreamError(Exception):
-    pass
-
-
-def web_headers(protocol: str, origin: str, token: str | None) -> dict[str, str]:
-    """The headers of a browser's server-stream call: ``protocol`` "grpc-web"
-    or "connect", the page's ``origin``, a seat token or none (a spectator)."""
-    if protocol == "grpc-web":
-        headers = {"content-type": "application/grpc-web+proto", "x-grpc-web": "1"}
-    else:
-        headers = {"content-type": "application/connect+proto", "connect-protocol-version": "1"}
-    headers["origin"] = origin  # as a browser's fetch sends it
-    if token is not None:
-        headers["authorization"] = f"Bearer {token}"
-    return headers
-
-
-async def http_stream(
-    session: aiohttp.ClientSession, url: str, request: bytes, headers: dict[str, str]
-) -> AsyncIterator[tuple[float, bytes]]:
-    """A gRPC-Web or Connect server stream (by ``headers``' content type): each
-    message as (``time.monotonic()`` when the bytes completing it were read, its
-    bytes); a StreamError when the stream ends (trailers, Connect's end of
-    stream, EOF) or is refused. Close it with ``contextlib.aclosing``."""
-    async with session.post(url, data=envelope(request), headers=headers) as resp:
-        if resp.status != 200:
-            raise StreamError(f"HTTP {resp.status}: {(await resp.read())[:200]!r}")
-        if "grpc-status" in resp.headers:  # a gRPC-Web call refused at once
-            raise StreamError(
-                f"grpc-status {resp.headers['grpc-status']} {resp.headers.get('grpc-message', '')}"
-            )
-        buf = bytearray()
-        clock = time.monotonic
-        read = resp.content.readany
-        while chunk := await read():
-            now = clock()
-            buf += chunk
-            for flag, data in frames(buf):
-                if flag == 0:
-                    yield now, data
-                elif flag & 0x80:  # gRPC-Web trailers
-                    t = grpc_web_trailers(data)
-                    raise StreamError(
-                        f"trailers grpc-status {t.get('grpc-status')} {t.get('grpc-message', '')}"
-                    )
-                elif flag & 0x02:  # Connect: end of stream, JSON
-                    raise StreamError(f"end of stream {data[:200]!r}")
-        raise StreamError("the stream ended before its match")
+def start(procs: Procs, server_args: list[str], envoy: str, concurrency: int) -> Stack:
+    """The stack's static file server (the web upstream the config names;
+    no web table to serve), the server, and Envoy in front of both."""
+    argv = [sys.executable, "-m", "spades_server.stack", "static"]
+    argv += ["--dir", str(procs.workdir / "no-web-table")]
+    static = procs.child("static", argv, stack.STATIC_READY)
+    server = procs.replica("server", "sqlite", extra=server_args)
+    web = (static["host"], int(static["port"]))
+    return Stack(server, procs.start_envoy([server], web, binary=envoy, concurrency=concurrency))
 
 
 # -- the stream clients (one process per path, or per share of the spectators) ------------------
@@ -657,15 +484,12 @@ class Clients:
     """The client processes, from the parent's event loop."""
 
     def __init__(self, cfgs: list[dict[str, Any]]) -> None:
-        ctx = multiprocessing.get_context("spawn")
         self.cfgs = cfgs
         self.conns: list[Connection] = []
-        self.procs: list[Any] = []
+        self.procs: list[BaseProcess] = []
         for cfg in cfgs:
-            parent, child = ctx.Pipe()
-            p = ctx.Process(target=client_process, args=(child, cfg), daemon=True)
-            p.start()
-            self.conns.append(parent)
+            p, conn = start_process(client_process, cfg)
+            self.conns.append(conn)
             self.procs.append(p)
         self.queues: list[asyncio.Queue[Any]] = []
         # (table, match id) -> each process's (opened, failed), and its one waiter's event
@@ -674,7 +498,7 @@ class Clients:
 
     @property
     def pids(self) -> list[int]:
-        return [p.pid for p in self.procs]
+        return [p.pid or 0 for p in self.procs]
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -762,16 +586,7 @@ class Clients:
         deadline = time.monotonic() + 10.0
         while any(p.is_alive() for p in self.procs) and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
-        self.kill()
-
-    def kill(self) -> None:
-        for p in self.procs:
-            if p.is_alive():
-                p.terminate()
-                p.join(timeout=5)
-            if p.is_alive():
-                p.kill()
-                p.join(timeout=5)
+        stop_processes(self.procs)
 
 
 class Driver:
@@ -949,14 +764,18 @@ def envoy_moved(before: dict[str, int], after: dict[str, int]) -> tuple[dict[str
 
 
 async def latency_mode(args: argparse.Namespace, st: Stack) -> dict[str, Any]:
-    base = {"envoy_port": st.envoy_port, "origin": st.origin, "server_address": st.server_address}
+    base = {
+        "envoy_port": st.envoy.port,
+        "origin": st.envoy.origin,
+        "server_address": st.server.address,
+    }
     cfgs = [dict(base, path=p, kind="seats") for p in args.paths]
     clients = Clients(cfgs)
-    driver = Driver(args, st.server_address, clients)
+    driver = Driver(args, st.server.address, clients)
     meter = GroupMeter(
         {
-            "server": [st.pid("server")],
-            "envoy": [st.pid("envoy")],
+            "server": [st.server.pid],
+            "envoy": [st.envoy.pid],
             **{f"client {p}": [pid] for p, pid in zip(args.paths, clients.pids, strict=True)},
             "actors": [os.getpid()],
         }
@@ -966,17 +785,17 @@ async def latency_mode(args: argparse.Namespace, st: Stack) -> dict[str, Any]:
         tables = [asyncio.create_task(driver.table(t)) for t in range(args.matches)]
         await asyncio.sleep(args.warmup + args.stagger_s)
         await clients.collect()  # the warm-up's arrivals and closes
-        stats0 = st.envoy_stats()
+        stats0 = st.envoy.stats()
         meter.start()
         start = time.monotonic()
         await asyncio.sleep(args.seconds)
         end = time.monotonic()
         cpu = percents(meter.stop())
         open_server = st.server_open_streams()
-        open_envoy = st.envoy_stats().get("http.spades.downstream_rq_active", -1)
+        open_envoy = st.envoy.stats().get("http.spades.downstream_rq_active", -1)
         await asyncio.sleep(GRACE_S)
         got = await clients.collect()
-        bad, resets = envoy_moved(stats0, st.envoy_stats())
+        bad, resets = envoy_moved(stats0, st.envoy.stats())
         driver.stopping = True
         await asyncio.wait(tables, timeout=30)
     finally:
@@ -1112,18 +931,18 @@ async def capacity_step(
     open_seconds = time.monotonic() - t_open
     await asyncio.sleep(1.0)  # the last streams' backlogs
     before = await clients.collect()  # arrivals and closes so far: not this step's
-    stats0 = st.envoy_stats()
+    stats0 = st.envoy.stats()
     meter = driver_meter(st, clients)
     meter.start()
     start = time.monotonic()
     await asyncio.sleep(args.step_seconds)
     end = time.monotonic()
     cpu = percents(meter.stop())
-    envoy_active = st.envoy_stats().get("http.spades.downstream_rq_active", -1)
+    envoy_active = st.envoy.stats().get("http.spades.downstream_rq_active", -1)
     server_open = st.server_open_streams()
     await asyncio.sleep(GRACE_S)
     got = await clients.collect()
-    bad, resets = envoy_moved(stats0, st.envoy_stats())
+    bad, resets = envoy_moved(stats0, st.envoy.stats())
     # Every measured action's match had all its spectators open (a table's new
     # match waits for them): the expected deliveries per process are its share,
     # less the streams that failed to open on that match.
@@ -1167,8 +986,8 @@ async def capacity_step(
 def driver_meter(st: Stack, clients: Clients) -> GroupMeter:
     return GroupMeter(
         {
-            "server": [st.pid("server")],
-            "envoy": [st.pid("envoy")],
+            "server": [st.server.pid],
+            "envoy": [st.envoy.pid],
             "clients": clients.pids,
             "actors": [os.getpid()],
         }
@@ -1227,10 +1046,14 @@ def capacity_row(s: dict[str, Any]) -> list[str]:
 
 
 async def capacity_mode(args: argparse.Namespace, st: Stack) -> dict[str, Any]:
-    base = {"envoy_port": st.envoy_port, "origin": st.origin, "server_address": st.server_address}
+    base = {
+        "envoy_port": st.envoy.port,
+        "origin": st.envoy.origin,
+        "server_address": st.server.address,
+    }
     cfgs = [dict(base, path="grpc-web", kind="spectators") for _ in range(args.clients)]
     clients = Clients(cfgs)
-    driver = Driver(args, st.server_address, clients)
+    driver = Driver(args, st.server.address, clients)
     steps: list[dict[str, Any]] = []
     try:
         await clients.start()
@@ -1414,14 +1237,6 @@ def _interrupt(_signum: int, _frame: Any) -> None:
     os.kill(os.getpid(), signal.SIGINT)  # SIGTERM stops the bench as Ctrl-C does
 
 
-def envoy_version(binary: str) -> str:
-    out = subprocess.run(
-        [binary, "--version"], check=False, capture_output=True, text=True, timeout=30
-    ).stdout
-    found = re.search(r"version: \S+/(\d+\.\d+\.\d+)", out)
-    return f"Envoy {found[1]}" if found else "Envoy (version unknown)"
-
-
 def fd_limit() -> int:
     import resource
 
@@ -1445,18 +1260,18 @@ def main(argv: list[str] | None = None) -> int:
         server_args = [f"--streams-per-match={max(64, per_match)}", *server_args]
     signal.signal(signal.SIGTERM, _interrupt)
     with tempfile.TemporaryDirectory(prefix="spades-bench-web-") as tmp:
-        log_dir = Path(args.log_dir) if args.log_dir else Path(tmp)
-        log_dir.mkdir(parents=True, exist_ok=True)
-        st = Stack(Path(tmp), log_dir)
+        log_dir = Path(args.log_dir) if args.log_dir else None
+        if log_dir:
+            log_dir.mkdir(parents=True, exist_ok=True)
+        procs = Procs(Path(tmp), log_dir, detached=True)
         try:
-            st.start(server_args, args.envoy, args.envoy_concurrency)
-            version = envoy_version(stack.find_envoy(args.envoy))
+            st = start(procs, server_args, args.envoy, args.envoy_concurrency)
             print(
-                f"server  pid {st.pid('server')} on {st.server_address}, embedded SQLite store "
+                f"server  pid {st.server.pid} on {st.server.address}, embedded SQLite store "
                 f"(synchronous FULL) in {tmp}; flags {' '.join(server_args) or '(defaults)'}"
             )
             print(
-                f"envoy   pid {st.pid('envoy')} ({version}) on 127.0.0.1:{st.envoy_port}, "
+                f"envoy   pid {st.envoy.pid} ({st.envoy.version()}) on 127.0.0.1:{st.envoy.port}, "
                 f"deploy/envoy/envoy.yaml rendered, --concurrency {args.envoy_concurrency}"
             )
             print(
@@ -1484,7 +1299,7 @@ def main(argv: list[str] | None = None) -> int:
                 result = asyncio.run(capacity_mode(args, st))
                 print_capacity(result)
         finally:
-            st.stop()
+            procs.stop_all()
     result["args"] = {k: v for k, v in vars(args).items() if k != "json"}
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")

@@ -28,7 +28,6 @@ import json
 import os
 import platform
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -36,10 +35,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from spades_server import stack
-
 from cpu_usage import machine_busy_seconds, warn_if_disturbed
-from server import pct
+from load import pct
+from processes import Procs, free_port
 
 # A run starts at most every RUN_EVERY_S: each makes a match by POST /api/new-match, which
 # the web server limits to 30 a minute, bursts of 10 (spades_server.webapp).
@@ -168,29 +166,13 @@ def print_assets(rows: list[dict[str, Any]]) -> None:
         print(f"| **{group}** ({len(sel)} files) | | **{kb(raw)}** | **{kb(gz)}** |")
 
 
-def start_stack(dist: Path, log_dir: Path) -> tuple[stack.Child, str]:
+def start_stack(procs: Procs, dist: Path) -> str:
     """``python -m spades_server.stack`` on a free loopback port; its URL once it says it is up."""
-    port = stack.free_port("127.0.0.1")
-    argv = [sys.executable, "-m", "spades_server.stack", "--port", str(port),
-            "--log-dir", str(log_dir),
+    argv = [sys.executable, "-m", "spades_server.stack", "--port", str(free_port()),
+            "--log-dir", str(procs.workdir),
             "--", "--store", "memory", "--port", "0", "--metrics-port", "-1"]  # fmt: skip
-    env = dict(os.environ, SPADES_WEB_DIR=str(dist), SPADES_OPERATOR_TOKEN="")
-    child = stack.Child("stack", argv, log_dir / "stack.log", env)
-    deadline = time.monotonic() + 120
-    while not (m := UP.search(child.log.read_text(errors="replace"))):
-        if not child.alive() or time.monotonic() > deadline:
-            stop(child)
-            raise SystemExit(f"the stack did not come up:\n{child.tail()}")
-        time.sleep(0.2)
-    return child, m[1]
-
-
-def stop(child: stack.Child) -> None:
-    child.signal(signal.SIGTERM)
-    try:
-        child.proc.wait(timeout=40)
-    except subprocess.TimeoutExpired:
-        child.proc.kill()
+    env = {"SPADES_WEB_DIR": str(dist), "SPADES_OPERATOR_TOKEN": ""}
+    return procs.child("stack", argv, UP, env)[1]
 
 
 def own_cpu_seconds() -> float:
@@ -209,13 +191,14 @@ def timing(dist: Path, args: argparse.Namespace) -> dict[str, Any]:
     ctypes.CDLL(None).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER
     wall, machine, own = time.monotonic(), machine_busy_seconds(), own_cpu_seconds()
     with tempfile.TemporaryDirectory(prefix="spades-bench-web-page-") as tmp:
-        child, url = start_stack(dist, Path(tmp))
+        procs = Procs(Path(tmp))
         try:
+            url = start_stack(procs, dist)
             spec = [url, args.chromium, args.runs, args.rates, MARKS, 1000 * RUN_EVERY_S]
             cmd = ["node", "--input-type=module", "-e", DRIVER, json.dumps(spec)]
             done = subprocess.run(cmd, cwd=WEB, capture_output=True, text=True, check=False)
         finally:
-            stop(child)
+            procs.stop_all()
     if done.returncode != 0:
         raise SystemExit(f"the browser driver failed:\n{done.stderr}")
     out: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
