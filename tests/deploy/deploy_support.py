@@ -105,8 +105,27 @@ def config_map(overlay: str, name: str) -> dict[str, Any]:
     return found[0]
 
 
+def redis_conf(overlay: str, name: str) -> dict[str, str]:
+    """The directives of the redis.conf in ConfigMap ``name``: each one's value
+    as written (comments and blank lines left out)."""
+    text = config_map(overlay, name)["data"]["redis.conf"]
+    return dict(
+        line.split(None, 1)
+        for line in text.splitlines()
+        if line.strip() and not line.startswith("#")
+    )
+
+
 def workloads(overlay: str) -> list[dict[str, Any]]:
-    return [o for o in build(overlay) if o["kind"] in ("Deployment", "StatefulSet")]
+    """What runs pods: Deployments, StatefulSets and Jobs (each has a pod template)."""
+    return [o for o in build(overlay) if o["kind"] in ("Deployment", "StatefulSet", "Job")]
+
+
+def pod_containers(workload: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every container of a workload's pods, its init containers first."""
+    pod = workload["spec"]["template"]["spec"]
+    containers: list[dict[str, Any]] = [*pod.get("initContainers", []), *pod["containers"]]
+    return containers
 
 
 def container(workload: dict[str, Any], name: str) -> dict[str, Any]:
@@ -126,21 +145,34 @@ def secret_marker(name: str, key: str) -> str:
     return f"secret.{name}.{key}"
 
 
+def field_marker(path: str) -> str:
+    return f"field.{path}"
+
+
+def expand(text: str, env: Mapping[str, str]) -> str:
+    """``text`` with Kubernetes' $(VAR) references to ``env`` replaced (the
+    others left as they are, as Kubernetes does)."""
+    return re.sub(r"\$\((\w+)\)", lambda m: env.get(m[1], m[0]), text)
+
+
 def container_env(overlay: str, c: dict[str, Any]) -> dict[str, str]:
     """The environment Kubernetes gives container ``c`` (before the image's
     ENV under it): its envFrom ConfigMaps, then its env, $(VAR) expanded; a
-    Secret's value stands as ``<secret name/key>``."""
+    Secret's value stands as ``secret.<name>.<key>``, a field of the pod's
+    (the downward API) as ``field.<path>``."""
     env: dict[str, str] = {}
     for source in c.get("envFrom", []):
         assert set(source) == {"configMapRef"}, source
         env.update(config_map(overlay, source["configMapRef"]["name"])["data"])
     for item in c.get("env", []):
         if "value" in item:
-            value = re.sub(r"\$\((\w+)\)", lambda m: env.get(m[1], m[0]), item["value"])
+            value = expand(item["value"], env)
         else:
             ref = item["valueFrom"]
             if "secretKeyRef" in ref:
                 value = secret_marker(ref["secretKeyRef"]["name"], ref["secretKeyRef"]["key"])
+            elif "fieldRef" in ref:
+                value = field_marker(ref["fieldRef"]["fieldPath"])
             else:
                 key = ref["configMapKeyRef"]
                 value = config_map(overlay, key["name"])["data"][key["key"]]

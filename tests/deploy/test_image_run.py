@@ -13,7 +13,11 @@ SPADES_GRACE_SECONDS, ending an open stream with UNAVAILABLE. Then the redis
 overlay: Debian's redis-server with the overlay's redis.conf and arguments,
 and two replicas with the overlay's environment, one serving the match the
 other made, neither writing a file (that overlay mounts no volume). Then the
-envoy overlay's web table: the Dockerfile's web stage, step by step, on the
+redis-cluster overlay: six redis-servers with its redis.conf and arguments,
+made a cluster by its Job's step of redis-cluster.sh, every node then ready
+by its probe's step, and two replicas in cluster mode serving a match one of
+them made, also after every primary's preStop step moved its slots to its
+replica. Then the envoy overlay's web table: the Dockerfile's web stage, step by step, on the
 same build context (npm ci from the lockfiles, the TypeScript client's
 generate and tsc, vite build), its output where the runtime stage copies it
 (/app/web), and the Deployment spades-web's command and environment as the
@@ -31,7 +35,8 @@ requirement of the wheel and of the extras the image installs. The only
 settings changed are the ports (free ones, so that the test runs beside
 anything else), the paths /data, /tmp, /opt/spades and /app/web, moved
 under a temporary directory, and the Services' addresses (spades-redis,
-spades-headless, spades-web, spades-envoy), 127.0.0.1. The web stage runs
+spades-redis-cluster, spades-headless, spades-web, spades-envoy), 127.0.0.1
+(and the names the cluster's nodes announce, localhost). The web stage runs
 with this machine's Node (the same major version as the stage's base) and
 with this .venv's Python as the code generator's (the stage installs the same
 grpcio-tools, protobuf and googleapis-common-protos; checked): about 10 s with
@@ -60,7 +65,7 @@ import time
 import urllib.error
 import urllib.request
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from email.parser import Parser
 from importlib import metadata
@@ -80,6 +85,7 @@ from deploy_support import (
     container_env,
     copied_from,
     entrypoint,
+    expand,
     healthcheck,
     image_env,
     image_extras,
@@ -567,6 +573,203 @@ def test_replicas_on_the_redis_overlays_redis(image: Image) -> None:
             assert list((replica / "home").iterdir()) == list((replica / "data").iterdir()) == []
     finally:
         store.stop()
+
+
+# -- the redis-cluster overlay ---------------------------------------------------------------
+
+CLUSTER_OVERLAY = "redis-cluster"
+CLUSTER_NODES = "spades-redis-cluster"  # the StatefulSet and its headless Service
+
+
+def _free_cluster_port() -> int:
+    """A free port whose cluster bus port (+10000) is free too."""
+    while True:
+        port = _free_port()
+        if port + 10000 < 65536:
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port + 10000))
+                except OSError:
+                    continue
+            return port
+
+
+class RedisClusterNodes:
+    """The redis-cluster overlay's nodes as its StatefulSet runs them: its
+    ConfigMap's redis.conf and its container's args, with the pod's fields
+    (POD_IP and POD_NAME) filled in; each on a free loopback port with its
+    volume under ``run``. The name each node announces becomes localhost, the
+    one name for them all here. redis-cluster.sh runs from the ConfigMap, with
+    getent answering loopback for every node's name, and redis-cli, in a
+    node's steps, defaulting to that node's port (its pod's localhost)."""
+
+    def __init__(self, run: Path, password: str) -> None:
+        binary = shutil.which("redis-server")
+        cli = shutil.which("redis-cli")
+        assert binary and cli, "redis-server is not installed (make test installs Debian's)"
+        self.run, self.password = run, password
+        statefulset = named(CLUSTER_OVERLAY, "StatefulSet", CLUSTER_NODES)
+        c = container(statefulset, "redis")
+        mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+        files = config_map(CLUSTER_OVERLAY, f"{CLUSTER_NODES}-config")["data"]
+        text = files["redis.conf"]
+        assert f"\ndir {mounts['data']}\n" in text
+        self.script = run / "redis-cluster.sh"
+        self.script.write_text(files["redis-cluster.sh"])
+        self._bin("bin", "getent", "printf '127.0.0.1 STREAM %s\\n' \"$2\"\n")
+        assert c["command"] == ["redis-server"]
+        self.ports: list[int] = []
+        self.procs: list[subprocess.Popen[bytes]] = []
+        for i in range(statefulset["spec"]["replicas"]):
+            data = run / f"node-{i}"
+            data.mkdir()
+            conf = run / f"node-{i}.conf"
+            conf.write_text(text.replace(f"\ndir {mounts['data']}\n", f"\ndir {data}\n"))
+            pod = {
+                "REDIS_PASSWORD": password,
+                "POD_IP": "127.0.0.1",
+                "POD_NAME": f"{CLUSTER_NODES}-{i}",
+            }
+            args = [expand(a, pod) for a in c["args"]]
+            assert args[0] == f"{mounts['config']}/redis.conf"
+            args[0] = str(conf)
+            hostname = args.index("--cluster-announce-hostname") + 1
+            assert args[hostname] == f"{CLUSTER_NODES}-{i}.{statefulset['spec']['serviceName']}"
+            args[hostname] = "localhost"
+            port = _free_cluster_port()
+            self.ports.append(port)
+            self.procs.append(
+                subprocess.Popen(
+                    [binary, *args, "--port", str(port), "--bind", "127.0.0.1"],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.STDOUT,
+                )
+            )
+            self._bin(f"node-{i}-bin", "redis-cli", f'exec {cli} -p {port} "$@"\n')
+        for port in self.ports:
+            client = redis.Redis(port=port, password=password, socket_timeout=5)
+            self.until(lambda c=client: self._answers(c), "a node did not answer")
+            client.close()
+
+    def _bin(self, folder: str, name: str, body: str) -> None:
+        path = self.run / folder / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_text("#!/bin/sh\n" + body)
+        path.chmod(0o755)
+
+    def _answers(self, client: redis.Redis) -> bool:
+        assert all(p.poll() is None for p in self.procs), "a redis-server exited"
+        try:
+            return bool(client.ping())
+        except redis.ConnectionError:
+            return False
+
+    @staticmethod
+    def until(ready: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            assert time.monotonic() < deadline, what
+            time.sleep(0.2)
+
+    def step(self, argv: list[str], node: int | None = None) -> subprocess.CompletedProcess[str]:
+        """``sh redis-cluster.sh ARGV...`` as a pod runs it: node ``node``'s
+        container, or the Job's pod (None)."""
+        path = [str(self.run / "bin"), os.environ["PATH"]]
+        if node is not None:
+            path.insert(0, str(self.run / f"node-{node}-bin"))
+        env = {"PATH": ":".join(path), "REDISCLI_AUTH": self.password, "POD_IP": "127.0.0.1"}
+        return subprocess.run(
+            ["sh", str(self.script), *argv],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    def ready(self) -> bool:
+        return all(self.step(["ready"], node=i).returncode == 0 for i in range(len(self.ports)))
+
+    def primaries(self) -> list[int]:
+        found = []
+        for i, port in enumerate(self.ports):
+            client = redis.Redis(port=port, password=self.password, socket_timeout=5)
+            if client.execute_command("ROLE")[0] in (b"master", "master"):
+                found.append(i)
+            client.close()
+        return found
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            proc.terminate()
+        for proc in self.procs:
+            proc.wait(timeout=30)
+
+
+def test_replicas_on_the_redis_cluster_overlays_cluster(image: Image) -> None:
+    run = image.root / "redis-cluster"
+    run.mkdir()
+    password = "image-test-redis-password"
+    nodes = RedisClusterNodes(run, password)
+    try:
+        # The Job's own step, its nodes' names on their loopback ports.
+        job = container(named(CLUSTER_OVERLAY, "Job", f"{CLUSTER_NODES}-create"), "create")
+        args = list(job["args"])
+        for i, port in enumerate(nodes.ports):
+            node = f"{CLUSTER_NODES}-{i}.{CLUSTER_NODES}:6379"
+            args[args.index(node)] = node.replace(":6379", f":{port}")
+        created = nodes.step([*job["command"][2:], *args])
+        assert created.returncode == 0, created.stdout + created.stderr
+        # Every node ready (the cluster up, each replica linked to its primary).
+        nodes.until(nodes.ready, "the nodes did not become ready")
+        assert len(nodes.primaries()) == 3
+        # Run again (the Job created anew), it changes nothing.
+        again = nodes.step([*job["command"][2:], *args])
+        assert again.returncode == 0 and "in a cluster already" in again.stderr, again.stderr
+
+        envs = []
+        for name in ("cluster-a", "cluster-b"):
+            env, grace = pod_environment(CLUSTER_OVERLAY, image.run_dirs(name, False), image.venv)
+            assert env["SPADES_REDIS_MODE"] == "cluster"
+            url = env["SPADES_REDIS_URL"]
+            assert "secret.spades-redis.password@spades-redis-cluster:6379" in url
+            env["SPADES_REDIS_URL"] = url.replace("secret.spades-redis.password", password).replace(
+                "spades-redis-cluster:6379", f"127.0.0.1:{nodes.ports[0]}"
+            )
+            envs.append(env)
+        with _running(image, envs[0]) as a, _running(image, envs[1]) as b:
+            port_a, port_b = (int(e["SPADES_PORT"]) for e in envs)
+            with (
+                grpc.insecure_channel(f"127.0.0.1:{port_a}") as channel_a,
+                grpc.insecure_channel(f"127.0.0.1:{port_b}") as channel_b,
+            ):
+                stub_a = pb_grpc.SpadesServiceStub(channel_a)
+                stub_b = pb_grpc.SpadesServiceStub(channel_b)
+                # Acknowledged once a replica has it (SPADES_REDIS_WAIT_REPLICAS=1).
+                made = stub_a.CreateMatch(
+                    pb.CreateMatchRequest(seats=[pb.SeatConfig(name=f"p{i}") for i in range(4)]),
+                    metadata=OPERATOR,
+                    timeout=10,
+                ).match.match_id
+                # Each primary hands its slots to its replica, as its pod's
+                # preStop hook does; the replicas find the match on the new
+                # primaries (sent to them by name: MOVED localhost:port).
+                before = nodes.primaries()
+                for i in before:
+                    stopped = nodes.step(["prestop"], node=i)
+                    assert stopped.returncode == 0, stopped.stderr
+                after = nodes.primaries()
+                assert len(after) == 3 and not set(before) & set(after)
+                for stub in (stub_b, stub_a):
+                    got = stub.GetMatch(
+                        pb.GetMatchRequest(match_id=made), metadata=OPERATOR, timeout=10
+                    )
+                    assert got.match.match_id == made
+            assert a.stop(grace) < grace
+            assert b.stop(grace) < grace
+    finally:
+        nodes.stop()
 
 
 # -- the web table (the envoy overlay) ------------------------------------------------------

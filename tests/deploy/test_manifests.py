@@ -40,7 +40,9 @@ from deploy_support import (
     kustomize,
     named,
     objects,
+    pod_containers,
     port,
+    redis_conf,
     stage,
     stages,
     web_command,
@@ -55,7 +57,7 @@ ENVOY_OVERLAY = "envoy"
 
 
 def test_the_overlays_are_the_ones_the_docs_name() -> None:
-    assert OVERLAYS == ("envoy", "redis", "sqlite")
+    assert OVERLAYS == ("envoy", "redis", "redis-cluster", "sqlite")
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -78,7 +80,7 @@ def test_the_example_secrets_pass_their_schema() -> None:
 def test_every_spades_variable_is_one_main_py_knows(overlay: str) -> None:
     names = {k for k in image_env() if k.startswith("SPADES_")}
     for workload in workloads(overlay):
-        for c in workload["spec"]["template"]["spec"]["containers"]:
+        for c in pod_containers(workload):
             names |= {k for k in container_env(overlay, c) if k.startswith("SPADES_")}
     for cm in objects(overlay, "ConfigMap"):
         names |= {k for k in cm.get("data", {}) if k.startswith("SPADES_")}
@@ -96,7 +98,8 @@ def test_main_py_accepts_the_configuration(overlay: str) -> None:
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_each_overlay_chooses_its_store(overlay: str) -> None:
     _, env = effective(overlay)
-    assert env["SPADES_STORE"] == {"sqlite": "sqlite", "envoy": "sqlite", "redis": "redis"}[overlay]
+    stores = {"sqlite": "sqlite", "envoy": "sqlite", "redis": "redis", "redis-cluster": "redis"}
+    assert env["SPADES_STORE"] == stores[overlay]
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -156,7 +159,7 @@ def test_every_pod_runs_unprivileged(overlay: str) -> None:
         assert pod["automountServiceAccountToken"] is False, where
         assert pod["securityContext"]["runAsNonRoot"] is True, where
         assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}, where
-        for c in pod["containers"]:
+        for c in pod_containers(workload):
             sc = c["securityContext"]
             assert sc["allowPrivilegeEscalation"] is False, where
             assert sc["readOnlyRootFilesystem"] is True, where
@@ -186,7 +189,7 @@ def test_no_secret_is_in_the_manifests(overlay: str) -> None:
         for s in yaml.safe_load_all((K8S / "secret.example.yaml").read_text())
     }
     for workload in workloads(overlay):
-        for c in workload["spec"]["template"]["spec"]["containers"]:
+        for c in pod_containers(workload):
             for item in c.get("env", []):
                 ref = item.get("valueFrom", {}).get("secretKeyRef")
                 if ref:
@@ -226,11 +229,7 @@ def test_redis_runs_replicas_on_a_durable_redis() -> None:
 
     redis = named(overlay, "StatefulSet", "spades-redis")
     conf_map = config_map(overlay, "spades-redis-config")
-    conf = dict(
-        line.split(None, 1)
-        for line in conf_map["data"]["redis.conf"].splitlines()
-        if line.strip() and not line.startswith("#")
-    )
+    conf = redis_conf(overlay, "spades-redis-config")
     assert conf["appendonly"] == "yes"
     assert conf["appendfsync"] == "always"
     assert conf["maxmemory-policy"] == "noeviction"
