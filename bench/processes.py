@@ -606,6 +606,7 @@ class Procs:
         self.servers: list[Server] = []
         self.clients: list[BaseProcess] = []
         self.redis: RedisProcess | RedisClusterProcess | None = None
+        self.clusters: list[RedisClusterProcess] = []  # beside ``redis``, for comparisons
         self.envoy: Envoy | None = None
         self.children: list[stack.Child] = []
 
@@ -616,18 +617,27 @@ class Procs:
         prefix: str = "",
         extra: tuple[str, ...] | list[str] = (),
         port: int = 0,
+        redis: RedisProcess | RedisClusterProcess | None = None,
     ) -> Server:
-        """A server process; with ``store`` redis, on this run's Redis under ``prefix``."""
+        """A server process; with ``store`` redis, on ``redis`` (this run's
+        Redis if None) under ``prefix``."""
         workdir = self.workdir / name
         workdir.mkdir()
         args = list(extra)
         if store == "redis":
-            assert self.redis is not None
-            args += [*self.redis.flags, "--redis-prefix", prefix]
+            redis = redis or self.redis
+            assert redis is not None
+            args += [*redis.flags, "--redis-prefix", prefix]
         log = self.log_dir / f"{name}.log" if self.log_dir else None
         server = start_server(store, workdir, args, port=port, log_path=log, detached=self.detached)
         self.servers.append(server)
         return server
+
+    def cluster(self, name: str, primaries: int) -> RedisClusterProcess:
+        """A Redis Cluster beside this run's ``redis``, stopped at the end."""
+        cluster = RedisClusterProcess(self.workdir / name, primaries)
+        self.clusters.append(cluster)
+        return cluster
 
     def start_envoy(
         self, servers: list[Server], web: tuple[str, int] | None = None, **kw: Any
@@ -680,3 +690,5 @@ class Procs:
         stop_children(self.children)
         if self.redis is not None:
             self.redis.stop()
+        for cluster in self.clusters:
+            cluster.stop()

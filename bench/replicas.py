@@ -18,12 +18,14 @@ Parts (``--parts``, all by default, in this order):
 * **load**: the load of bench/server.py (``--matches`` tables of four seats,
   one ``Play`` call per seat, each seat a bot-like client that acts when its
   events show its turn, random legal actions, ``action_id`` and
-  ``expected_seq``; a finished match is replaced) on three configurations at
+  ``expected_seq``; a finished match is replaced) on four configurations at
   once, each with its own client process and its matches set up beforehand:
   ``sqlite1`` one replica on SQLite (synchronous FULL), ``redis1`` one replica
   on Redis, ``redis3`` three replicas on the one Redis, table k created on
   replica k % 3 and its seat i on replica (i + k) % 3, so every action is
-  caught up by the other two replicas through the store. Only one
+  caught up by the other two replicas through the store, and ``cluster1``
+  one replica on a Redis Cluster of three primaries (no replicas) started
+  beside the one Redis. Only one
   configuration plays at a time (the others' seats hold their next action,
   their streams open); they alternate, ``--rounds`` times, first all paced
   (``--think-ms``: a seat waits 0.5 to 1.5 times it before each action, the
@@ -117,6 +119,7 @@ CONFIGS = {
     "sqlite1": "1 replica, SQLite",
     "redis1": "1 replica, Redis",
     "redis3": "3 replicas, one Redis",
+    "cluster1": "1 replica, 3-primary Cluster",
 }
 PARTS = ("load", "scaling", "failover", "memory")
 RAMP_S = 1.0  # unmeasured start of every load phase after a configuration's first
@@ -281,11 +284,16 @@ def _new_totals() -> dict[str, Any]:
 
 def run_load(args: argparse.Namespace, procs: Procs) -> dict[str, Any]:
     configs: list[LoadConfig] = []
+    redis_pids = {key: [procs.redis.pid] for key in args.configs if procs.redis is not None}
     for key in args.configs:
         if key == "sqlite1":
             servers = [procs.replica("load-sqlite", "sqlite")]
         elif key == "redis1":
             servers = [procs.replica("load-redis1", "redis", "load1")]
+        elif key == "cluster1":
+            cluster = procs.cluster("load-cluster", 3)
+            servers = [procs.replica("load-cluster1", "redis", "loadc", redis=cluster)]
+            redis_pids[key] = cluster.pids
         else:
             servers = [procs.replica(f"load-redis3-{i}", "redis", "load3") for i in range(3)]
         cfg = {"matches": args.matches, "seed": args.seed, "stagger_s": args.stagger_s}
@@ -296,8 +304,6 @@ def run_load(args: argparse.Namespace, procs: Procs) -> dict[str, Any]:
         if recv(c.conn, SETUP_TIMEOUT_S) != "ready":
             raise SystemExit(f"the client of {c.key} failed during set-up")
     setup_s = clock() - t0
-    assert procs.redis is not None
-    redis_pid = procs.redis.pid
     kinds = [("paced", args.think_ms / 1000.0)]
     if args.saturated:
         kinds.append(("saturated", 0.0))
@@ -313,7 +319,7 @@ def run_load(args: argparse.Namespace, procs: Procs) -> dict[str, Any]:
                 meter = Meter(
                     {
                         "servers": [s.pid for s in c.servers],
-                        "redis": [redis_pid],
+                        "redis": redis_pids.get(c.key, []),
                         "clients": [c.proc.pid or 0],
                         "idle": [
                             p
@@ -1153,14 +1159,16 @@ def print_memory(r: dict[str, Any]) -> None:
 def print_targets(results: dict[str, Any]) -> None:
     rows = []
     load = results.get("load")
-    if load and {"sqlite1", "redis1"} <= load["configs"].keys():
+    for key, store in (("redis1", "Redis"), ("cluster1", "Cluster")):
+        if not load or not {"sqlite1", key} <= load["configs"].keys():
+            continue
         for kind in ("paced", "saturated"):
-            s, r = load["configs"]["sqlite1"].get(kind), load["configs"]["redis1"].get(kind)
+            s, r = load["configs"]["sqlite1"].get(kind), load["configs"][key].get(kind)
             if s and r:
                 ratio = r["actions_per_second"] / s["actions_per_second"]
                 rows.append(
                     [
-                        f"Redis / SQLite actions/s, 1 replica, {kind}",
+                        f"{store} / SQLite actions/s, 1 replica, {kind}",
                         f"{ratio:.2f}",
                         f">= {TARGET_RATIO:g}",
                         yes(ratio >= TARGET_RATIO),
@@ -1237,7 +1245,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--configs",
         default=",".join(CONFIGS),
         help="load part: configurations, comma-separated: sqlite1 (one replica on SQLite), "
-        "redis1 (one on Redis), redis3 (three on one Redis) (all three)",
+        "redis1 (one on Redis), redis3 (three on one Redis), cluster1 (one on a Redis "
+        "Cluster of 3 primaries) (all four)",
     )
     ap.add_argument("--matches", type=int, default=100, help="load: concurrent matches (100)")
     ap.add_argument(
