@@ -123,6 +123,7 @@ bench: install redis-server
 	$(PYTHON) bench/redis_reads.py
 	$(PYTHON) bench/soak.py
 	$(PYTHON) bench/lobby.py
+	$(PYTHON) bench/lobby_slot.py
 	cd bench/peer/colyseus && npm ci --no-audit --no-fund --silent
 	$(MAKE) --no-print-directory $(TS_BUILT)
 	$(PYTHON) bench/peer.py

@@ -7,7 +7,8 @@ must be equal match by match.  On a difference the first differing line of
 that match is shown, from each build.
 
 ``SPADES_DIFFERENTIAL_MATCHES`` sets the matches per preset (a quarter of it
-per variant); the default, 400, makes 2,300 matches.
+per variant); the default, 200, makes 1,150 matches in about a minute on two
+cores (400, 2,300 matches, took three minutes of ``make test``'s 25).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 import pytest
 
 SCRIPT = Path(__file__).with_name("differential.py")
-MATCHES = int(os.environ.get("SPADES_DIFFERENTIAL_MATCHES", "400"))
+MATCHES = int(os.environ.get("SPADES_DIFFERENTIAL_MATCHES", "200"))
 SHARDS = {"compiled": 2, "pure": 4}  # the pure build is about three times slower
 
 
@@ -89,7 +90,7 @@ def test_both_builds_write_the_same_bytes_for_every_match() -> None:
     compiled, pure = digests["compiled"], digests["pure"]
     matches = sum(1 for key in compiled if not key.endswith("/kernel"))
     print(f"differential: {matches} matches and {len(compiled) - matches} kernel blocks")
-    assert matches >= min(2000, MATCHES * 5), matches
+    assert matches >= MATCHES * 5, matches
     assert compiled.keys() == pure.keys()
     differing = [key for key in compiled if compiled[key] != pure[key]]
     if differing:
