@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from redis import asyncio as aioredis
+from redis_harness import RedisServer
 from spades_server import main
 from spades_server.store import (
     MatchExists,
@@ -556,5 +558,46 @@ def test_a_replica_watching_many_matches_at_once_hears_every_append(
         assert [m for m in ids if heard.get(m) != 3] == []
         await writer.close()
         await follower.close()
+
+    run(main())
+
+
+def test_one_redis_sends_appends_that_wait_together_and_loads_its_script_again(
+    redis_server: RedisServer, redis_prefix: str
+) -> None:
+    """Appends of many matches made at once share round trips (as SQLite's
+    share a transaction), each with its own answer; after SCRIPT FLUSH (a
+    restarted Redis) the script is loaded again and nothing is lost."""
+
+    async def main() -> None:
+        creator = RedisStore(redis_server.url, redis_prefix)
+        client = aioredis.Redis.from_url(redis_server.url)
+        ids = [f"b{i}" for i in range(60)]
+        await asyncio.gather(*(creator.create_match(m, b"m", b"s", [ev(1)]) for m in ids))
+        await creator.close()
+        store = RedisStore(redis_server.url, redis_prefix)
+        connections = (await client.info("clients"))["connected_clients"]
+        before = await client.info("commandstats")
+        results = await asyncio.gather(
+            *(
+                store.append(m, 1, [ev(2)], act(0, 2, 2), due_ms=1000 + i)
+                for i, m in enumerate(ids)
+            ),
+            store.append("b0", 0, [ev(1)]),  # a loser in the same batch: alone refused
+            return_exceptions=True,
+        )
+        assert results[:-1] == [None] * len(ids) and type(results[-1]) is SeqConflict
+        after = await client.info("commandstats")
+        assert after["cmdstat_evalsha"]["calls"] - before["cmdstat_evalsha"]["calls"] == 61
+        # One by one, 61 appends at once took 61 of the pool's connections.
+        assert (await client.info("clients"))["connected_clients"] - connections <= 2
+        due = await client.zrange(f"{redis_prefix}:due", 0, -1, withscores=True)
+        assert {m.decode(): int(s) for m, s in due} == {m: 1000 + i for i, m in enumerate(ids)}
+        await client.script_flush()
+        await asyncio.gather(*(store.append(m, 2, [ev(3)]) for m in ids))
+        for m in ids:
+            assert (await store.load_match(m)).events == [ev(1), ev(2), ev(3)]
+        await client.aclose()
+        await store.close()
 
     run(main())

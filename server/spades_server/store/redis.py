@@ -74,6 +74,7 @@ from .base import (
     StoreError,
 )
 from .memory import check_events
+from .redis_batch import AppendBatches, ClusterAppendBatches
 from .redis_cluster import ShardedFollower, bucket_tags, make_client, script_then_wait
 
 log = structlog.get_logger("spades.store.redis")
@@ -293,6 +294,10 @@ class RedisStore:
         self._take = self.register_script(_TAKE)
         self._streams = self.register_script(_STREAMS)
         self._read_script = self.register_script(_READ)
+        self._appends = AppendBatches(self._redis, self._append, wait_replicas, wait_timeout_ms)
+        self._cluster_appends = ClusterAppendBatches(
+            self._redis, self._append, wait_replicas, wait_timeout_ms
+        )
         self._scripts_loaded = not cluster
         self._loading = asyncio.Lock()
         self.replica_id = secrets.token_hex(6)  # this process, in the stream counts
@@ -422,21 +427,14 @@ class RedisStore:
         async def work() -> Any:
             if self.cluster:
                 return await self._append_on_cluster(match_id, keys, args, due_ms)
-            if due_ms is None and not self.wait_replicas:
-                return await self._append(keys=keys, args=args)
-            pipe = self._redis.pipeline(transaction=False)
-            await self._append(keys=keys, args=args, client=pipe)
-            if due_ms is not None:
-                # Written even if the script refused: a loser's time differs
-                # from the winner's by the race's length only, and a claim
-                # reads the match itself before acting (replica.take_over).
-                pipe.zadd(self._due(match_id), {match_id: due_ms})
-            if self.wait_replicas:
-                pipe.wait(self.wait_replicas, self.wait_timeout_ms)
-            results = await pipe.execute(raise_on_error=True)
-            if self.wait_replicas and results[0][0] == b"ok":
-                self.check_confirmed(results[-1])
-            return results[0]
+            # The due time is written even if the script refused: a loser's
+            # time differs from the winner's by the race's length only, and a
+            # claim reads the match itself before acting (replica.take_over).
+            due = None if due_ms is None else (self._due(match_id), match_id, due_ms)
+            result, confirmed = await self._appends.run(list(keys), args, due)
+            if self.wait_replicas and result[0] == b"ok":
+                self.check_confirmed(confirmed)
+            return result
 
         status, value = await self._call(work)
         if status == b"ok":
@@ -484,29 +482,15 @@ class RedisStore:
     async def _append_on_cluster(
         self, match_id: str, keys: tuple[str, ...], args: list[Any], due_ms: int | None
     ) -> Any:
-        """The script and the due time's ZADD (another slot) at once."""
-        due = None
-        if due_ms is not None:
-            due = self._redis.zadd(self._due(match_id), {match_id: due_ms})
-        if not self.wait_replicas:
-            appended = self._append(keys=list(keys), args=args)
-            if due is None:
-                return await appended
-            result, _ = await asyncio.gather(appended, due)
-            return result
-        waited = script_then_wait(
-            self._redis,
-            self._append,
-            list(keys),
-            args,
-            self.wait_replicas,
-            self.wait_timeout_ms,
-        )
-        if due is None:
-            result, confirmed = await waited
+        """The script (batched with other matches' on its primary) and the
+        due time's ZADD (another slot) at once."""
+        appended = self._cluster_appends.run(list(keys), args)
+        if due_ms is None:
+            result, confirmed = await appended
         else:
-            (result, confirmed), _ = await asyncio.gather(waited, due)
-        if result[0] == b"ok":
+            due = self._redis.zadd(self._due(match_id), {match_id: due_ms})
+            (result, confirmed), _ = await asyncio.gather(appended, due)
+        if self.wait_replicas and result[0] == b"ok":
             self.check_confirmed(confirmed)
         return result
 

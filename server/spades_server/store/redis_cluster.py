@@ -102,7 +102,7 @@ async def script_then_wait(
         commands.append(("WAIT", replicas, timeout_ms))
         if asking:
             commands.insert(0, ("ASKING",))
-        replies = await _send(node, commands)
+        replies = await send_on_node(node, commands)
         result, confirmed = replies[-2], replies[-1]
         asking = False
         if isinstance(result, rex.NoScriptError):
@@ -124,7 +124,7 @@ async def script_then_wait(
     raise rex.ClusterError(f"the slot of {keys[0]!r} kept moving")
 
 
-async def _send(node: aiocluster.ClusterNode, commands: list[tuple[Any, ...]]) -> list[Any]:
+async def send_on_node(node: aiocluster.ClusterNode, commands: list[tuple[Any, ...]]) -> list[Any]:
     """Every command's reply (an error reply as its exception), in order, on
     one connection of ``node``'s pool."""
     connection = node.acquire_connection()
