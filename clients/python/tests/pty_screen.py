@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -22,6 +23,14 @@ import pyte
 SPADES = str(Path(sys.executable).with_name("spades"))
 COLUMNS, LINES = 120, 50
 WAIT_S = 30.0
+
+
+def _interruptible() -> None:
+    """In the child: Ctrl-C interrupts, as in a terminal. A suite started in
+    the background by a shell without job control (``cmd &`` in a script)
+    inherits SIGINT ignored, and Python then never raises KeyboardInterrupt:
+    the Ctrl-C tests hung there."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 class Terminal:
@@ -46,6 +55,7 @@ class Terminal:
             env=full_env,
             dimensions=(lines, columns),
             timeout=WAIT_S,
+            preexec_fn=_interruptible,
         )
         self.raw = b""
 
