@@ -364,12 +364,15 @@ def test_one_of_concurrent_commits_wins(backend: Backend) -> None:
 def test_take_token(backend: Backend) -> None:
     async def scenario(backend: Backend) -> None:
         a, b = await backend.lobby(), await backend.lobby()  # one bucket for both
-        taken = [await (a if i % 2 else b).take_token("calls:p1", 5.0, 3) for i in range(4)]
+        taken = [await (a if i % 2 else b).take_token("calls:p1", 2.0, 3) for i in range(4)]
         assert taken == [True, True, True, False]
-        assert await a.take_token("calls:p2", 5.0, 3)  # another key, another bucket
-        await asyncio.sleep(0.3)  # 5 a second: one token back (and a half)
-        assert await b.take_token("calls:p1", 5.0, 3)
-        assert not await a.take_token("calls:p1", 5.0, 3)
+        assert await a.take_token("calls:p2", 2.0, 3)  # another key, another bucket
+        # 2 a second: one token back and a fifth of the next, so the last call
+        # may come up to 400 ms later and still find less than one (at 5 a
+        # second and 0.3 s, a slow call on a cluster went past its 100 ms).
+        await asyncio.sleep(0.6)
+        assert await b.take_token("calls:p1", 2.0, 3)
+        assert not await a.take_token("calls:p1", 2.0, 3)
 
     play(backend, scenario)
 

@@ -38,19 +38,16 @@ class _Append:
     done: asyncio.Future[tuple[Any, int]]
 
 
-class AppendBatches:
-    """The append script of ``redis`` (a client of one Redis, not a cluster),
-    run in batches; ``run`` answers the script's reply and how many Redis
-    replicas confirmed it (``wait_replicas`` asked, else 0)."""
+class _Batches:
+    """The queue: ``_queued`` waits for its append's answer (the script's
+    reply, and how many Redis replicas confirmed it: 0 when none is asked
+    for); one sender at a time hands the queue to ``_send`` in batches."""
 
-    def __init__(self, redis: Any, script: Any, wait_replicas: int, wait_timeout_ms: int) -> None:
-        self._redis = redis
-        self._script = script
-        self._wait = (wait_replicas, wait_timeout_ms) if wait_replicas else None
+    def __init__(self) -> None:
         self._queue: list[_Append] = []
         self._sender: asyncio.Task[None] | None = None
 
-    async def run(
+    async def _queued(
         self, keys: list[str], args: list[Any], due: tuple[str, str, int] | None
     ) -> tuple[Any, int]:
         done: asyncio.Future[tuple[Any, int]] = asyncio.get_running_loop().create_future()
@@ -70,6 +67,25 @@ class AppendBatches:
                         a.done.set_exception(e if isinstance(e, Exception) else rex.RedisError())
                 if not isinstance(e, Exception):
                     raise
+
+    async def _send(self, batch: list[_Append]) -> None:
+        raise NotImplementedError
+
+
+class AppendBatches(_Batches):
+    """The append script of ``redis`` (a client of one Redis, not a cluster),
+    run in batches."""
+
+    def __init__(self, redis: Any, script: Any, wait_replicas: int, wait_timeout_ms: int) -> None:
+        super().__init__()
+        self._redis = redis
+        self._script = script
+        self._wait = (wait_replicas, wait_timeout_ms) if wait_replicas else None
+
+    async def run(
+        self, keys: list[str], args: list[Any], due: tuple[str, str, int] | None
+    ) -> tuple[Any, int]:
+        return await self._queued(keys, args, due)
 
     async def _send(self, batch: list[_Append], again: bool = True) -> None:
         pipe = self._redis.pipeline(transaction=False)
@@ -101,7 +117,7 @@ class AppendBatches:
             await self._send(lost, again=False)
 
 
-class ClusterAppendBatches:
+class ClusterAppendBatches(_Batches):
     """The same on a Redis Cluster: a batch's appends are grouped by the
     primary of their match's slot, and each group goes down one connection
     of that primary (its WAIT after them), the groups at once. An append
@@ -111,39 +127,32 @@ class ClusterAppendBatches:
     caller's."""
 
     def __init__(self, cluster: Any, script: Any, wait_replicas: int, wait_timeout_ms: int) -> None:
+        super().__init__()
         self._cluster = cluster
         self._script = script
         self._wait_replicas = wait_replicas
         self._wait_timeout_ms = wait_timeout_ms
-        self._queue: list[_Append] = []
-        self._sender: asyncio.Task[None] | None = None
 
     async def run(self, keys: list[str], args: list[Any]) -> tuple[Any, int]:
-        done: asyncio.Future[tuple[Any, int]] = asyncio.get_running_loop().create_future()
-        self._queue.append(_Append(keys, args, None, done))
-        if self._sender is None or self._sender.done():
-            self._sender = asyncio.get_running_loop().create_task(self._send_all())
-        return await done
+        return await self._queued(keys, args, None)
 
-    async def _send_all(self) -> None:
-        while self._queue:
-            batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
-            if not self._cluster.nodes_manager.slots_cache:
-                await self._cluster.initialize()
-            groups: dict[str, tuple[Any, list[_Append]]] = {}
-            alone: list[_Append] = []
-            for a in batch:
-                node = self._cluster.get_node_from_key(a.keys[0])
-                if node is None:
-                    alone.append(a)
-                else:
-                    groups.setdefault(node.name, (node, []))[1].append(a)
-            await asyncio.gather(
-                *(self._send(node, group) for node, group in groups.values()),
-                *(self._alone(a) for a in alone),
-            )
+    async def _send(self, batch: list[_Append]) -> None:
+        if not self._cluster.nodes_manager.slots_cache:
+            await self._cluster.initialize()
+        groups: dict[str, tuple[Any, list[_Append]]] = {}
+        alone: list[_Append] = []
+        for a in batch:
+            node = self._cluster.get_node_from_key(a.keys[0])
+            if node is None:
+                alone.append(a)
+            else:
+                groups.setdefault(node.name, (node, []))[1].append(a)
+        await asyncio.gather(
+            *(self._send_to(node, group) for node, group in groups.values()),
+            *(self._alone(a) for a in alone),
+        )
 
-    async def _send(self, node: Any, group: list[_Append]) -> None:
+    async def _send_to(self, node: Any, group: list[_Append]) -> None:
         commands: list[tuple[Any, ...]] = [
             ("EVALSHA", self._script.sha, len(a.keys), *a.keys, *a.args) for a in group
         ]
