@@ -354,6 +354,17 @@ def pod_environment(overlay: str, run: Path, venv: Path) -> tuple[dict[str, str]
     return env, float(env["SPADES_GRACE_SECONDS"])
 
 
+def _redis_here(env: dict[str, str], service: str, password: str, port: int) -> None:
+    """The pod's Redis URL, which names the overlay's Service and Secret, made
+    to point at the Redis this test runs on loopback."""
+    url = env["SPADES_REDIS_URL"]
+    assert f"secret.spades-redis.password@{service}" in url, url
+    host = service.split("/", maxsplit=1)[0]
+    env["SPADES_REDIS_URL"] = url.replace("secret.spades-redis.password", password).replace(
+        host, f"127.0.0.1:{port}"
+    )
+
+
 def _health(port: int, service: str) -> int:
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
         stub = health_pb2_grpc.HealthStub(channel)
@@ -538,11 +549,7 @@ def test_replicas_on_the_redis_overlays_redis(image: Image) -> None:
         envs = []
         for replica in (run_a, run_b):
             env, grace = pod_environment("redis", replica, image.venv)
-            url = env["SPADES_REDIS_URL"]
-            assert "secret.spades-redis.password@spades-redis:6379/" in url
-            env["SPADES_REDIS_URL"] = url.replace("secret.spades-redis.password", password).replace(
-                "spades-redis:6379", f"127.0.0.1:{store.port}"
-            )
+            _redis_here(env, "spades-redis:6379/", password, store.port)
             envs.append(env)
         with _running(image, envs[0]) as a, _running(image, envs[1]) as b:
             port_a, port_b = (int(e["SPADES_PORT"]) for e in envs)
@@ -732,11 +739,7 @@ def test_replicas_on_the_redis_cluster_overlays_cluster(image: Image) -> None:
         for name in ("cluster-a", "cluster-b"):
             env, grace = pod_environment(CLUSTER_OVERLAY, image.run_dirs(name, False), image.venv)
             assert env["SPADES_REDIS_MODE"] == "cluster"
-            url = env["SPADES_REDIS_URL"]
-            assert "secret.spades-redis.password@spades-redis-cluster:6379" in url
-            env["SPADES_REDIS_URL"] = url.replace("secret.spades-redis.password", password).replace(
-                "spades-redis-cluster:6379", f"127.0.0.1:{nodes.ports[0]}"
-            )
+            _redis_here(env, "spades-redis-cluster:6379", password, nodes.ports[0])
             envs.append(env)
         with _running(image, envs[0]) as a, _running(image, envs[1]) as b:
             port_a, port_b = (int(e["SPADES_PORT"]) for e in envs)
