@@ -7,7 +7,7 @@ must be equal match by match.  On a difference the first differing line of
 that match is shown, from each build.
 
 ``SPADES_DIFFERENTIAL_MATCHES`` sets the matches per preset (a quarter of it
-per variant); the default, 200, makes 1,150 matches in about a minute on two
+per variant); the default, 200, makes 1,150 matches in about 100 s on two
 cores (400, 2,300 matches, took three minutes of ``make test``'s 25).
 """
 
