@@ -77,6 +77,7 @@ from spades_server.lobby.ratings import (
     Standing,
     board_key,
     encode_standing,
+    pool_part,
     rating_key,
 )
 from spades_server.lobby.seat_keys import SeatKeys
@@ -107,19 +108,23 @@ STORE_CALLS = 50  # timings of each store call alone
 class Counting:
     """The lobby store, counting the commits that lost a race (returned None)."""
 
-    def __init__(self, inner: LobbyStore) -> None:
+    def __init__(self, inner: LobbyStore, root: Counting | None = None) -> None:
         self.inner = inner
+        self.root = root or self  # a partition counts into its store's counts
         self.commits = 0
         self.lost = 0
+
+    def part(self, name: str) -> Counting:
+        return Counting(self.inner.part(name), self.root)
 
     async def get(self, keys: Sequence[str]) -> list[Doc | None]:
         return await self.inner.get(keys)
 
     async def commit(self, tx: Tx) -> int | None:
-        self.commits += 1
+        self.root.commits += 1
         out = await self.inner.commit(tx)
         if out is None:
-            self.lost += 1
+            self.root.lost += 1
         return out
 
     async def zrange(
@@ -245,8 +250,9 @@ def board_player(i: int) -> str:
     return f"rated-{i:07d}"
 
 
-async def fill(lobby: LobbyStore, players: int, batch: int, rng: random.Random) -> float:
+async def fill(store: LobbyStore, players: int, batch: int, rng: random.Random) -> float:
     """Write ``players`` rating documents and board entries, ``batch`` per commit."""
+    lobby = store.part(pool_part(BOARD_POOL))
     board = board_key(BOARD_POOL)
     start = time.perf_counter()
     for first in range(0, players, batch):
@@ -314,7 +320,7 @@ async def reads(
 
 async def store_calls(opened: Opened, players: int, rng: random.Random) -> dict[str, float]:
     """Median ms of the store calls a page is made of, alone (``STORE_CALLS`` each)."""
-    lobby = opened.lobby
+    lobby = opened.lobby.part(pool_part(BOARD_POOL))
     board = board_key(BOARD_POOL)
     deep = players - 1 - players // 20
     members = await lobby.zrange(board, float("-inf"), float("inf"), deep, 25)

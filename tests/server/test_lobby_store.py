@@ -409,6 +409,82 @@ def test_refusals(backend: Backend) -> None:
     play(backend, scenario)
 
 
+# ------------------------------------------------------------------ partitions
+
+
+def test_a_partition_commits_atomically_and_is_seen_by_every_replica(backend: Backend) -> None:
+    async def scenario(backend: Backend) -> None:
+        a, b = await backend.lobby(), await backend.lobby()
+        pa, pb = a.part("r.classic"), b.part("r.classic")
+        assert await pa.commit(Tx(put={"x": b"1", "y": b"1"}, zadd=[("board", "x", 2.0)])) == 0
+        results = await asyncio.gather(
+            *(
+                (pa if i % 2 else pb).commit(
+                    Tx(expect={"x": 1, "y": 1}, put={"x": b"%d" % i, "y": b"%d" % i})
+                )
+                for i in range(20)
+            )
+        )
+        winners = [i for i, r in enumerate(results) if r is not None]
+        assert len(winners) == 1
+        won = b"%d" % winners[0]
+        assert await pb.get(["x", "y"]) == [Doc(2, won), Doc(2, won)]
+        assert await pb.zrange("board", -INF, INF) == [("x", 2.0)]
+        assert (await pb.zcard("board"), await pa.zrank("board", "x")) == (1, 0)
+        # A failed expectation writes nothing there either.
+        assert await pa.commit(Tx(expect={"x": 1}, put={"y": b"no"})) is None
+        assert await pa.get(["y"]) == [Doc(2, won)]
+        # A partition has no feed; the lobby's feed saw nothing of its commits.
+        for call in (
+            lambda: pa.commit(Tx(put={"z": b"1"}, events=[b"e"])),
+            lambda: pa.feed_after(0, 10),
+        ):
+            with pytest.raises(StoreError, match="no feed"):
+                await call()
+        with pytest.raises(StoreError, match="no feed"):
+            pa.follow(Heard())
+        assert await pa.get(["z"]) == [None]
+        assert (await a.feed_after(0, 10)).last == 0
+        for bad in ("", "Upper", "a{b}", "x" * 65, "-lead"):
+            with pytest.raises(StoreError, match="partition"):
+                a.part(bad)
+        await a.close()
+        with pytest.raises(StoreError):
+            await pa.get(["x"])  # closed with its store
+
+    play(backend, scenario)
+
+
+def test_a_redis_cluster_gives_each_partition_a_slot_of_its_own(
+    redis_cluster: Any, redis_prefix: str
+) -> None:
+    async def scenario() -> None:
+        store = RedisStore(redis_cluster.url, redis_prefix, cluster=True)
+        lobby = RedisLobby(store)
+        try:
+            await lobby.commit(Tx(put={"k": b"lobby"}))
+            await lobby.part("r.classic").commit(Tx(put={"k": b"ratings"}))
+            await lobby.part("p.00ff").commit(Tx(put={"k": b"record"}, zadd=[("s", "m", 1.0)]))
+            # The same name in two partitions: two documents.
+            parts = (lobby, lobby.part("r.classic"), lobby.part("p.00ff"))
+            got = [(await s.get(["k"]))[0] for s in parts]
+            assert [d.data for d in got if d] == [b"lobby", b"ratings", b"record"]
+            raw = store._redis
+            slots = {
+                tag: await raw.cluster_keyslot(f"{redis_prefix}:{{{tag}}}:d:k")
+                for tag in ("lobby", "lobby.r.classic", "lobby.p.00ff")
+            }
+            assert len(set(slots.values())) == 3
+            for tag, data in (("lobby.r.classic", b"ratings"), ("lobby.p.00ff", b"record")):
+                assert await raw.hget(f"{redis_prefix}:{{{tag}}}:d:k", "d") == data
+            assert await raw.zscore(f"{redis_prefix}:{{lobby.p.00ff}}:z:s", "m") == 1.0
+        finally:
+            await lobby.close()
+            await store.close()
+
+    run(scenario())
+
+
 # ------------------------------------------------------------------ memory only
 
 

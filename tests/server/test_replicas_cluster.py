@@ -12,6 +12,7 @@ replica has it too (``--redis-wait-replicas 1``).
 
 from __future__ import annotations
 
+import asyncio
 import random
 import subprocess
 import sys
@@ -38,6 +39,11 @@ from server_harness import (
     wire,
 )
 from spades_server.gen.spades.v1 import spades_pb2 as pb
+from spades_server.lobby.ratings import Finished, Ledger
+from spades_server.player_stats import Record
+from spades_server.rating import Participant, rate
+from spades_server.store.lobby_redis import RedisLobby
+from spades_server.store.redis import RedisStore
 from test_lobby_replicas import FLAGS, asks, check, storm
 from test_replicas_redis import exported_actions, play, replicas
 
@@ -353,6 +359,7 @@ def test_a_drained_deployment_moves_from_one_redis_to_a_cluster(
     first_hand = {s: old for s in range(4)}
     play(first_hand, table, lambda v: v.phase == pb.PHASE_PLAYING and len(v.hand) <= 11, 60)
     before = exported_actions(old, table.match_id)
+    asyncio.run(a_ledger(redis_server.url, redis_prefix, False, write=True))
     old.stop()  # the drain
     argv = [sys.executable, "-m", "spades_server.store.migrate", "--from", redis_server.url]
     argv += ["--to", f"redis+cluster://127.0.0.1:{redis_cluster.nodes[0].port}"]
@@ -371,3 +378,32 @@ def test_a_drained_deployment_moves_from_one_redis_to_a_cluster(
     assert seat0.phase != pb.PHASE_MATCH_OVER
     again = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
     assert again.returncode == 2 and "already holds matches" in again.stderr
+    # The ratings, leaderboard and records came over into their partitions.
+    asyncio.run(a_ledger(redis_cluster.url, redis_prefix, True, write=False))
+
+
+LEDGER_TABLE = [Participant(p, i % 2, 400 if i % 2 == 0 else 150) for i, p in enumerate("abcd")]
+
+
+async def a_ledger(url: str, prefix: str, cluster: bool, write: bool) -> None:
+    """Write (``write``) or check a ledger of one rated and one unrated match."""
+    store = RedisStore(url, prefix, cluster=cluster)
+    ledger = Ledger(RedisLobby(store), min_games=1)
+    records = {p.player: Record(matches=1, hands=3) for p in LEDGER_TABLE}
+    try:
+        if write:
+            assert await ledger.record(Finished("r1", "classic", LEDGER_TABLE, records))
+            assert await ledger.record(Finished("u1", "", [], {"a": Record(hands=2)}))
+            return
+        want = rate({}, LEDGER_TABLE)
+        assert [s.rating for s in await ledger.standings("classic", list("abcd"))] == [
+            want[p] for p in "abcd"
+        ]
+        assert {s.player for s in await ledger.top("classic", 0, 10)} == set("abcd")
+        profile = await ledger.profile("a")
+        assert profile is not None and profile.record("humans").hands == 5
+        # Applied once, here too.
+        assert not await ledger.record(Finished("r1", "classic", LEDGER_TABLE, records))
+        assert not await ledger.record(Finished("u1", "", [], {"a": Record(hands=2)}))
+    finally:
+        await store.close()

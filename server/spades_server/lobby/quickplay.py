@@ -65,7 +65,7 @@ from .docs import (
     ticket_key,
 )
 from .feed import Change
-from .ratings import rating_key, standing_of
+from .ratings import read_standings
 from .tables import Tables, bot_name, table_pb
 
 log = structlog.get_logger("spades.lobby.quickplay")
@@ -340,11 +340,8 @@ class QuickPlay:
         player with no rated game has the starting rating)."""
         pool = results.pool_of(ruleset, self.ctx.settings.rating_pools)
         players = sorted({p for t in tickets for p in t.players})
-        docs = await self.ctx.store.get([rating_key(pool, p) for p in players])
-        mu = {
-            p: standing_of(p, d.data if d else None).rating.mu
-            for p, d in zip(players, docs, strict=True)
-        }
+        standings = await read_standings(self.ctx.store, pool, players)
+        mu = {s.player: s.rating.mu for s in standings}
         return {t.id: sum(mu[p] for p in t.players) / len(t.players) for t in tickets}
 
     async def _claim(

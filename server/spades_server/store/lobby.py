@@ -35,6 +35,15 @@ The same contract on the three stores (``MemoryLobby``, ``SqliteLobby`` and
   first and then follows after it misses nothing in between.
 - ``take_token``: a token bucket per key (``rate`` tokens a second, at most
   ``burst``), shared by every replica; True if a token was taken.
+- Partitions: ``part(name)`` is a store of its own whose commits are atomic
+  over its own keys; no commit crosses partitions. A partition has no feed
+  (a commit with events, ``feed_after`` and ``follow`` raise ``StoreError``)
+  and shares the store's token buckets. On a Redis Cluster each partition is
+  a hash tag of its own (``{lobby.<name>}``), so that what need not commit
+  with the tables and tickets spreads over every shard; on memory, SQLite
+  and one Redis it is the store itself under a partition's limits, so the
+  same key read through two partitions may be one document there and two on
+  a cluster: callers give each key one partition, always the same one.
 - A commit is durable when it returns (as ``Store.append``); every failure of
   the store itself raises ``StoreError`` (then the commit may or may not have
   been written: read again).
@@ -45,11 +54,14 @@ make them (``table:<id>``, ``ticket:<id>``, ``player:<id>``), never clients.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 DEFAULT_FEED_KEEP = 10_000
+# A partition's name: part of a Redis hash tag, so never a brace.
+PART_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +124,10 @@ class LobbyStore(Protocol):
 
     async def take_token(self, key: str, rate: float, burst: int) -> bool:
         """Take one token of ``key``'s bucket; False when it is empty."""
+
+    def part(self, name: str) -> LobbyStore:
+        """The partition ``name`` (see above); ``StoreError`` for a name that
+        is not ``PART_NAME``."""
 
     async def close(self) -> None:
         """Stop following; later calls raise StoreError. (The match store

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .base import StoreError
-from .lobby import DEFAULT_FEED_KEEP, Doc, FeedCallback, FeedPage, LobbyStore, Tx
+from .lobby import DEFAULT_FEED_KEEP, PART_NAME, Doc, FeedCallback, FeedPage, LobbyStore, Tx
 
 _log = logging.getLogger(__name__)
 
@@ -63,6 +63,61 @@ def check_tx(tx: Tx) -> None:
     for key in tx.ttl_ms:
         if key not in tx.put:
             raise StoreError(f"{key}: a ttl for a key the commit does not put")
+
+
+def check_part(name: str) -> str:
+    if not PART_NAME.fullmatch(name):
+        raise StoreError(f"a lobby partition is named by {PART_NAME.pattern}, got {name[:80]!r}")
+    return name
+
+
+def check_unfed(tx: Tx) -> None:
+    """A partition's commit: it has no feed to append to."""
+    if tx.events:
+        raise StoreError("a lobby partition has no feed: a commit there carries no events")
+
+
+class SamePart:
+    """A partition where every key is in one place (memory, SQLite, one
+    Redis): the store itself under a partition's limits (no feed), so that
+    code written for a cluster's partitions behaves the same here."""
+
+    def __init__(self, store: LobbyStore, name: str) -> None:
+        self._store = store
+        self.name = check_part(name)
+
+    async def get(self, keys: Sequence[str]) -> list[Doc | None]:
+        return await self._store.get(keys)
+
+    async def commit(self, tx: Tx) -> int | None:
+        check_unfed(tx)
+        return await self._store.commit(tx)
+
+    async def zrange(
+        self, name: str, low: float, high: float, offset: int = 0, count: int = -1
+    ) -> list[tuple[str, float]]:
+        return await self._store.zrange(name, low, high, offset, count)
+
+    async def zcard(self, name: str) -> int:
+        return await self._store.zcard(name)
+
+    async def zrank(self, name: str, member: str) -> int | None:
+        return await self._store.zrank(name, member)
+
+    async def feed_after(self, after: int, limit: int) -> FeedPage:
+        raise StoreError("a lobby partition has no feed")
+
+    def follow(self, callback: FeedCallback, after: int | None = None) -> None:
+        raise StoreError("a lobby partition has no feed")
+
+    async def take_token(self, key: str, rate: float, burst: int) -> bool:
+        return await self._store.take_token(key, rate, burst)
+
+    def part(self, name: str) -> LobbyStore:
+        return self._store.part(name)
+
+    async def close(self) -> None:
+        """The store's to close."""
 
 
 def ttl_of(tx: Tx, key: str) -> int | None:
@@ -259,6 +314,9 @@ class MemoryLobby:
         self._check_open()
         return self._buckets.take(key, rate, burst)
 
+    def part(self, name: str) -> LobbyStore:
+        return SamePart(self, name)
+
     async def close(self) -> None:
         self._closed = True
         self._followers.clear()
@@ -268,3 +326,6 @@ if TYPE_CHECKING:
 
     def _is_a_lobby_store(store: MemoryLobby) -> LobbyStore:
         return store  # mypy checks here that MemoryLobby keeps the LobbyStore protocol
+
+    def _is_a_part(store: SamePart) -> LobbyStore:
+        return store

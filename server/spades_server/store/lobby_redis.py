@@ -15,10 +15,15 @@ touches, is one script on one slot (``P`` is the prefix):
                           Redis Cluster ``P:{lobby.rate:<key>}``, a slot per
                           bucket (no commit touches one)
 
+A partition (``part(name)``) is the lobby itself on one Redis; on a Redis
+Cluster its documents and sorted sets are ``P:{lobby.<name>}:d:<key>`` and
+``P:{lobby.<name>}:z:<name>``, a slot per partition (the ratings of a pool,
+a player's record: lobby/ratings.py).
+
 On a Redis Cluster every other key stays under ``{lobby}``: a commit may
-touch any documents and appends to one feed in one order, which one script
-on one slot gives and several slots cannot (docs/architecture.md: the lobby
-on a Redis Cluster).
+touch any of its documents and appends to one feed in one order, which one
+script on one slot gives and several slots cannot (docs/architecture.md:
+the lobby on a cluster).
 
 A commit is one script (``_COMMIT``) that is handed every key it touches. It
 compares every expected version before it writes anything, then appends the
@@ -54,7 +59,16 @@ import structlog
 from .. import tasks
 from .base import StoreError
 from .lobby import DEFAULT_FEED_KEEP, Doc, FeedCallback, FeedPage, LobbyStore, Tx
-from .lobby_memory import call_back, check_feed_keep, check_key, check_tx, ttl_of
+from .lobby_memory import (
+    SamePart,
+    call_back,
+    check_feed_keep,
+    check_key,
+    check_part,
+    check_tx,
+    check_unfed,
+    ttl_of,
+)
 from .redis import RedisStore
 
 log = structlog.get_logger("spades.store.lobby_redis")
@@ -149,6 +163,15 @@ class RedisLobby:
         self._follower: _Follower | None = None
         self._closed = False
 
+    def part(self, name: str) -> LobbyStore:
+        check_part(name)
+        if self._store.cluster:
+            return _ClusterPart(self, name)
+        return SamePart(self, name)
+
+    def _is_closed(self) -> bool:
+        return self._closed
+
     def doc_key(self, key: str) -> str:
         return f"{self.base}:d:{key}"
 
@@ -163,7 +186,7 @@ class RedisLobby:
         return f"{self.base}:rate:{key}"
 
     async def _call(self, what: Callable[[], Awaitable[_T]]) -> _T:
-        if self._closed:
+        if self._is_closed():
             raise StoreError("lobby store is closed")
         return await self._store._call(what)  # StoreUnavailable for every Redis failure
 
@@ -302,6 +325,47 @@ class RedisLobby:
         if self._follower is not None:
             await self._follower.close()
             self._follower = None
+
+
+class _ClusterPart(RedisLobby):
+    """A partition on a Redis Cluster: the lobby's calls on keys under a hash
+    tag of its own, ``P:{lobby.<name>}``, sharing the lobby's scripts and
+    connections; it has no feed (its commits' feed keys are read, never
+    written)."""
+
+    def __init__(self, root: RedisLobby, name: str) -> None:
+        # Not RedisLobby.__init__: that registers the scripts again, and a
+        # partition is made per call.
+        self._root = root
+        self._store = root._store
+        self._redis = root._redis
+        self.feed_keep = root.feed_keep
+        self.base = f"{root._store.prefix}:{{lobby.{name}}}"
+        self.feed_key = f"{self.base}:feed"
+        self.counter_key = f"{self.base}:feed:n"
+        self._commit = root._commit
+        self._take = root._take
+        self._follower = None
+        self._closed = False
+
+    def _is_closed(self) -> bool:
+        return self._root._is_closed()
+
+    async def commit(self, tx: Tx) -> int | None:
+        check_unfed(tx)
+        return await super().commit(tx)
+
+    async def feed_after(self, after: int, limit: int) -> FeedPage:
+        raise StoreError("a lobby partition has no feed")
+
+    def follow(self, callback: FeedCallback, after: int | None = None) -> None:
+        raise StoreError("a lobby partition has no feed")
+
+    def part(self, name: str) -> LobbyStore:
+        return self._root.part(name)
+
+    async def close(self) -> None:
+        """The lobby's to close."""
 
 
 class _Follower:

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, TypeVar
 from .base import StoreError
 from .lobby import DEFAULT_FEED_KEEP, Doc, FeedCallback, FeedPage, LobbyStore, Tx
 from .lobby_memory import (
+    SamePart,
     TokenBuckets,
     call_back,
     check_feed_keep,
@@ -296,6 +297,9 @@ class SqliteLobby:
         if self._closed:
             raise StoreError("lobby store is closed")
         return self._hub.buckets.take(key, rate, burst)
+
+    def part(self, name: str) -> LobbyStore:
+        return SamePart(self, name)
 
     async def close(self) -> None:
         self._closed = True

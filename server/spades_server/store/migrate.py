@@ -3,14 +3,22 @@
     python -m spades_server.store.migrate --from redis://old:6379/0 \\
         --to redis+cluster://node:6379 --prefix spades
 
-Every key of the prefix is copied as it is (DUMP and RESTORE, with its time
-to live): a match's keys and the lobby's have the same names in both modes.
-The two keys that differ are rebuilt: the match index (a list on one Redis,
-16 sorted sets on a cluster, scored here so that creation order is kept) and
-the due set (16 buckets). The lobby's rate buckets are left behind: they
-refill by themselves. Run it with no replica serving (docs/operations.md:
-the move needs a drain); it refuses a cluster that already holds matches of
-the prefix.
+Every key of the prefix is copied (DUMP and RESTORE, with its time to
+live): a match's keys and the lobby's tables and tickets have the same names
+in both modes. What differs is rebuilt: the match index (a list on one
+Redis, 16 sorted sets on a cluster, scored here so that creation order is
+kept) and the due set (16 buckets); the ledger's documents and leaderboards
+(ratings, records, played matches), which a cluster keeps in partitions of
+their own (``{lobby.<part>}``, lobby/ratings.py), are renamed into them. The
+lobby's rate buckets are left behind: they refill by themselves. Run it
+with no replica serving (docs/operations.md: the move needs a drain); it
+refuses a cluster that already holds matches of the prefix.
+
+    python -m spades_server.store.migrate --ledger-parts \
+        --to redis+cluster://node:6379 --prefix spades
+
+moves the ledger of a cluster written by a version that kept it under
+``{lobby}`` into its partitions, also with no replica serving.
 """
 
 from __future__ import annotations
@@ -68,26 +76,74 @@ async def _copy_keys(
             continue
         batch.append(key)
         if len(batch) >= BATCH:
-            copied.keys += await _copy_batch(source, target, batch)
+            copied.keys += await _copy_batch(source, target._redis, batch, prefix)
             batch = []
     if batch:
-        copied.keys += await _copy_batch(source, target, batch)
+        copied.keys += await _copy_batch(source, target._redis, batch, prefix)
 
 
-async def _copy_batch(source: aioredis.Redis, target: RedisStore, keys: list[bytes]) -> int:
+async def _copy_batch(source: Any, target: Any, keys: list[bytes], prefix: str) -> int:
+    """Copy ``keys`` from ``source`` to ``target``, the ledger's under their
+    partitions' names."""
     pipe = source.pipeline(transaction=False)
+    played = [k for k in keys if _is_played(k, prefix)]
     for key in keys:
         pipe.dump(key)
         pipe.pttl(key)
+    for key in played:
+        pipe.hget(key, "d")
     replies = await pipe.execute()
+    data = dict(zip(played, replies[2 * len(keys) :], strict=True))
     writes = []
     for i, key in enumerate(keys):
         dump, ttl = replies[2 * i], replies[2 * i + 1]
         if dump is None:  # expired or deleted since the scan
             continue
-        writes.append(target._redis.restore(key, max(0, ttl), dump, replace=True))
+        name = ledger_name(key, prefix, data.get(key)) or key
+        writes.append(target.restore(name, max(0, ttl), dump, replace=True))
     await asyncio.gather(*writes)
     return len(writes)
+
+
+def _is_played(key: bytes, prefix: str) -> bool:
+    return key.startswith(f"{prefix}:{{lobby}}:d:played:".encode())
+
+
+def ledger_name(key: bytes, prefix: str, played: bytes | None = None) -> bytes | None:
+    """The cluster's name of the lobby key ``key`` when it is the ledger's
+    (``played``: a played record's data, which says its pool); None when it
+    is not."""
+    from ..lobby.ratings import part_of  # the ledger's layout is the lobby's business
+
+    lobby = f"{prefix}:{{lobby}}:"
+    text = key.decode()
+    if not text.startswith(lobby):
+        return None
+    kind, _, name = text[len(lobby) :].partition(":")
+    if kind not in ("d", "z"):
+        return None
+    part = part_of(name, played)
+    if part is None:
+        return None
+    return f"{prefix}:{{lobby.{part}}}:{kind}:{name}".encode()
+
+
+async def move_ledger(target_url: str, prefix: str) -> int:
+    """Move a cluster's ledger from ``{lobby}`` into its partitions; how many
+    keys were moved."""
+    target = RedisStore(redis_target(target_url)[0], prefix, cluster=True)
+    redis: Any = target._redis
+    try:
+        found = {k async for k in redis.scan_iter(match=f"{prefix}:{{lobby}}:*", count=BATCH)}
+        keys = sorted(k for k in found if ledger_name(k, prefix) is not None)
+        moved = 0
+        for start in range(0, len(keys), BATCH):
+            batch = keys[start : start + BATCH]
+            moved += await _copy_batch(redis, redis, batch, prefix)
+            await asyncio.gather(*(redis.delete(k) for k in batch))
+        return moved
+    finally:
+        await target.close()
 
 
 async def _rebuild_index(
@@ -114,11 +170,28 @@ async def _rebuild_due(
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m spades_server.store.migrate", description=__doc__)
-    p.add_argument("--from", dest="source", required=True, help="the single Redis's URL")
+    p = argparse.ArgumentParser(
+        prog="python -m spades_server.store.migrate",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--from", dest="source", help="the single Redis's URL")
     p.add_argument("--to", dest="target", required=True, help="any node of the cluster")
     p.add_argument("--prefix", default="spades", help="the deployment's key prefix")
+    p.add_argument(
+        "--ledger-parts",
+        action="store_true",
+        help="move the ledger of the cluster --to into its partitions (no --from)",
+    )
     args = p.parse_args(argv)
+    if args.ledger_parts:
+        if args.source:
+            p.error("--ledger-parts works on the cluster --to alone: no --from")
+        moved = asyncio.run(move_ledger(args.target, args.prefix))
+        print(f"moved {moved} ledger keys into their partitions")
+        return 0
+    if not args.source:
+        p.error("--from is needed (or --ledger-parts)")
     try:
         copied = asyncio.run(migrate(args.source, args.target, args.prefix))
     except TargetNotEmpty as e:
