@@ -13,7 +13,9 @@ table with a player twice, and every placement's seat token plays its seat.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -21,9 +23,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
+import redis
 from google.rpc import error_details_pb2, status_pb2
-from lobby_harness import LOBBY_FLAGS, bearer, credential
-from redis_harness import RedisTarget
+from lobby_harness import LOBBY_FLAGS, bearer, credential, player
+from redis_harness import RedisServer, RedisTarget
 from server_harness import Server
 from spades_server.gen.spades.v1 import lobby_pb2 as lpb
 from spades_server.gen.spades.v1 import lobby_pb2_grpc, spades_pb2_grpc
@@ -317,3 +320,68 @@ def test_one_sqlite_replica_restarted_mid_way_places_every_ticket_once(
     counts = check(plan, seen, [server])
     assert counts["placed"] > 90, counts
     assert restarts, "the server was not restarted"
+
+
+def lobby_replicas(
+    make_server: Callable[..., Server], target: RedisTarget, prefix: str, n: int
+) -> list[Server]:
+    flags = ("--store", "redis", "--redis-url", target.url, *target.flags)
+    return [make_server(*flags, "--redis-prefix", prefix, *FLAGS) for _ in range(n)]
+
+
+def test_a_ticket_whose_replica_stops_is_placed_by_another_soon_after_its_bots(
+    make_server: Callable[..., Server], shared_redis: RedisTarget, redis_prefix: str
+) -> None:
+    """The replica that queued a ticket places it; another only notes it, and
+    takes it over when its own replica has not placed it in time."""
+    a, b = lobby_replicas(make_server, shared_redis, redis_prefix, 2)
+    solo = player(a, "solo")
+    ticket = solo.call("QuickPlay", lpb.QuickPlayRequest(ruleset=RULESETS[0])).ticket
+    assert ticket.state == lpb.TICKET_STATE_SEARCHING
+    os.kill(a.pid, signal.SIGSTOP)  # alive, and placing nothing
+    try:
+        stub = lobby_pb2_grpc.LobbyServiceStub(b.channel)
+        deadline = time.monotonic() + BOT_WAIT_S + 10
+        while ticket.state != lpb.TICKET_STATE_PLACED:
+            assert time.monotonic() < deadline, f"never placed: {ticket}"
+            request = lpb.GetTicketRequest(
+                ticket_id=ticket.ticket_id, after_version=ticket.version, wait_ms=1000
+            )
+            ticket = stub.GetTicket(request, metadata=solo.md, timeout=10).ticket
+    finally:
+        os.kill(a.pid, signal.SIGCONT)
+    late = ticket.placement.table.created_ms - ticket.bots_at_ms
+    assert late < 1000, f"placed {late} ms after its bots were due"
+    assert [s.player_id for s in ticket.placement.table.seats].count(solo.id) == 1
+
+
+def test_replicas_do_not_each_read_a_queue_for_every_ticket_of_another(
+    make_server: Callable[..., Server], redis_server: RedisServer, redis_prefix: str
+) -> None:
+    """Forty tickets queued through one of three replicas: the queue is read
+    about once per ticket, not once per ticket and replica (each read is of
+    up to 400 tickets, on the one slot of the lobby)."""
+    target = RedisTarget(redis_server.url)
+    servers = lobby_replicas(make_server, target, redis_prefix, 3)
+    raw = redis.Redis.from_url(redis_server.url)
+
+    def queue_reads() -> int:
+        stats: Any = raw.info("commandstats")
+        return int(stats.get("cmdstat_zrange", {}).get("calls", 0))
+
+    players = [player(servers[0], f"q{i}") for i in range(40)]
+    before = queue_reads()
+    for p in players:
+        p.call("QuickPlay", lpb.QuickPlayRequest(ruleset=RULESETS[1]))
+    placed = 0
+    deadline = time.monotonic() + 20
+    while placed < len(players):
+        assert time.monotonic() < deadline, f"{placed} of {len(players)} placed"
+        tickets = [p.call("GetTicket", lpb.GetTicketRequest()).ticket for p in players]
+        placed = sum(t.state == lpb.TICKET_STATE_PLACED for t in tickets)
+    time.sleep(1.0)  # the others' looks, half a second after the tickets they noted
+    reads = queue_reads() - before
+    raw.close()
+    # One read per ticket here, and each other replica's few: 41 when
+    # written; 119 when every replica read the queue for every ticket.
+    assert reads <= len(players) + 20, f"{reads} queue reads for {len(players)} tickets"

@@ -1,7 +1,14 @@
 """Quick play: tickets, and the loop that places them at tables.
 
 A ticket is queued under its rules' key (``rules.key_of``). Every replica
-runs the matchmaker loop below; each decides from what the store holds
+runs the matchmaker loop below, and looks at once at the queues its own
+tickets joined: the replica of a queue's newest ticket sees every ticket
+before it, so whoever makes a table possible places it. Another replica's
+ticket it only notes, looking at its queue ``takeover_s`` later (and its
+bots that much after they fall due): the ticket's own replica has placed it
+by then unless it died, and the queue's reads no longer grow with the
+replicas times the tickets (docs/capacity.md, the lobby's slot). Each
+decides from what the store holds
 (``matchmaker.decide``) and places a table with one commit that expects every
 ticket of it at the version it read: the tickets become PLACED, leave the
 queue, and the table is written STARTING, all or nothing. A replica that
@@ -29,6 +36,7 @@ import asyncio
 import contextlib
 import secrets
 import time
+from collections.abc import Callable
 
 import structlog
 
@@ -88,6 +96,8 @@ class QuickPlay:
     def __init__(self, ctx: Context, tables: Tables) -> None:
         self.ctx = ctx
         self.tables = tables
+        # Told of every ticket this replica queues (the matchmaker's).
+        self.on_queued: Callable[[TicketDoc], None] = lambda ticket: None
 
     # -- reading --------------------------------------------------------------------
     async def read(
@@ -174,10 +184,14 @@ class QuickPlay:
             raise invalid("BAD_REQUEST_ID", "request_id has at most 64 characters", "request_id")
         await ctx.check_rate(player)
 
+        made: list[bool] = []  # whether the commit was this call's, not a retry's
+
         async def decide() -> tuple[Tx | None, tuple[TicketDoc, int]]:
+            made.clear()
             here = await presence.read(ctx, player.id)
             if req.request_id and here.doc.request == req.request_id and here.latest:
                 return None, (here.latest, here.latest_version)  # a retry: what it made
+            made.append(True)
             here.refuse_if_busy()
             now = ctx.now_ms()
             tx = Tx(expect={player_key(player.id): here.version})
@@ -220,6 +234,8 @@ class QuickPlay:
 
         ticket, version = await ctx.transact(decide)
         log.info("ticket", ticket_id=ticket.id, state=ticket.state, players=len(ticket.players))
+        if made and ticket.state == SEARCHING:
+            self.on_queued(ticket)
         return ticket, version
 
     def _bot_wait_ms(self) -> int:
@@ -389,21 +405,31 @@ class QuickPlay:
 
 
 class Matchmaker:
-    """This replica's matchmaking loop. A queue is looked at when a ticket
-    joins it (the feed says so, whichever replica queued it) and when its
-    oldest ticket's bots fall due, and not otherwise: a pass costs what
-    changed, not every queue there is. Every queue ever used is looked at
-    again at start, after a gap in the feed, and every ``rescan_s``."""
+    """This replica's matchmaking loop. A queue is looked at when this
+    replica queues a ticket there, ``takeover_s`` after another replica's
+    ticket joins it (the feed says so), and when its oldest ticket's bots
+    fall due (``takeover_s`` later for a queue this replica only took over),
+    and not otherwise: a pass costs what changed, not every queue there is.
+    Every queue ever used is looked at again at start, after a gap in the
+    feed, and every ``rescan_s``."""
 
     def __init__(
-        self, ctx: Context, quickplay: QuickPlay, idle_s: float = 1.0, rescan_s: float = 30.0
+        self,
+        ctx: Context,
+        quickplay: QuickPlay,
+        idle_s: float = 1.0,
+        rescan_s: float = 30.0,
+        takeover_s: float = 0.5,
     ) -> None:
         self.ctx = ctx
         self.quickplay = quickplay
         self.idle_s = idle_s
         self.rescan_s = rescan_s
-        self.dirty: set[str] = set()  # queues a ticket joined since the last pass
-        self.due: dict[str, int] = {}  # queue -> when its bots are due
+        self.takeover_ms = int(takeover_s * 1000)
+        self.dirty: set[str] = set()  # queues this replica's tickets joined since the last pass
+        self.due: dict[str, int] = {}  # queue -> when it is looked at next
+        self.taken_over: set[str] = set()  # due queues this replica has no ticket of
+        self.mine: set[str] = set()  # tickets queued here, until the feed passes them on
         self._wake = asyncio.Event()
         self._rescan_at = 0.0  # monotonic: now
         self._task: asyncio.Task[None] | None = None
@@ -411,15 +437,30 @@ class Matchmaker:
 
     def start(self) -> None:
         self.ctx.feed.subscribe(self._on_change)
+        self.quickplay.on_queued = self._queued_here
         self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def _queued_here(self, ticket: TicketDoc) -> None:
+        self.mine.add(ticket.id)
+        self.dirty.add(ticket.queue)
+        self.taken_over.discard(ticket.queue)
+        self._wake.set()
 
     def _on_change(self, change: Change | None) -> None:
         if change is None:
             self._rescan_at = 0.0  # the feed had a gap: look at every queue
+            self.mine.clear()
             self._wake.set()
         elif change.ticket is not None and change.ticket.state == SEARCHING:
-            self.dirty.add(change.ticket.queue)
-            self._wake.set()
+            if change.ticket.id in self.mine:
+                self.mine.discard(change.ticket.id)
+                return
+            queue, at = change.ticket.queue, self.ctx.now_ms() + self.takeover_ms
+            if queue not in self.due:
+                self.taken_over.add(queue)
+            if at < self.due.get(queue, at + 1):
+                self.due[queue] = at
+                self._wake.set()
 
     async def _run(self) -> None:
         while not self._closed:
@@ -451,6 +492,9 @@ class Matchmaker:
                 raise
             if due is None:
                 self.due.pop(key, None)
+                self.taken_over.discard(key)
+            elif key in self.taken_over:
+                self.due[key] = due + self.takeover_ms  # its own replica's first
             else:
                 self.due[key] = due
 
