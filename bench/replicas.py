@@ -60,7 +60,12 @@ Parts (``--parts``, all by default, in this order):
   doubling to 5 s, jitter 0.5), for up to 30 s. Per match, from its
   seats' reconnect: (a) the last of its four first successful GetViews, (b)
   the new action's event on all four resumed streams. ``--rounds`` kills, each
-  of a fresh X.
+  of a fresh X. That is the ``view`` flow of ``--failover-flows``; the
+  ``play`` flow reconnects as the clients' session does: one ``Play`` call a
+  seat, resumed after the last seq it saw, the seat to act sending its
+  action on it ((a) is then the first message on all four calls). Each flow
+  has its own kills, on one Redis and, with ``--failover-stores cluster``, on
+  a 3-primary Redis Cluster.
 * **memory**: Redis's ``INFO memory`` used_memory before and after one replica
   creates ``--idle-matches`` matches (after 100 not counted), divided by
   their number; then again after one whole hand (56 actions) was played in
@@ -72,6 +77,7 @@ every wait is bounded.
 
     python3 bench/replicas.py [--matches 100] [--think-ms 100] [--seconds 15] [--rounds 3]
                               [--aof always|everysec|no] [--parts load,scaling,failover,memory]
+                              [--failover-flows play,view] [--failover-stores redis,cluster]
                               [--json PATH]
 """
 
@@ -915,8 +921,89 @@ async def _reconnect(
     }
 
 
+async def _play_resumed(
+    game: Game,
+    seat: int,
+    stub: spades_pb2_grpc.SpadesServiceAsyncStub,
+    after: int,
+    kill_seq: int,
+    give_up: float,
+    failures: list[str],
+) -> tuple[float, float]:
+    """The seat's ``Play`` call opened again after ``after``, as the
+    clients' session does (spades_client.Session: no GetView), with the
+    seat to act sending its next action on it; opened again with the
+    clients' backoff if it fails. Returns when the call's first message
+    came, and when it showed an action after ``kill_seq`` (NaN if not by
+    ``give_up``)."""
+    acting = seat == game.match.to_act
+    action = game.rng.choice(game.match.legal_actions(seat)) if acting else None
+    first = float("nan")
+    for retry in range(1_000_000):
+        call = stub.Play(metadata=game.md[seat])
+        await call.write(pb.PlayRequest(open=pb.PlayOpen(match_id=game.match_id, after_seq=after)))
+        if action is not None:
+            play = pb.PlayAction(
+                action_id="after-kill",  # the same id on every attempt: applied once
+                action=convert.action_to_pb(action),
+                expected_seq=game.last_seq,
+            )
+            await call.write(pb.PlayRequest(action=play))
+        try:
+            async with asyncio.timeout(max(0.0, give_up - clock())):
+                while (item := await call.read()) is not grpc.aio.EOF:
+                    now = clock()
+                    if math.isnan(first):
+                        first = now
+                    for result in item.results:
+                        if result.HasField("error"):
+                            failures.append(f"action refused: {result.error.message}"[:120])
+                    for ev in item.events:
+                        after = max(after, ev.seq)
+                        if ev.seq > kill_seq and ev.WhichOneof("kind") in ACTION_KINDS:
+                            call.cancel()
+                            return first, now
+                failures.append("a resumed Play call ended: EOF")
+        except TimeoutError:
+            call.cancel()
+            return first, float("nan")
+        except grpc.aio.AioRpcError as e:
+            failures.append(f"{e.code().name} {e.details()}"[:120])
+        if clock() >= give_up:
+            return first, float("nan")
+        await asyncio.sleep(retry_delay(retry))
+    return first, float("nan")
+
+
+async def _reconnect_play(
+    game: Game,
+    stubs: list[spades_pb2_grpc.SpadesServiceAsyncStub],
+    last_seen: list[int],
+    failures: list[str],
+) -> dict[str, float]:
+    """The four seats of one match resume their Play calls on the survivors."""
+    t0 = clock()
+    give_up = t0 + FAILOVER_GIVE_UP_S
+    times = await asyncio.gather(
+        *(
+            _play_resumed(game, s, stubs[s], last_seen[s], game.last_seq, give_up, failures)
+            for s in range(4)
+        )
+    )
+    return {
+        "view": max(f for f, _ in times) - t0,  # the first message on every seat's call
+        "event": max(e for _, e in times) - t0,
+    }
+
+
 async def _failover_round(
-    x: Server, y: Server, z: Server, redis_pid: int, count: int, rng: random.Random
+    x: Server,
+    y: Server,
+    z: Server,
+    redis_pids: list[int],
+    count: int,
+    rng: random.Random,
+    flow: str,
 ) -> dict[str, Any]:
     async with (
         channel(x.address) as cx,
@@ -933,11 +1020,12 @@ async def _failover_round(
         x.proc.kill()
         x.proc.wait(timeout=10)
         failures: list[str] = []
-        meter = Meter({"survivors": [y.pid, z.pid], "redis": [redis_pid], "client": [os.getpid()]})
+        meter = Meter({"survivors": [y.pid, z.pid], "redis": redis_pids, "client": [os.getpid()]})
         meter.start()
+        reconnect = _reconnect_play if flow == "play" else _reconnect
         times = await asyncio.gather(
             *(
-                _reconnect(g, [survivors[(k + i) % 2] for i in range(4)], last_seen[k], failures)
+                reconnect(g, [survivors[(k + i) % 2] for i in range(4)], last_seen[k], failures)
                 for k, g in enumerate(games)
             )
         )
@@ -950,9 +1038,14 @@ async def _failover_round(
     return {"times": times, "failures": failures, "streams_broken_on_x": broken, "cpu": cpu}
 
 
-def run_failover(args: argparse.Namespace, procs: Procs) -> dict[str, Any]:
-    y = procs.replica("failover-y", "redis", "failover")
-    z = procs.replica("failover-z", "redis", "failover")
+def run_failover(args: argparse.Namespace, procs: Procs, flow: str, store: str) -> dict[str, Any]:
+    cluster = procs.cluster(f"failover-{flow}-cluster", 3) if store == "cluster" else None
+    name = f"failover-{flow}-{store}"
+
+    def replica(who: str) -> Server:
+        return procs.replica(f"{name}-{who}", "redis", "failover", redis=cluster)
+
+    y, z = replica("y"), replica("z")
     rng = random.Random(args.seed)
     views: list[float] = []
     events: list[float] = []
@@ -960,11 +1053,13 @@ def run_failover(args: argparse.Namespace, procs: Procs) -> dict[str, Any]:
     broken = 0
     cpu: dict[str, float] = {}
     assert procs.redis is not None
-    redis_pid = procs.redis.pid
+    redis_pids = cluster.pids if cluster is not None else [procs.redis.pid]
     try:
         for r in range(args.rounds):
-            x = procs.replica(f"failover-x{r}", "redis", "failover")
-            out = asyncio.run(_failover_round(x, y, z, redis_pid, args.failover_matches, rng))
+            x = replica(f"x{r}")
+            out = asyncio.run(
+                _failover_round(x, y, z, redis_pids, args.failover_matches, rng, flow)
+            )
             add_cpu(cpu, out["cpu"])
             views += [t["view"] for t in out["times"]]
             events += [t["event"] for t in out["times"]]
@@ -976,6 +1071,8 @@ def run_failover(args: argparse.Namespace, procs: Procs) -> dict[str, Any]:
     views.sort()
     events = sorted(e for e in events if not math.isnan(e))
     return {
+        "flow": flow,
+        "store": store,
         "matches": len(views),
         "never_served": unserved,
         "kills": args.rounds,
@@ -993,23 +1090,36 @@ def run_failover(args: argparse.Namespace, procs: Procs) -> dict[str, Any]:
     }
 
 
+FLOW_TITLE = {
+    "play": "each seat's Play call resumed (the clients' session)",
+    "view": "GetView, then StreamEvents resumed and SubmitAction",
+}
+STORE_TITLE = {"redis": "one Redis", "cluster": "a 3-primary Redis Cluster"}
+FLOW_FIRST = {
+    "play": "(a) first message on all four resumed Play calls",
+    "view": "(a) first successful GetView, all four seats",
+}
+
+
 def print_failover(r: dict[str, Any], args: argparse.Namespace) -> None:
     print(
-        f"Failover: kill -9 of the replica holding {args.failover_matches} matches (four seats "
-        f"each), {r['kills']} kill(s); times per match from its seats' reconnect to a survivor"
+        f"Failover on {STORE_TITLE[r['store']]}, {FLOW_TITLE[r['flow']]}: kill -9 of the "
+        f"replica holding "
+        f"{args.failover_matches} matches (four seats each), {r['kills']} kill(s); times per "
+        f"match from its seats' reconnect to a survivor"
     )
     print_grid(
         ["measure", "p50", "p99", "max", "target"],
         [
             [
-                "(a) first successful GetView, all four seats",
+                FLOW_FIRST[r["flow"]],
                 f_ms(r["view_s_p50"]),
                 f_ms(r["view_s_p99"]),
                 f_ms(r["view_s_max"]),
                 f"p99 < {TARGET_FAILOVER_S:g} s",
             ],
             [
-                "(b) next action's event on all four resumed streams",
+                "(b) next action's event on all four resumed calls",
                 f_ms(r["event_s_p50"]),
                 f_ms(r["event_s_p99"]),
                 f_ms(r["event_s_max"]),
@@ -1174,14 +1284,15 @@ def print_targets(results: dict[str, Any]) -> None:
                         yes(ratio >= TARGET_RATIO),
                     ]
                 )
-    fo = results.get("failover")
-    if fo:
-        for key, label in (("view", "(a) GetView"), ("event", "(b) new event")):
+    for fo in results.get("failover", {}).values():
+        first = "(a) first message" if fo["flow"] == "play" else "(a) GetView"
+        where = f"{fo['flow']}, {fo['store']}"
+        for key, label in (("view", first), ("event", "(b) new event")):
             p99 = fo[f"{key}_s_p99"]
             served = key == "view" or not fo["never_served"]
             rows.append(
                 [
-                    f"failover p99, {label}",
+                    f"failover p99, {where}, {label}",
                     f_ms(p99),
                     f"< {TARGET_FAILOVER_S * 1000:g} ms",
                     yes(p99 < TARGET_FAILOVER_S and served),
@@ -1315,6 +1426,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="failover: matches on the replica killed, per kill (100)",
     )
     ap.add_argument(
+        "--failover-flows",
+        default="play,view",
+        help="failover: how seats reconnect, of play (a Play call each, as the clients' "
+        "session) and view (GetView, StreamEvents and SubmitAction)",
+    )
+    ap.add_argument(
+        "--failover-stores",
+        default="redis",
+        help="failover: of redis (one Redis) and cluster (a 3-primary Redis Cluster)",
+    )
+    ap.add_argument(
         "--idle-matches", type=int, default=2000, help="memory: idle matches created (2000)"
     )
     ap.add_argument(
@@ -1340,12 +1462,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "only a short reason",
     )
     args = ap.parse_args(argv)
-    args.parts = [p for p in args.parts.split(",") if p]
-    args.configs = [c for c in args.configs.split(",") if c]
-    if not set(args.parts) <= set(PARTS) or not args.parts:
-        ap.error(f"--parts: some of {', '.join(PARTS)}")
-    if not set(args.configs) <= set(CONFIGS) or not args.configs:
-        ap.error(f"--configs: some of {', '.join(CONFIGS)}")
+    for name, known in (
+        ("parts", PARTS),
+        ("configs", CONFIGS),
+        ("failover_flows", FLOW_TITLE),
+        ("failover_stores", STORE_TITLE),
+    ):
+        chosen = [c for c in getattr(args, name).split(",") if c]
+        if not chosen or not set(chosen) <= set(known):
+            ap.error(f"--{name.replace('_', '-')}: some of {', '.join(known)}")
+        setattr(args, name, chosen)
     try:
         args.scaling_matches = [int(m) for m in args.scaling_matches.split(",")]
     except ValueError:
@@ -1398,8 +1524,12 @@ def main(argv: list[str] | None = None) -> int:
                 results["scaling"] = run_scaling(args, procs)
                 print_scaling(results["scaling"], args)
             if "failover" in args.parts:
-                results["failover"] = run_failover(args, procs)
-                print_failover(results["failover"], args)
+                results["failover"] = {}
+                for store in args.failover_stores:
+                    for flow in args.failover_flows:
+                        fo = run_failover(args, procs, flow, store)
+                        results["failover"][f"{flow}-{store}"] = fo
+                        print_failover(fo, args)
             if "memory" in args.parts:
                 results["memory"] = run_memory(args, procs)
                 print_memory(results["memory"])
