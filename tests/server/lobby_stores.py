@@ -6,7 +6,8 @@ and a Redis Cluster (three primaries and their replicas, the same way)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -66,6 +67,20 @@ class Backend:
 
 
 Scenario = Callable[[Backend], Awaitable[None]]
+
+
+@contextlib.asynccontextmanager
+async def cluster_lobby(
+    cluster: RedisCluster, prefix: str, kind: type[RedisLobby] = RedisLobby
+) -> AsyncIterator[RedisLobby]:
+    """A lobby store of ``kind`` on the cluster, closed with its store after."""
+    store = RedisStore(cluster.url, prefix, cluster=True)
+    lobby = kind(store)
+    try:
+        yield lobby
+    finally:
+        await lobby.close()
+        await store.close()
 
 
 @pytest.fixture(params=["memory", "sqlite", "redis", "cluster"])

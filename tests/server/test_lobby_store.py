@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
-from lobby_stores import Backend, play
+from lobby_stores import Backend, cluster_lobby, play
 from redis_harness import RedisServer
 from spades_server.store import StoredEvent, StoreError
 from spades_server.store.lobby import Doc, FeedPage, LobbyStore, Tx
@@ -459,9 +459,7 @@ def test_a_redis_cluster_gives_each_partition_a_slot_of_its_own(
     redis_cluster: Any, redis_prefix: str
 ) -> None:
     async def scenario() -> None:
-        store = RedisStore(redis_cluster.url, redis_prefix, cluster=True)
-        lobby = RedisLobby(store)
-        try:
+        async with cluster_lobby(redis_cluster, redis_prefix) as lobby:
             await lobby.commit(Tx(put={"k": b"lobby"}))
             await lobby.part("r.classic").commit(Tx(put={"k": b"ratings"}))
             await lobby.part("p.00ff").commit(Tx(put={"k": b"record"}, zadd=[("s", "m", 1.0)]))
@@ -469,7 +467,7 @@ def test_a_redis_cluster_gives_each_partition_a_slot_of_its_own(
             parts = (lobby, lobby.part("r.classic"), lobby.part("p.00ff"))
             got = [(await s.get(["k"]))[0] for s in parts]
             assert [d.data for d in got if d] == [b"lobby", b"ratings", b"record"]
-            raw = store._redis
+            raw = lobby._redis
             slots = {
                 tag: await raw.cluster_keyslot(f"{redis_prefix}:{{{tag}}}:d:k")
                 for tag in ("lobby", "lobby.r.classic", "lobby.p.00ff")
@@ -478,9 +476,6 @@ def test_a_redis_cluster_gives_each_partition_a_slot_of_its_own(
             for tag, data in (("lobby.r.classic", b"ratings"), ("lobby.p.00ff", b"record")):
                 assert await raw.hget(f"{redis_prefix}:{{{tag}}}:d:k", "d") == data
             assert await raw.zscore(f"{redis_prefix}:{{lobby.p.00ff}}:z:s", "m") == 1.0
-        finally:
-            await lobby.close()
-            await store.close()
 
     run(scenario())
 

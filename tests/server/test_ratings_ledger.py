@@ -14,7 +14,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from lobby_stores import Backend, play
+from lobby_stores import Backend, cluster_lobby, play
 from spades_server.gen.spades.v1 import lobby_pb2 as lpb
 from spades_server.lobby.context import Settings
 from spades_server.lobby.ratings import (
@@ -33,7 +33,6 @@ from spades_server.store import StoreError
 from spades_server.store.lobby import LobbyStore, Tx
 from spades_server.store.lobby_memory import SamePart
 from spades_server.store.lobby_redis import RedisLobby
-from spades_server.store.redis import RedisStore
 
 
 def partnership(a: str, b: str, c: str, d: str, ab: int = 500, cd: int = 200) -> list[Participant]:
@@ -213,14 +212,12 @@ def test_on_a_cluster_the_ledger_is_outside_the_lobbys_slot(
     redis_cluster: Any, redis_prefix: str
 ) -> None:
     async def scenario() -> None:
-        store = RedisStore(redis_cluster.url, redis_prefix, cluster=True)
-        lobby = RedisLobby(store)
-        try:
+        async with cluster_lobby(redis_cluster, redis_prefix) as lobby:
             ledger = Ledger(lobby)
             table = partnership("ann", "bob", "cy", "di")
             records = {p.player: Record(hands=1) for p in table}
             assert await ledger.record(Finished("m1", "classic", table, records))
-            raw = store._redis
+            raw = lobby._redis
             lobby_slot = await raw.cluster_keyslot(f"{redis_prefix}:{{lobby}}:d:x")
             keys = [k.decode() async for k in raw.scan_iter(match=f"{redis_prefix}:*", count=1000)]
             tags = {k.split("{")[1].split("}")[0] for k in keys}
@@ -228,9 +225,6 @@ def test_on_a_cluster_the_ledger_is_outside_the_lobbys_slot(
             assert {"lobby.r.classic", *(f"lobby.{player_part(p)}" for p in records)} <= tags
             slots = {await raw.cluster_keyslot(k) for k in keys}
             assert lobby_slot not in slots and len(slots) >= 4
-        finally:
-            await lobby.close()
-            await store.close()
 
     asyncio.run(scenario())
 
@@ -250,18 +244,14 @@ def test_a_clusters_ledger_from_before_the_partitions_is_moved_into_them(
     records = {p.player: Record(matches=1, hands=1) for p in table}
 
     async def write_old() -> None:
-        store = RedisStore(redis_cluster.url, redis_prefix, cluster=True)
-        try:
-            ledger = Ledger(OneSlotLobby(store))
+        async with cluster_lobby(redis_cluster, redis_prefix, OneSlotLobby) as old:
+            ledger = Ledger(old)
             assert await ledger.record(Finished("m1", "classic", table, records))
             assert await ledger.record(Finished("m2", "", [], {"ann": Record(hands=2)}))
-        finally:
-            await store.close()
 
     async def read_new(retry: bool) -> tuple[list[Standing], Any, list[bool]]:
-        store = RedisStore(redis_cluster.url, redis_prefix, cluster=True)
-        try:
-            ledger = Ledger(RedisLobby(store))
+        async with cluster_lobby(redis_cluster, redis_prefix) as lobby:
+            ledger = Ledger(lobby)
             board, ann = await ledger.top("classic"), await ledger.profile("ann")
             again = []
             if retry:
@@ -270,8 +260,6 @@ def test_a_clusters_ledger_from_before_the_partitions_is_moved_into_them(
                     await ledger.record(Finished("m2", "", [], {"ann": Record(hands=2)})),
                 ]
             return board, ann, again
-        finally:
-            await store.close()
 
     asyncio.run(write_old())
     assert asyncio.run(read_new(False))[:2] == ([], None)  # the old keys are not seen
