@@ -83,6 +83,8 @@ MAX_TICKET_ID = 64
 MAX_REQUEST_ID = 64
 # The most tickets of one queue the matchmaker reads at once.
 QUEUE_WINDOW = 400
+# The most of its own tickets a matchmaker remembers until the feed shows them.
+MINE_KEPT = 4096
 
 STATE_PB = {
     PARTNER: lpb.TICKET_STATE_WAITING_FOR_PARTNER,
@@ -429,7 +431,9 @@ class Matchmaker:
         self.dirty: set[str] = set()  # queues this replica's tickets joined since the last pass
         self.due: dict[str, int] = {}  # queue -> when it is looked at next
         self.taken_over: set[str] = set()  # due queues this replica has no ticket of
-        self.mine: set[str] = set()  # tickets queued here, until the feed passes them on
+        # Tickets queued here, until the feed passes them on; insertion-ordered
+        # and bounded: the feed may pass one on before its commit returns.
+        self.mine: dict[str, None] = {}
         self._wake = asyncio.Event()
         self._rescan_at = 0.0  # monotonic: now
         self._task: asyncio.Task[None] | None = None
@@ -441,7 +445,9 @@ class Matchmaker:
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     def _queued_here(self, ticket: TicketDoc) -> None:
-        self.mine.add(ticket.id)
+        self.mine[ticket.id] = None
+        if len(self.mine) > MINE_KEPT:
+            del self.mine[next(iter(self.mine))]
         self.dirty.add(ticket.queue)
         self.taken_over.discard(ticket.queue)
         self._wake.set()
@@ -453,10 +459,10 @@ class Matchmaker:
             self._wake.set()
         elif change.ticket is not None and change.ticket.state == SEARCHING:
             if change.ticket.id in self.mine:
-                self.mine.discard(change.ticket.id)
+                del self.mine[change.ticket.id]
                 return
             queue, at = change.ticket.queue, self.ctx.now_ms() + self.takeover_ms
-            if queue not in self.due:
+            if queue not in self.due and queue not in self.dirty:
                 self.taken_over.add(queue)
             if at < self.due.get(queue, at + 1):
                 self.due[queue] = at
