@@ -1129,7 +1129,8 @@ def print_failover(r: dict[str, Any], args: argparse.Namespace) -> None:
     )
     print()
     print(
-        f"{r['matches']:,} matches, {4 * r['matches']:,} seats reconnecting at once per kill; "
+        f"{r['matches']:,} matches, {4 * args.failover_matches:,} seats reconnecting at once "
+        f"per kill; "
         f"{r['streams_broken_on_x']:,} streams on the killed replica ended; "
         f"{r['failed_calls']:,} calls to the survivors failed and were sent again (streams "
         f"opened again); {r['never_served']} matches not served within "

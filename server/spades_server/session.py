@@ -46,6 +46,7 @@ from .store import (
     StoreError,
     as_shared,
 )
+from .stream_slots import StreamSlots
 from .turn_timer import TurnTimer
 
 _APPEND_LATENCY = STORE_LATENCY.labels("append")
@@ -113,8 +114,12 @@ class Session:
         # a race, and other replicas' appends arrive through ``replica``.
         self.shared_store = as_shared(store)
         self.shared = self.shared_store is not None
-        self.shared_streams = 0  # streams here that count in the store (shared)
-        self.streams_lock = asyncio.Lock()
+        # This replica's streams of the match, counted in the store (shared).
+        self.slots = (
+            None
+            if self.shared_store is None
+            else StreamSlots(self.shared_store, match_id, limits.streams_per_match)
+        )
         self.closing = False
         self.broken = False
         self._snapshots: set[asyncio.Task[None]] = set()  # being saved (a strong reference)
@@ -286,49 +291,19 @@ class Session:
         """Hold one of the match's stream slots while a stream (or a poll) runs:
         on a shared store counted over every replica (``streams_per_match``);
         here the event log counts its own."""
-        if not self.shared:
+        if self.slots is None:
             yield
             return
-        await self._take_stream_slot()
+        await self.slots.take()
         try:
             yield
         finally:
-            self.shared_streams -= 1
-            # Best effort: a count left behind expires (RedisStore.STREAMS_TTL_MS).
-            with contextlib.suppress(StoreError):
-                await self._send_streams()
-
-    async def _take_stream_slot(self) -> None:
-        store = self.shared_only
-        most = self.limits.streams_per_match
-        # One count at a time: two opens sent at once could reach the store
-        # in either order, and the older count would be the one recorded.
-        async with self.streams_lock:
-            try:
-                total = await store.set_streams(self.match_id, self.shared_streams + 1, most, True)
-            except StoreError as e:
-                raise unavailable(
-                    "STORE_UNAVAILABLE", store_message("the store did not answer", e)
-                ) from e
-            if total >= 0:
-                self.shared_streams += 1
-                return
-        REJECTIONS.labels("TOO_MANY_STREAMS").inc()
-        raise exhausted("TOO_MANY_STREAMS", f"at most {most} streams per match")
-
-    async def _send_streams(self) -> None:
-        """Record this replica's count as it is once the store is free to
-        take it (the newest count, never an older one after it)."""
-        async with self.streams_lock:
-            await self.shared_only.set_streams(
-                self.match_id, self.shared_streams, self.limits.streams_per_match, False
-            )
+            self.slots.release()
 
     async def refresh_streams(self) -> None:
         """Renew this replica's stream count before it expires (shared store)."""
-        if self.shared and self.shared_streams > 0:
-            with contextlib.suppress(StoreError):
-                await self._send_streams()
+        if self.slots is not None:
+            await self.slots.refresh()
 
     async def ensure_seq(self, seq: int, field: str = "after_seq") -> None:
         """Refuse to resume after a sequence number the match has not reached
@@ -649,7 +624,7 @@ class Session:
         it, no bot or timer of this replica's."""
         return (
             not self.event_log.streams
-            and not self.shared_streams
+            and not (self.slots is not None and self.slots.count)
             and not self.lock.locked()
             and not self.bots.running
             and not self.timer.armed
