@@ -349,3 +349,15 @@ def test_leaderboard_pages_stay_consistent_while_ratings_change(backend: Backend
         assert await ledger.players("classic") <= len(people)
 
     play(backend, scenario)
+
+
+def test_the_migration_says_in_a_sentence_when_its_target_is_not_a_cluster(
+    redis_server: Any, redis_prefix: str
+) -> None:
+    for mode in (["--ledger-parts"], ["--from", redis_server.url]):
+        argv = [sys.executable, "-m", "spades_server.store.migrate", *mode]
+        argv += ["--to", redis_server.url, "--prefix", redis_prefix]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 1, (mode, done.stderr)
+        assert done.stderr.startswith("failed: ") and "Cluster mode is not enabled" in done.stderr
+        assert "Traceback" not in done.stderr

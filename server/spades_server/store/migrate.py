@@ -31,7 +31,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.exceptions import RedisClusterException, RedisError
 
+from .base import StoreError
 from .redis import RedisStore
 from .redis_cluster import redis_target
 
@@ -184,19 +186,22 @@ def main(argv: list[str] | None = None) -> int:
         help="move the ledger of the cluster --to into its partitions (no --from)",
     )
     args = p.parse_args(argv)
-    if args.ledger_parts:
-        if args.source:
-            p.error("--ledger-parts works on the cluster --to alone: no --from")
-        moved = asyncio.run(move_ledger(args.target, args.prefix))
-        print(f"moved {moved} ledger keys into their partitions")
-        return 0
-    if not args.source:
+    if args.ledger_parts and args.source:
+        p.error("--ledger-parts works on the cluster --to alone: no --from")
+    if not args.ledger_parts and not args.source:
         p.error("--from is needed (or --ledger-parts)")
     try:
+        if args.ledger_parts:
+            moved = asyncio.run(move_ledger(args.target, args.prefix))
+            print(f"moved {moved} ledger keys into their partitions")
+            return 0
         copied = asyncio.run(migrate(args.source, args.target, args.prefix))
     except TargetNotEmpty as e:
         print(f"refused: {e}", file=sys.stderr)
         return 2
+    except (StoreError, RedisError, RedisClusterException) as e:  # unreachable, not a cluster
+        print(f"failed: {e}", file=sys.stderr)
+        return 1
     print(f"copied {copied.keys} keys: {copied.matches} matches, {copied.due} due times")
     return 0
 
