@@ -9,6 +9,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 import grpc
+import pytest
 from redis_harness import RedisServer
 from spades_server.errors import ServiceError
 from spades_server.store.redis import RedisStore
@@ -27,13 +28,11 @@ class Counting:
         return await self.store.set_streams(match_id, count, most, opening)
 
 
-def scenario(
-    server: RedisServer, prefix: str, body: Callable[[Counting, RedisStore], Awaitable[None]]
-) -> None:
+def scenario(server: RedisServer, prefix: str, body: Callable[[Counting], Awaitable[None]]) -> None:
     async def main() -> None:
         store = RedisStore(server.url, prefix)
         try:
-            await body(Counting(store), store)
+            await body(Counting(store))
         finally:
             await store.close()
 
@@ -47,7 +46,7 @@ def slots_of(counting: Counting, most: int) -> StreamSlots:
 def test_opens_that_come_together_are_counted_together(
     redis_server: RedisServer, redis_prefix: str
 ) -> None:
-    async def body(counting: Counting, store: RedisStore) -> None:
+    async def body(counting: Counting) -> None:
         slots = slots_of(counting, 64)
         await asyncio.gather(*(slots.take() for _ in range(8)))
         assert slots.count == 8
@@ -67,7 +66,7 @@ def test_opens_that_come_together_are_counted_together(
 def test_the_limit_holds_for_each_of_the_opens_of_one_count(
     redis_server: RedisServer, redis_prefix: str
 ) -> None:
-    async def body(counting: Counting, store: RedisStore) -> None:
+    async def body(counting: Counting) -> None:
         slots = slots_of(counting, 3)
         results = await asyncio.gather(*(slots.take() for _ in range(5)), return_exceptions=True)
         refused = [r for r in results if isinstance(r, ServiceError)]
@@ -81,7 +80,7 @@ def test_the_limit_holds_for_each_of_the_opens_of_one_count(
 def test_closes_are_sent_together_and_free_their_slots(
     redis_server: RedisServer, redis_prefix: str
 ) -> None:
-    async def body(counting: Counting, store: RedisStore) -> None:
+    async def body(counting: Counting) -> None:
         slots = slots_of(counting, 2)
         await asyncio.gather(slots.take(), slots.take())
         counting.sent.clear()
@@ -95,40 +94,25 @@ def test_closes_are_sent_together_and_free_their_slots(
     scenario(redis_server, redis_prefix, body)
 
 
-def test_an_open_given_up_while_it_waited_counts_nothing(
-    redis_server: RedisServer, redis_prefix: str
+@pytest.mark.parametrize("given_up", ["waiting", "on_its_way"])
+def test_an_open_given_up_counts_nothing(
+    redis_server: RedisServer, redis_prefix: str, given_up: str
 ) -> None:
-    async def body(counting: Counting, store: RedisStore) -> None:
+    """Given up while queued behind a count, or while its own count was on
+    its way (the ones queued behind it then ask for themselves)."""
+
+    async def body(counting: Counting) -> None:
         slots = slots_of(counting, 64)
-        first = asyncio.create_task(slots.take())
-        waiting = [asyncio.create_task(slots.take()) for _ in range(3)]
-        await asyncio.sleep(0)  # all four asked; the first holds the count's turn
-        waiting[0].cancel()  # queued behind the first
-        await first
-        await asyncio.gather(*waiting, return_exceptions=True)
-        # One given up of four: three slots held, and the store was told so.
+        calls = [asyncio.create_task(slots.take()) for _ in range(4)]
+        await asyncio.sleep(0)  # all four asked; the first's count is on its way
+        quitter = calls[1] if given_up == "waiting" else calls[0]
+        quitter.cancel()
+        await asyncio.gather(*calls, return_exceptions=True)
+        assert quitter.cancelled()
+        assert all(c.result() is None for c in calls if c is not quitter)
         await asyncio.sleep(FLUSH_S + 0.2)
         assert slots.count == 3
-        assert counting.sent[-1][0] == 3
-
-    scenario(redis_server, redis_prefix, body)
-
-
-def test_an_open_given_up_while_its_count_was_on_its_way_counts_nothing(
-    redis_server: RedisServer, redis_prefix: str
-) -> None:
-    async def body(counting: Counting, store: RedisStore) -> None:
-        slots = slots_of(counting, 64)
-        first = asyncio.create_task(slots.take())
-        await asyncio.sleep(0)  # its count is on its way
-        waiting = [asyncio.create_task(slots.take()) for _ in range(2)]
-        await asyncio.sleep(0)
-        first.cancel()
-        await asyncio.gather(first, *waiting, return_exceptions=True)
-        assert first.cancelled() and all(t.result() is None for t in waiting)
-        await asyncio.sleep(FLUSH_S + 0.2)
-        assert slots.count == 2
-        assert counting.sent[-1][0] == 2  # the store holds 2, whatever the first sent
+        assert counting.sent[-1][0] == 3  # what the store holds, whatever was sent before
 
     scenario(redis_server, redis_prefix, body)
 
