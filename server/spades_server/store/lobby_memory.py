@@ -71,10 +71,13 @@ def check_part(name: str) -> str:
     return name
 
 
+NO_FEED = "a lobby partition has no feed"
+
+
 def check_unfed(tx: Tx) -> None:
     """A partition's commit: it has no feed to append to."""
     if tx.events:
-        raise StoreError("a lobby partition has no feed: a commit there carries no events")
+        raise StoreError(f"{NO_FEED}: a commit there carries no events")
 
 
 class SamePart:
@@ -83,8 +86,8 @@ class SamePart:
     code written for a cluster's partitions behaves the same here."""
 
     def __init__(self, store: LobbyStore, name: str) -> None:
+        check_part(name)
         self._store = store
-        self.name = check_part(name)
 
     async def get(self, keys: Sequence[str]) -> list[Doc | None]:
         return await self._store.get(keys)
@@ -105,10 +108,10 @@ class SamePart:
         return await self._store.zrank(name, member)
 
     async def feed_after(self, after: int, limit: int) -> FeedPage:
-        raise StoreError("a lobby partition has no feed")
+        raise StoreError(NO_FEED)
 
     def follow(self, callback: FeedCallback, after: int | None = None) -> None:
-        raise StoreError("a lobby partition has no feed")
+        raise StoreError(NO_FEED)
 
     async def take_token(self, key: str, rate: float, burst: int) -> bool:
         return await self._store.take_token(key, rate, burst)

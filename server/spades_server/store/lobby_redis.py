@@ -60,6 +60,7 @@ from .. import tasks
 from .base import StoreError
 from .lobby import DEFAULT_FEED_KEEP, Doc, FeedCallback, FeedPage, LobbyStore, Tx
 from .lobby_memory import (
+    NO_FEED,
     SamePart,
     call_back,
     check_feed_keep,
@@ -356,10 +357,10 @@ class _ClusterPart(RedisLobby):
         return await super().commit(tx)
 
     async def feed_after(self, after: int, limit: int) -> FeedPage:
-        raise StoreError("a lobby partition has no feed")
+        raise StoreError(NO_FEED)
 
     def follow(self, callback: FeedCallback, after: int | None = None) -> None:
-        raise StoreError("a lobby partition has no feed")
+        raise StoreError(NO_FEED)
 
     def part(self, name: str) -> LobbyStore:
         return self._root.part(name)
