@@ -601,3 +601,58 @@ def test_one_redis_sends_appends_that_wait_together_and_loads_its_script_again(
         await store.close()
 
     run(main())
+
+
+@pytest.mark.parametrize("kind", ["redis", "cluster"])
+def test_loads_and_stream_counts_made_at_once_share_round_trips(
+    kind: str, request: pytest.FixtureRequest, redis_prefix: str
+) -> None:
+    """A replica that takes over a dead one's matches loads them all at once:
+    the loads (and the stream counts of their seats) go in a few pipelines,
+    each with its own answer; a missing match is refused alone, and after
+    SCRIPT FLUSH (a restarted Redis) the scripts are loaded again."""
+    server = request.getfixturevalue("redis_server" if kind == "redis" else "redis_cluster")
+    ports = server.primary_ports() if kind == "cluster" else [server.port]
+    clients = [aioredis.Redis(host="127.0.0.1", port=p) for p in ports]
+
+    async def calls(name: str) -> int:
+        stats = [await c.info("commandstats") for c in clients]
+        return sum(s.get(f"cmdstat_{name}", {}).get("calls", 0) for s in stats)
+
+    async def connected() -> int:
+        return sum([(await c.info("clients"))["connected_clients"] for c in clients])
+
+    async def main() -> None:
+        creator = RedisStore(server.url, redis_prefix, cluster=kind == "cluster")
+        ids = [f"r{i}" for i in range(60)]
+        for m in ids:
+            await creator.create_match(m, m.encode(), b"s", [ev(1, m.encode())])
+        await creator.close()
+        store = RedisStore(server.url, redis_prefix, cluster=kind == "cluster")
+        await store.load_match(ids[0])  # the scripts loaded, a connection made
+        await store.set_streams(ids[0], 0, 8, False)
+        connections = await connected()
+        before = await calls("evalsha")
+        loaded = await asyncio.gather(
+            *(store.load_match(m) for m in ids),
+            store.load_match("nowhere"),
+            *(store.set_streams(m, 2, 8, True) for m in ids),
+            return_exceptions=True,
+        )
+        assert [x.meta for x in loaded[:60]] == [m.encode() for m in ids]  # type: ignore[union-attr]
+        assert [x.events for x in loaded[:60]] == [[ev(1, m.encode())] for m in ids]  # type: ignore[union-attr]
+        assert type(loaded[60]) is MatchNotFound
+        assert loaded[61:] == [2] * 60
+        assert await calls("evalsha") - before == 121
+        # One call each, 121 at once took a connection each (up to the pool's 64).
+        assert await connected() - connections <= 4 * len(clients)
+        for c in clients:
+            await c.script_flush()
+        again = await asyncio.gather(*(store.load_match(m) for m in ids))
+        assert [x.meta for x in again] == [m.encode() for m in ids]
+        assert await store.set_streams(ids[0], 3, 8, True) == 3
+        await store.close()
+        for c in clients:
+            await c.aclose()
+
+    run(main())

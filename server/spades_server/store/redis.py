@@ -74,7 +74,7 @@ from .base import (
     StoreError,
 )
 from .memory import check_events
-from .redis_batch import AppendBatches, ClusterAppendBatches
+from .redis_batch import ClusterScriptBatches, ScriptBatches
 from .redis_cluster import ShardedFollower, bucket_tags, make_client, script_then_wait
 
 log = structlog.get_logger("spades.store.redis")
@@ -84,6 +84,9 @@ _T = TypeVar("_T")
 # A match id this store can hold: the server makes 16 hex digits; anything
 # else asked for is simply not here (and never reaches a key name).
 _MATCH_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+# Batches of reads out at once: one at a time, a herd of loads waited for
+# each batch's whole reply before the next went.
+READ_SENDERS = 4
 
 
 class StoreUnavailable(StoreError):
@@ -294,9 +297,14 @@ class RedisStore:
         self._take = self.register_script(_TAKE)
         self._streams = self.register_script(_STREAMS)
         self._read_script = self.register_script(_READ)
-        self._appends = AppendBatches(self._redis, self._append, wait_replicas, wait_timeout_ms)
-        self._cluster_appends = ClusterAppendBatches(
-            self._redis, self._append, wait_replicas, wait_timeout_ms
+        # Appends batch with appends (and their WAIT); reads and stream
+        # counts with each other, never behind a WAIT.
+        self._appends = ScriptBatches(self._redis, wait_replicas, wait_timeout_ms)
+        self._cluster_appends = ClusterScriptBatches(self._redis, wait_replicas, wait_timeout_ms)
+        self._reads = (
+            ClusterScriptBatches(self._redis, senders=READ_SENDERS)
+            if cluster
+            else ScriptBatches(self._redis, senders=READ_SENDERS)
         )
         self._scripts_loaded = not cluster
         self._loading = asyncio.Lock()
@@ -368,6 +376,15 @@ class RedisStore:
         except (rex.RedisError, rex.RedisClusterException) as e:
             raise StoreUnavailable(f"redis refused: {e}") from e
 
+    async def _batched(self, script: Any, keys: list[str], args: list[Any]) -> Any:
+        """A script that needs no WAIT, sent with the others made meanwhile."""
+
+        async def run() -> Any:
+            reply, _ = await self._reads.run(script, keys, args)
+            return reply
+
+        return await self._call(run)
+
     # -- the Store contract -----------------------------------------------------
     async def create_match(
         self, match_id: str, meta: bytes, snapshot: bytes, events: list[StoredEvent]
@@ -431,7 +448,7 @@ class RedisStore:
             # time differs from the winner's by the race's length only, and a
             # claim reads the match itself before acting (replica.take_over).
             due = None if due_ms is None else (self._due(match_id), match_id, due_ms)
-            result, confirmed = await self._appends.run(list(keys), args, due)
+            result, confirmed = await self._appends.run(self._append, list(keys), args, due)
             if self.wait_replicas and result[0] == b"ok":
                 self.check_confirmed(confirmed)
             return result
@@ -484,7 +501,7 @@ class RedisStore:
     ) -> Any:
         """The script (batched with other matches' on its primary) and the
         due time's ZADD (another slot) at once."""
-        appended = self._cluster_appends.run(list(keys), args)
+        appended = self._cluster_appends.run(self._append, list(keys), args)
         if due_ms is None:
             result, confirmed = await appended
         else:
@@ -560,9 +577,7 @@ class RedisStore:
         reply), which a reload or a takeover pays, not an action."""
         base, log_key, actions, _ = self._keys(match_id)
         args = [1 if with_snapshot else 0, after_actions, f"({_entry(after_seq)}"]
-        found = await self._call(
-            lambda: self._read_script(keys=[base, log_key, actions], args=args)
-        )
+        found = await self._batched(self._read_script, [base, log_key, actions], args)
         if not found:
             raise MatchNotFound(match_id)
         head, raw_actions, entries = found
@@ -614,11 +629,9 @@ class RedisStore:
         until = now_ms + lease_ms
 
         args = [now_ms, until, limit]
-        # One call per bucket, each through _call: a call holds one connection.
-        claims = [
-            self._call(functools.partial(self._claim, keys=[k], args=args))
-            for k in self._due_sets()
-        ]
+        # Every replica claims from every bucket four times a second: batched,
+        # that is a pipeline per primary, not a call per bucket.
+        claims = [self._batched(self._claim, [k], args) for k in self._due_sets()]
         ids = [i for found in await asyncio.gather(*claims) for i in found]
         return [(i.decode(), until) for i in ids]
 
@@ -645,7 +658,7 @@ class RedisStore:
         ``opening`` and the total would pass ``most``."""
         key = f"{self._keys(match_id)[0]}:streams"
         args: list[str | int] = [self.replica_id, count, most, 1 if opening else 0, STREAMS_TTL_MS]
-        result = await self._call(lambda: self._streams(keys=[key], args=args))
+        result = await self._batched(self._streams, [key], args)
         return int(result)
 
     def follow(self, on_append: Callable[[str, int], None], on_reset: Callable[[], None]) -> None:

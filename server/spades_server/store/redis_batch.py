@@ -1,5 +1,6 @@
-"""Many matches' appends in one round trip to one Redis (or to each primary
-of a cluster).
+"""Many matches' script calls in one round trip to one Redis (or to each
+primary of a cluster): their appends, and (in batches of their own) their
+reads and stream counts.
 
 Each append alone costs the event loop a connection taken from the pool and
 given back, a command packed, a write and a read: redis-py's share of an
@@ -12,7 +13,10 @@ every write sent before it on its connection).
 
 A match has one append out at a time (its session's lock), so batching
 never reorders one match's writes; writes of different matches are
-independent.
+independent. Reads and stream counts go in batches of their own (no WAIT):
+a replica that loads 200 matches at once after another replica died sends
+them as a few pipelines, not 200 calls, each with its pool, pack and write
+(docs/performance.md, the failover).
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ MAX_BATCH = 64
 
 
 @dataclass(slots=True)
-class _Append:
+class _Call:
+    script: Any  # a registered script (its ``sha`` and ``script``)
     keys: list[str]
     args: list[Any]
     due: tuple[str, str, int] | None  # (due set, match id, due ms)
@@ -39,60 +44,83 @@ class _Append:
 
 
 class _Batches:
-    """The queue: ``_queued`` waits for its append's answer (the script's
+    """The queue: ``_queued`` waits for its call's answer (the script's
     reply, and how many Redis replicas confirmed it: 0 when none is asked
-    for); one sender at a time hands the queue to ``_send`` in batches."""
+    for); at most ``senders`` tasks at a time hand the queue to ``_send`` in
+    batches of at most ``most``."""
 
-    def __init__(self) -> None:
-        self._queue: list[_Append] = []
-        self._sender: asyncio.Task[None] | None = None
+    def __init__(self, senders: int = 1, most: int = MAX_BATCH) -> None:
+        self._queue: list[_Call] = []
+        # Counted by the senders themselves, not by their tasks' ends: a
+        # sender that found the queue empty has stopped taking from it even
+        # though its task has not finished yet.
+        self._sending = 0
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._most_senders = senders
+        self._most = most
 
     async def _queued(
-        self, keys: list[str], args: list[Any], due: tuple[str, str, int] | None
+        self, script: Any, keys: list[str], args: list[Any], due: tuple[str, str, int] | None
     ) -> tuple[Any, int]:
         done: asyncio.Future[tuple[Any, int]] = asyncio.get_running_loop().create_future()
-        self._queue.append(_Append(keys, args, due, done))
-        if self._sender is None or self._sender.done():
-            self._sender = asyncio.get_running_loop().create_task(self._send_all())
+        self._queue.append(_Call(script, keys, args, due, done))
+        if self._sending < self._most_senders:
+            self._sending += 1
+            sender = asyncio.get_running_loop().create_task(self._send_all())
+            self._tasks.add(sender)  # held until done: the loop keeps only weak references
+            sender.add_done_callback(self._tasks.discard)
         return await done
 
     async def _send_all(self) -> None:
-        while self._queue:
-            batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
-            try:
-                await self._send(batch)
-            except BaseException as e:  # every waiter hears of it; the sender goes on
-                for a in batch:
-                    if not a.done.done():
-                        a.done.set_exception(e if isinstance(e, Exception) else rex.RedisError())
-                if not isinstance(e, Exception):
+        try:
+            while self._queue:
+                batch, self._queue = self._queue[: self._most], self._queue[self._most :]
+                try:
+                    await self._send(batch)
+                except Exception as e:  # every waiter hears of it; the sender goes on
+                    for a in batch:
+                        if not a.done.done():
+                            a.done.set_exception(e)
+                except BaseException:
+                    for a in batch:
+                        if not a.done.done():
+                            a.done.set_exception(rex.RedisError("the batch was cancelled"))
                     raise
+        finally:
+            self._sending -= 1
 
-    async def _send(self, batch: list[_Append]) -> None:
+    async def _send(self, batch: list[_Call]) -> None:
         raise NotImplementedError
 
 
-class AppendBatches(_Batches):
-    """The append script of ``redis`` (a client of one Redis, not a cluster),
-    run in batches."""
+class ScriptBatches(_Batches):
+    """Scripts of ``redis`` (a client of one Redis, not a cluster), run in
+    batches; each batch ends with a WAIT when ``wait_replicas``."""
 
-    def __init__(self, redis: Any, script: Any, wait_replicas: int, wait_timeout_ms: int) -> None:
-        super().__init__()
+    def __init__(
+        self, redis: Any, wait_replicas: int = 0, wait_timeout_ms: int = 0, senders: int = 1
+    ) -> None:
+        super().__init__(senders)
         self._redis = redis
-        self._script = script
         self._wait = (wait_replicas, wait_timeout_ms) if wait_replicas else None
 
     async def run(
-        self, keys: list[str], args: list[Any], due: tuple[str, str, int] | None
+        self,
+        script: Any,
+        keys: list[str],
+        args: list[Any],
+        due: tuple[str, str, int] | None = None,
     ) -> tuple[Any, int]:
-        return await self._queued(keys, args, due)
+        """The script's reply, and how many Redis replicas confirmed it (0
+        when no WAIT is asked for); ``due``: a ZADD sent after it."""
+        return await self._queued(script, keys, args, due)
 
-    async def _send(self, batch: list[_Append], again: bool = True) -> None:
+    async def _send(self, batch: list[_Call], again: bool = True) -> None:
         pipe = self._redis.pipeline(transaction=False)
         for a in batch:
             # evalsha, not the script object: a pipeline holding scripts asks
             # SCRIPT EXISTS first, a round trip more per batch.
-            pipe.evalsha(self._script.sha, len(a.keys), *a.keys, *a.args)
+            pipe.evalsha(a.script.sha, len(a.keys), *a.keys, *a.args)
             if a.due is not None:
                 due_set, match_id, due_ms = a.due
                 pipe.zadd(due_set, {match_id: due_ms})
@@ -113,34 +141,36 @@ class AppendBatches(_Batches):
             else:
                 a.done.set_result((reply, int(confirmed)))
         if lost:
-            await self._redis.script_load(self._script.script)
+            for script in {id(a.script): a.script for a in lost}.values():
+                await self._redis.script_load(script.script)
             await self._send(lost, again=False)
 
 
-class ClusterAppendBatches(_Batches):
-    """The same on a Redis Cluster: a batch's appends are grouped by the
-    primary of their match's slot, and each group goes down one connection
-    of that primary (its WAIT after them), the groups at once. An append
-    whose slot moved meanwhile (MOVED, ASK, TRYAGAIN) or whose primary has
-    not seen the script is sent again alone, by ``script_then_wait``'s way,
-    which follows the cluster. The due-set ZADD (another slot) is the
+class ClusterScriptBatches(_Batches):
+    """The same on a Redis Cluster: a batch's calls are grouped by the
+    primary of their first key's slot, and each group goes down one
+    connection of that primary (its WAIT after them), the groups at once. A
+    call whose slot moved meanwhile (MOVED, ASK, TRYAGAIN) or whose primary
+    has not seen the script is sent again alone, by ``script_then_wait``'s
+    way, which follows the cluster. A due-set ZADD (another slot) is the
     caller's."""
 
-    def __init__(self, cluster: Any, script: Any, wait_replicas: int, wait_timeout_ms: int) -> None:
-        super().__init__()
+    def __init__(
+        self, cluster: Any, wait_replicas: int = 0, wait_timeout_ms: int = 0, senders: int = 1
+    ) -> None:
+        super().__init__(senders)
         self._cluster = cluster
-        self._script = script
         self._wait_replicas = wait_replicas
         self._wait_timeout_ms = wait_timeout_ms
 
-    async def run(self, keys: list[str], args: list[Any]) -> tuple[Any, int]:
-        return await self._queued(keys, args, None)
+    async def run(self, script: Any, keys: list[str], args: list[Any]) -> tuple[Any, int]:
+        return await self._queued(script, keys, args, None)
 
-    async def _send(self, batch: list[_Append]) -> None:
+    async def _send(self, batch: list[_Call]) -> None:
         if not self._cluster.nodes_manager.slots_cache:
             await self._cluster.initialize()
-        groups: dict[str, tuple[Any, list[_Append]]] = {}
-        alone: list[_Append] = []
+        groups: dict[str, tuple[Any, list[_Call]]] = {}
+        alone: list[_Call] = []
         for a in batch:
             node = self._cluster.get_node_from_key(a.keys[0])
             if node is None:
@@ -152,9 +182,9 @@ class ClusterAppendBatches(_Batches):
             *(self._alone(a) for a in alone),
         )
 
-    async def _send_to(self, node: Any, group: list[_Append]) -> None:
+    async def _send_to(self, node: Any, group: list[_Call]) -> None:
         commands: list[tuple[Any, ...]] = [
-            ("EVALSHA", self._script.sha, len(a.keys), *a.keys, *a.args) for a in group
+            ("EVALSHA", a.script.sha, len(a.keys), *a.keys, *a.args) for a in group
         ]
         if self._wait_replicas:
             commands.append(("WAIT", self._wait_replicas, self._wait_timeout_ms))
@@ -178,15 +208,15 @@ class ClusterAppendBatches(_Batches):
                 a.done.set_result((reply, int(confirmed)))
         await asyncio.gather(*again)
 
-    async def _alone(self, a: _Append) -> None:
+    async def _alone(self, a: _Call) -> None:
         try:
             if self._wait_replicas:
                 answer = await script_then_wait(
-                    self._cluster, self._script, a.keys, a.args,
+                    self._cluster, a.script, a.keys, a.args,
                     self._wait_replicas, self._wait_timeout_ms,
                 )  # fmt: skip
             else:
-                answer = (await self._script(keys=a.keys, args=a.args), 0)
+                answer = (await a.script(keys=a.keys, args=a.args), 0)
         except Exception as e:
             a.done.set_exception(e)
             return
