@@ -336,6 +336,16 @@ OPTIONS = (
     ),
     # The lobby: tables, quick play, rematch (docs/lobby.md).
     _Opt(
+        "--lobby",
+        "SPADES_LOBBY",
+        "serve",
+        "serve: this replica serves LobbyService, follows the lobby's feed and runs the "
+        "matchmaker and the sweeper; off: it serves matches only (LobbyService is "
+        "UNIMPLEMENTED here) and still records the results of the lobby's matches that end "
+        "here. On Redis, a few replicas that serve the lobby keep its slot's load from "
+        "growing with every replica (docs/capacity.md)",
+    ),
+    _Opt(
         "--seat-token-key",
         "SPADES_SEAT_TOKEN_KEY",
         "",
@@ -595,6 +605,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def _check_lobby(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.lobby not in ("serve", "off"):
+        p.error("--lobby must be serve or off")
     if args.bot_level not in BOT_LEVEL_NAMES:
         p.error(f"--bot-level must be one of {', '.join(BOT_LEVEL_NAMES)}")
     for flag in ("table_wait_seconds", "rematch_seconds", "party_wait_seconds"):
@@ -847,21 +859,24 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> 
         player_auth(args),
         SeatKeys.from_settings(args.seat_token_key, operator_token),
         lobby_settings(args),
+        serve=args.lobby == "serve",
     )
-    add_to_server(lobby.service, server, "LobbyService")
+    if lobby.service is not None:
+        add_to_server(lobby.service, server, "LobbyService")
+    served = (SERVICE_NAME, LOBBY_SERVICE_NAME) if lobby.service else (SERVICE_NAME,)
     health_servicer = health.aio.HealthServicer()
     calls.add_service(server, health_pb2.DESCRIPTOR.services_by_name["Health"], health_servicer)
     calls.add_service(
         server,
         reflection_pb2.DESCRIPTOR.services_by_name["ServerReflection"],
         reflection.aio.ReflectionServicer(
-            (SERVICE_NAME, LOBBY_SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME),
+            (*served, health.SERVICE_NAME, reflection.SERVICE_NAME),
             pool=MethodAwarePool(),  # duck-typed: the lookups reflection makes
         ),
     )
     port, operator_port = add_ports(server, args)
     await server.start()
-    for name in ("", SERVICE_NAME, LOBBY_SERVICE_NAME):
+    for name in ("", *served):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
 
     metrics_url = "off"
@@ -896,7 +911,7 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> 
     await (stop or _stop_on_signals()).wait()
 
     log.info("draining", grace_seconds=args.grace_seconds)
-    for name in ("", SERVICE_NAME, LOBBY_SERVICE_NAME):
+    for name in ("", *served):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
     await lobby.close()  # no more matchmaking or sweeping here
     await registry.close()  # refuse new actions, end streams with UNAVAILABLE

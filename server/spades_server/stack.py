@@ -82,6 +82,8 @@ PLACEHOLDERS: Final = (
     "LISTEN_PORT",
     "SERVER_HOST",
     "SERVER_PORT",
+    "LOBBY_HOST",
+    "LOBBY_PORT",
     "WEB_HOST",
     "WEB_PORT",
     "ADMIN_HOST",
@@ -171,6 +173,10 @@ class EnvoyPorts:
     admin_host: str
     admin_port: int
     origins: tuple[str, ...]
+    # The replicas that serve LobbyService (--lobby serve), when the
+    # others run --lobby off; empty: the server's.
+    lobby_host: str = ""
+    lobby_port: int = 0
 
     def values(self) -> dict[str, str]:
         return {
@@ -178,6 +184,8 @@ class EnvoyPorts:
             "LISTEN_PORT": str(self.listen_port),
             "SERVER_HOST": self.server_host,
             "SERVER_PORT": str(self.server_port),
+            "LOBBY_HOST": self.lobby_host or self.server_host,
+            "LOBBY_PORT": str(self.lobby_port or self.server_port),
             "WEB_HOST": self.web_host,
             "WEB_PORT": str(self.web_port),
             "ADMIN_HOST": self.admin_host,
@@ -745,6 +753,13 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     _listen_flags(ren)
     ren.add_argument("--server-host", default="127.0.0.1")
     ren.add_argument("--server-port", type=int, default=50051)
+    ren.add_argument(
+        "--lobby-host",
+        default="",
+        help="where LobbyService is served, when only some replicas serve it (--lobby off "
+        "on the others); default: --server-host",
+    )
+    ren.add_argument("--lobby-port", type=int, default=0, help="default: --server-port")
     ren.add_argument("--web-host", default="127.0.0.1")
     ren.add_argument("--web-port", type=int, default=8081)
     ren.add_argument("--admin-host", default="127.0.0.1")
@@ -822,6 +837,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 admin_host=args.admin_host,
                 admin_port=args.admin_port,
                 origins=tuple(parse_origins(args.cors_origins, args.host, args.port)),
+                lobby_host=args.lobby_host,
+                lobby_port=args.lobby_port,
             )
             sys.stdout.write(render_config(Path(args.envoy_config), ports))
             return 0

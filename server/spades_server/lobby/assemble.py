@@ -43,31 +43,48 @@ def lobby_store(store: Store) -> LobbyStore:
 
 @dataclass(slots=True)
 class Lobby:
-    service: LobbyService
+    service: LobbyService | None  # None: the lobby is served elsewhere
     ctx: Context
-    matchmaker: Matchmaker
-    sweeper: Sweeper
+    matchmaker: Matchmaker | None
+    sweeper: Sweeper | None
     results: Results
 
     async def close(self) -> None:
-        await self.matchmaker.close()
-        await self.sweeper.close()
+        if self.matchmaker is not None:
+            await self.matchmaker.close()
+        if self.sweeper is not None:
+            await self.sweeper.close()
         await self.results.close()
         await self.ctx.store.close()
 
 
 async def start_lobby(
-    store: Store, registry: Registry, players: PlayerAuth, seat_keys: SeatKeys, settings: Settings
+    store: Store,
+    registry: Registry,
+    players: PlayerAuth,
+    seat_keys: SeatKeys,
+    settings: Settings,
+    serve: bool = True,
 ) -> Lobby:
+    """The lobby of one replica. ``serve=False``: a replica of matches only
+    (``--lobby off``), which neither follows the lobby's feed nor runs the
+    matchmaker or the sweeper (the replicas that serve the lobby do), and
+    still records the result of a lobby match that ends here, as any
+    replica must (its ratings, its players' records)."""
     lstore = lobby_store(store)
     feed = Feed(lstore)
-    await feed.start()
+    if serve:
+        await feed.start()
     ctx = Context(lstore, feed, registry, seat_keys, settings)
     tables = Tables(ctx)
-    quickplay = QuickPlay(ctx, tables)
-    matchmaker = Matchmaker(ctx, quickplay)
     ledger = Ledger(lstore, RatingRules(settings.leaver_share), min_games=settings.rating_min_games)
     results = Results(ctx, ledger, settings.rated_bots)
+    registry.pending_table = tables.pending
+    registry.match_over = results.on_over
+    if not serve:
+        return Lobby(None, ctx, None, None, results)
+    quickplay = QuickPlay(ctx, tables)
+    matchmaker = Matchmaker(ctx, quickplay)
     sweeper = Sweeper(ctx, tables, quickplay, results)
     service = LobbyService(
         ctx,
@@ -81,6 +98,4 @@ async def start_lobby(
     )
     matchmaker.start()
     sweeper.start()
-    registry.pending_table = tables.pending
-    registry.match_over = results.on_over
     return Lobby(service, ctx, matchmaker, sweeper, results)
