@@ -50,6 +50,9 @@ class Inputs:
     # with players in a crowd, and what each replica adds (fanout part).
     slot_us_ticket: float = 400.0
     slot_per_replica_us: float = 90.0
+    # The replicas that serve the lobby when the others run `--lobby off`
+    # (a deployment's choice: the lobby's calls routed to them).
+    lobby_replicas: int = 3
     # bench/lobby_slot.py, followers part: the feed's bytes per event per
     # replica, and events per ticket.
     feed_bytes_event: float = 470.0
@@ -154,15 +157,31 @@ def rows(inp: Inputs) -> list[tuple[str, list[str]]]:
             for k, n in zip(tickets, together, strict=True)
         ],
     )
+    lobby = [min(inp.lobby_replicas, n) for n in together]
+    row(
+        f"**the slot's CPU with the lobby on {inp.lobby_replicas} replicas** "
+        "(the others `--lobby off`)",
+        [f"**{_cores(slot_cores(inp, t, n))}**" for t, n in zip(TABLES, lobby, strict=True)],
+    )
+    row(
+        "the feed's bytes out of that primary, then",
+        [
+            _rate(k * inp.feed_events_ticket * inp.feed_bytes_event * n)
+            for k, n in zip(tickets, lobby, strict=True)
+        ],
+    )
     return out
 
 
-def slot_limit(inp: Inputs, cores: float) -> int:
-    """The tables at which the slot spends ``cores`` (replicas as the model's, together)."""
+def slot_limit(inp: Inputs, cores: float, lobby_only: bool = False) -> int:
+    """The tables at which the slot spends ``cores`` (replicas as the model's,
+    together; ``lobby_only``: only ``lobby_replicas`` of them follow it)."""
     low, high = 1_000, 100_000_000
     while high - low > 1_000:
         mid = (low + high) // 2
         n = mid * inp.actions_per_table_s * inp.server_us_together / 1e6 / inp.replica_core_share
+        if lobby_only:
+            n = min(n, inp.lobby_replicas)
         if slot_cores(inp, mid, n) < cores:
             low = mid
         else:
@@ -224,6 +243,10 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"the {{lobby}} slot at half a core: about {slot_limit(inp, 0.5):,} tables; "
         f"at a full core: about {slot_limit(inp, 1.0):,} tables"
+    )
+    print(
+        f"with the lobby on {inp.lobby_replicas} replicas: about "
+        f"{slot_limit(inp, 0.5, True):,} and {slot_limit(inp, 1.0, True):,} tables"
     )
     return 0
 
