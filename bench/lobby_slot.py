@@ -38,7 +38,9 @@ Parts (``--parts``, all by default):
   ``--fanout-rate`` (100 tickets/s, ``--fanout-tickets`` 2,000), as people
   arrive rather than in a crowd: every replica follows the feed and runs the
   matchmaker, so each one more costs the slot per ticket (the least-squares
-  slope over the steps is printed).
+  slope over the steps is printed). A step written ``3+3`` runs three
+  replicas that serve the lobby and three more with ``--lobby off``
+  (serving matches only; no player calls them): what those cost the slot.
 * **commits**: the lobby's commits alone, on one Redis, from ``--drivers``
   processes (2), each with N asyncio tasks, each task placing table after
   table: four tickets asked for (four commits), the table claimed (one
@@ -233,7 +235,12 @@ async def quickplay_step(
 
 
 def run_quickplay(
-    args: argparse.Namespace, workdir: Path, replicas: int, cluster: bool, rate: float = 0.0
+    args: argparse.Namespace,
+    workdir: Path,
+    replicas: int,
+    cluster: bool,
+    rate: float = 0.0,
+    off: int = 0,
 ) -> dict[str, Any]:
     procs = Procs(workdir)
     workdir.mkdir()
@@ -246,20 +253,27 @@ def run_quickplay(
             rp = RedisProcess(workdir / "redis", None)
             procs.redis, nodes = rp, [rp]
         servers = [procs.replica(f"r{i}", "redis", PREFIX, flags()) for i in range(replicas)]
+        others = [
+            procs.replica(f"o{i}", "redis", PREFIX, [*flags(), "--lobby", "off"])
+            for i in range(off)
+        ]
         shape = "3-primary cluster" if cluster else "one Redis"
         name = f"{replicas} replica{'s' if replicas > 1 else ''}, {shape}"
+        if off:
+            name = f"{replicas} + {off} --lobby off, {shape}"
         if rate:
             name += f", {rate:g} tickets/s"
         cfg = Config(name, [s.address for s in servers], [s.pid for s in servers])
         meter = GroupMeter(
             {
-                "servers": [s.pid for s in servers],
+                "servers": [s.pid for s in servers + others],
                 "redis": [n.pid for n in nodes],
                 "bench": [os.getpid()],
             }
         )
         step = asyncio.run(quickplay_step(cfg, nodes, meter, args, rate))
         step["replicas"] = replicas
+        step["off"] = off
         step["lobby_node"] = nodes.index(lobby_node(nodes)) if cluster else 0
         return step
     finally:
@@ -364,6 +378,7 @@ def print_quickplay(steps: list[dict[str, Any]]) -> None:
 def print_fanout(steps: list[dict[str, Any]]) -> None:
     """What one more replica costs the slot per ticket: the least-squares
     slope of Redis µs per ticket over the replicas."""
+    steps = [s for s in steps if not s["off"]]
     xs = [float(s["replicas"]) for s in steps]
     ys = [per_ticket(s, 0)["cpu_main_us"] for s in steps]
     if len(steps) < 2 or len(set(xs)) < 2:
@@ -829,9 +844,9 @@ def main(argv: list[str] | None = None) -> int:
             print_quickplay(steps)
         if "fanout" in args.parts:
             steps = []
-            for r in args.fanout_replicas:
-                workdir = root / f"fanout{r}"
-                steps.append(run_quickplay(args, workdir, r, False, args.fanout_rate))
+            for r, off in args.fanout_replicas:
+                workdir = root / f"fanout{r}-{off}"
+                steps.append(run_quickplay(args, workdir, r, False, args.fanout_rate, off))
             print_quickplay(steps)
             print_fanout(steps)
         if "commits" in args.parts:
@@ -858,7 +873,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--tickets", type=int, default=6000, help="quick play: tickets (6000)")
     ap.add_argument("--concurrency", type=int, default=200, help="players at once (200)")
     ap.add_argument("--replicas", default="1,3", help="quickplay: replicas per step (1,3)")
-    ap.add_argument("--fanout-replicas", default="1,3,6", help="fanout: replicas per step")
+    ap.add_argument(
+        "--fanout-replicas",
+        default="1,3,6",
+        help="fanout: replicas per step; 3+3: three that serve the lobby, three --lobby off",
+    )
     ap.add_argument("--fanout-rate", type=float, default=100.0, help="fanout: tickets/s (100)")
     ap.add_argument("--fanout-tickets", type=int, default=2000, help="fanout: tickets (2000)")
     ap.add_argument("--drivers", type=int, default=2, help="commits: driver processes (2)")
@@ -878,7 +897,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     args.parts = args.parts.split(",")
     args.replicas = [int(n) for n in args.replicas.split(",")]
-    args.fanout_replicas = [int(n) for n in args.fanout_replicas.split(",")]
+    args.fanout_replicas = [
+        (int(n.partition("+")[0]), int(n.partition("+")[2] or 0))
+        for n in args.fanout_replicas.split(",")
+    ]
     args.clients = args.clients.split(",")
     args.tasks = [int(n) for n in args.tasks.split(",")]
     args.wire_tasks = [int(n) for n in args.wire_tasks.split(",")]
