@@ -163,6 +163,9 @@ K8S_ENVOY := k8s/components/envoy/envoy.yaml
 K8S_ENVOY_FLAGS := --host 0.0.0.0 --port 8080 --server-host spades-headless --server-port 50051 \
   --web-host spades-web --web-port 8081 --admin-host 127.0.0.1 --admin-port 9901 \
   --cors-origins https://table.example
+# The lobby-replicas overlay's Envoy: the same, the lobby on its own replicas.
+K8S_ENVOY_LOBBY := k8s/overlays/lobby-replicas/envoy.yaml
+K8S_ENVOY_LOBBY_FLAGS := $(K8S_ENVOY_FLAGS) --lobby-host spades-lobby --lobby-port 50051
 
 .PHONY: lint-deploy kustomize k8s-envoy-config
 lint: lint-deploy
@@ -177,11 +180,14 @@ kustomize: $(KUSTOMIZE)
 # deploy/envoy/envoy.yaml or of the flags above.
 k8s-envoy-config: install
 	$(PYTHON) k8s/lint.py envoy-render $(K8S_ENVOY) $(K8S_ENVOY_FLAGS)
+	$(PYTHON) k8s/lint.py envoy-render $(K8S_ENVOY_LOBBY) $(K8S_ENVOY_LOBBY_FLAGS)
 
 lint-deploy: install $(KUSTOMIZE)
 	rm -rf build/k8s && mkdir -p build/k8s
 	set -e; for o in $(K8S_OVERLAYS); do $(KUSTOMIZE) build k8s/overlays/$$o > build/k8s/$$o.yaml; done
 	$(PYTHON) k8s/lint.py validate $(addprefix -k ,$(K8S_VERSIONS)) build/k8s/*.yaml k8s/secret.example.yaml
-	$(PYTHON) k8s/lint.py envoy-check $(K8S_ENVOY)
-	$(VENV)/bin/envoy --mode validate --disable-hot-restart --log-level error -c $(K8S_ENVOY)
+	set -e; for f in $(K8S_ENVOY) $(K8S_ENVOY_LOBBY); do \
+	  $(PYTHON) k8s/lint.py envoy-check $$f; \
+	  $(VENV)/bin/envoy --mode validate --disable-hot-restart --log-level error -c $$f; \
+	done
 	$(VENV)/bin/hadolint Dockerfile

@@ -43,6 +43,7 @@ from deploy_support import (
     pod_containers,
     port,
     redis_conf,
+    settings,
     stage,
     stages,
     web_command,
@@ -54,10 +55,12 @@ from spades_server import main as server_main
 from spades_server import metrics
 
 ENVOY_OVERLAY = "envoy"
+LOBBY_OVERLAY = "lobby-replicas"
+LOBBY = "spades-lobby"  # its Deployment and Service
 
 
 def test_the_overlays_are_the_ones_the_docs_name() -> None:
-    assert OVERLAYS == ("envoy", "redis", "redis-cluster", "sqlite")
+    assert OVERLAYS == ("envoy", "lobby-replicas", "redis", "redis-cluster", "sqlite")
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -98,7 +101,13 @@ def test_main_py_accepts_the_configuration(overlay: str) -> None:
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_each_overlay_chooses_its_store(overlay: str) -> None:
     _, env = effective(overlay)
-    stores = {"sqlite": "sqlite", "envoy": "sqlite", "redis": "redis", "redis-cluster": "redis"}
+    stores = {
+        "sqlite": "sqlite",
+        "envoy": "sqlite",
+        "redis": "redis",
+        "redis-cluster": "redis",
+        "lobby-replicas": "redis",
+    }
     assert env["SPADES_STORE"] == stores[overlay]
 
 
@@ -335,13 +344,87 @@ def _route_of(config: dict[str, Any], path: str, content_type: str) -> dict[str,
     raise AssertionError(f"no route for {path}")
 
 
+# -- the lobby on replicas of its own (overlays/lobby-replicas) -----------------------------
+
+
+def _lobby_settings() -> tuple[Any, Any]:
+    """How main.py reads the lobby's pods and the other server pods."""
+    image = {k: v for k, v in image_env().items() if k.startswith("SPADES_")}
+
+    def parsed(deployment: str) -> Any:
+        c = container(named(LOBBY_OVERLAY, "Deployment", deployment), SERVER)
+        argv = [*entrypoint()[1:], *c.get("args", [])]
+        return settings(argv, {**image, **container_env(LOBBY_OVERLAY, c)})
+
+    return parsed(LOBBY), parsed(SERVER)
+
+
+def test_the_lobby_runs_on_its_own_replicas_and_the_others_serve_matches_only() -> None:
+    lobby, server = _lobby_settings()
+    assert (lobby.lobby, server.lobby) == ("serve", "off")
+    # The same store and the same secrets: only the lobby's flag differs.
+    same = ("store", "redis_url", "redis_mode", "redis_prefix", "redis_wait_replicas")
+    assert [getattr(lobby, k) for k in same] == [getattr(server, k) for k in same]
+    assert lobby.operator_token == server.operator_token and lobby.port == server.port
+    deployment = named(LOBBY_OVERLAY, "Deployment", LOBBY)
+    assert deployment["spec"]["replicas"] >= 2
+    pod = deployment["spec"]["template"]
+    lobby_c = container(deployment, SERVER)
+    server_c = container(named(LOBBY_OVERLAY, "Deployment", SERVER), SERVER)
+    assert lobby_c["image"] == server_c["image"]
+    assert lobby_c["readinessProbe"]["grpc"]["service"] == "spades.v1.LobbyService"
+    # Not the server's Services (their pods serve matches only), but its own.
+    labels = pod["metadata"]["labels"]
+    for name in ("spades", "spades-headless"):
+        selector = named(LOBBY_OVERLAY, "Service", name)["spec"]["selector"]
+        assert not selector.items() <= labels.items(), name
+    service = named(LOBBY_OVERLAY, "Service", LOBBY)
+    assert service["spec"]["clusterIP"] == "None"
+    assert service["spec"]["selector"].items() <= labels.items()
+    pdb = named(LOBBY_OVERLAY, "PodDisruptionBudget", LOBBY)
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    # The ServiceMonitor scrapes the lobby's metrics too.
+    (monitor,) = objects(LOBBY_OVERLAY, "ServiceMonitor")
+    assert (
+        monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    )
+    assert "metrics" in {p["name"] for p in service["spec"]["ports"]}
+
+
+def test_every_pod_that_stores_in_redis_may_reach_it() -> None:
+    """The Redis Cluster's NetworkPolicy lets in the lobby's pods as it does
+    the server's (else the lobby would never start)."""
+    (policy,) = objects(LOBBY_OVERLAY, "NetworkPolicy")
+    allowed = [f["podSelector"]["matchLabels"] for f in policy["spec"]["ingress"][0]["from"]]
+    for name in (SERVER, LOBBY):
+        labels = named(LOBBY_OVERLAY, "Deployment", name)["spec"]["template"]["metadata"]["labels"]
+        assert any(a.items() <= labels.items() for a in allowed), name
+
+
+def test_envoy_sends_the_lobby_to_its_replicas_and_the_rest_to_the_others() -> None:
+    data = config_map(LOBBY_OVERLAY, "spades-envoy-config")["data"]["envoy.yaml"]
+    config: dict[str, Any] = yaml.safe_load(data)
+    for grpc in ("application/grpc", "application/grpc-web+proto", "application/proto"):
+        lobby = _route_of(config, "/spades.v1.LobbyService/QuickPlay", grpc)["route"]
+        assert lobby["cluster"] == "spades_lobby", grpc
+        play = _route_of(config, "/spades.v1.SpadesService/Play", grpc)["route"]
+        assert play["cluster"] == "spades_server", grpc
+    for cluster, service in (("spades_lobby", LOBBY), ("spades_server", "spades-headless")):
+        address = _cluster_address(config, cluster)
+        assert address["address"] == service
+        found = named(LOBBY_OVERLAY, "Service", service)
+        assert address["port_value"] in {p["port"] for p in found["spec"]["ports"]}
+    # The envoy overlay's Envoy keeps the lobby where the server is.
+    assert _cluster_address(_envoy_config(), "spades_lobby")["address"] == "spades-headless"
+
+
 # -- the web table (the envoy component's spades-web) -------------------------------------
 
 
-def test_only_the_envoy_overlay_serves_the_web_table() -> None:
+def test_only_the_envoy_overlays_serve_the_web_table() -> None:
     for overlay in OVERLAYS:
         names = {o["metadata"]["name"] for o in build(overlay)}
-        assert (WEB in names) == (overlay == ENVOY_OVERLAY), overlay
+        assert (WEB in names) == (overlay in (ENVOY_OVERLAY, LOBBY_OVERLAY)), overlay
 
 
 def test_envoys_web_cluster_is_the_web_service() -> None:
