@@ -656,3 +656,34 @@ def test_loads_and_stream_counts_made_at_once_share_round_trips(
             await c.aclose()
 
     run(main())
+
+
+@pytest.mark.parametrize("kind", ["redis", "cluster"])
+def test_a_batched_call_given_up_leaves_the_others_of_its_batch_their_answers(
+    kind: str, request: pytest.FixtureRequest, redis_prefix: str
+) -> None:
+    """A stream closed while its load or count is out (the client went
+    away) cancels its wait; the calls that went in the same batch still get
+    their own answers (they got the cancelled one's InvalidStateError, an
+    INTERNAL error on their streams, before)."""
+    server = request.getfixturevalue("redis_server" if kind == "redis" else "redis_cluster")
+
+    async def main() -> None:
+        store = RedisStore(server.url, redis_prefix, cluster=kind == "cluster")
+        ids = [f"c{i}" for i in range(30)]
+        for m in ids:
+            await store.create_match(m, m.encode(), b"s", [ev(1)])
+        for _ in range(5):
+            calls = [asyncio.ensure_future(store.load_match(m)) for m in ids]
+            counts = [asyncio.ensure_future(store.set_streams(m, 1, 8, True)) for m in ids]
+            await asyncio.sleep(0)  # every call queued, the first batch out
+            for given_up in calls[::3] + counts[::3]:
+                given_up.cancel()
+            done = await asyncio.gather(*calls, *counts, return_exceptions=True)
+            kept = [d for i, d in enumerate(done) if i % 3]  # calls and counts alike
+            assert all(not isinstance(d, BaseException) for d in kept), [
+                d for d in kept if isinstance(d, BaseException)
+            ][:3]
+        await store.close()
+
+    run(main())

@@ -42,6 +42,16 @@ class _Call:
     due: tuple[str, str, int] | None  # (due set, match id, due ms)
     done: asyncio.Future[tuple[Any, int]]
 
+    # A caller that gave up (its call cancelled: a stream closed) cancelled
+    # ``done``; its answer is dropped, and the rest of its batch get theirs.
+    def answer(self, reply: Any, confirmed: int) -> None:
+        if not self.done.done():
+            self.done.set_result((reply, confirmed))
+
+    def fail(self, error: BaseException) -> None:
+        if not self.done.done():
+            self.done.set_exception(error)
+
 
 class _Batches:
     """The queue: ``_queued`` waits for its call's answer (the script's
@@ -79,12 +89,10 @@ class _Batches:
                     await self._send(batch)
                 except Exception as e:  # every waiter hears of it; the sender goes on
                     for a in batch:
-                        if not a.done.done():
-                            a.done.set_exception(e)
+                        a.fail(e)
                 except BaseException:
                     for a in batch:
-                        if not a.done.done():
-                            a.done.set_exception(rex.RedisError("the batch was cancelled"))
+                        a.fail(rex.RedisError("the batch was cancelled"))
                     raise
         finally:
             self._sending -= 1
@@ -137,9 +145,9 @@ class ScriptBatches(_Batches):
             if isinstance(reply, rex.NoScriptError) and again:
                 lost.append(a)  # Redis restarted or flushed its scripts: load, send again
             elif isinstance(reply, Exception):
-                a.done.set_exception(reply)
+                a.fail(reply)
             else:
-                a.done.set_result((reply, int(confirmed)))
+                a.answer(reply, int(confirmed))
         if lost:
             for script in {id(a.script): a.script for a in lost}.values():
                 await self._redis.script_load(script.script)
@@ -192,7 +200,7 @@ class ClusterScriptBatches(_Batches):
             replies = await send_on_node(node, commands)
         except Exception as e:
             for a in group:
-                a.done.set_exception(e)
+                a.fail(e)
             return
         confirmed = replies[-1] if self._wait_replicas else 0
         redirected = (rex.MovedError, rex.AskError, rex.TryAgainError, rex.NoScriptError)
@@ -201,11 +209,11 @@ class ClusterScriptBatches(_Batches):
             if isinstance(reply, redirected):
                 again.append(self._alone(a))
             elif isinstance(reply, Exception):
-                a.done.set_exception(reply)
+                a.fail(reply)
             elif isinstance(confirmed, Exception):
-                a.done.set_exception(confirmed)
+                a.fail(confirmed)
             else:
-                a.done.set_result((reply, int(confirmed)))
+                a.answer(reply, int(confirmed))
         await asyncio.gather(*again)
 
     async def _alone(self, a: _Call) -> None:
@@ -218,6 +226,6 @@ class ClusterScriptBatches(_Batches):
             else:
                 answer = (await a.script(keys=a.keys, args=a.args), 0)
         except Exception as e:
-            a.done.set_exception(e)
+            a.fail(e)
             return
-        a.done.set_result(answer)
+        a.answer(*answer)
