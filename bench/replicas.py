@@ -198,7 +198,9 @@ async def _load_client(conn: Connection, addresses: list[str], cfg: dict[str, An
     channels = [channel(a) for a in addresses]
     stubs = [spades_pb2_grpc.SpadesServiceStub(c) for c in channels]
     n = len(stubs)
-    control = Control(think_s=0.0, via="play", stagger_s=cfg["stagger_s"])
+    control = Control(
+        think_s=0.0, via="play", stagger_s=cfg["stagger_s"], turn_timer_ms=cfg["turn_timer_ms"]
+    )
     rng = random.Random(cfg["seed"])
     tables = [
         Table(
@@ -302,7 +304,12 @@ def run_load(args: argparse.Namespace, procs: Procs) -> dict[str, Any]:
             redis_pids[key] = cluster.pids
         else:
             servers = [procs.replica(f"load-redis3-{i}", "redis", "load3") for i in range(3)]
-        cfg = {"matches": args.matches, "seed": args.seed, "stagger_s": args.stagger_s}
+        cfg = {
+            "matches": args.matches,
+            "seed": args.seed,
+            "stagger_s": args.stagger_s,
+            "turn_timer_ms": args.turn_timer_ms,
+        }
         p, conn = procs.client(load_client, [s.address for s in servers], cfg)
         configs.append(LoadConfig(key, servers, conn, p))
     t0 = clock()
@@ -1361,6 +1368,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "Cluster of 3 primaries) (all four)",
     )
     ap.add_argument("--matches", type=int, default=100, help="load: concurrent matches (100)")
+    ap.add_argument(
+        "--turn-timer-ms",
+        type=int,
+        default=0,
+        help="load: the matches' turn timer (0: none); with one, every action on Redis "
+        "also sets the match's due time (another replica's takeover)",
+    )
     ap.add_argument(
         "--think-ms",
         type=float,

@@ -98,6 +98,7 @@ class Control:
     think_s: float
     via: str  # "play": one Play call per seat; "unary": StreamEvents + SubmitAction
     stagger_s: float = 0.0  # a table's first action waits a random part of this
+    turn_timer_ms: int = 0  # the matches' turn timer (0: none)
     start: float = float("inf")  # the measured span of the current action phase
     end: float = float("inf")
     stopping: bool = False
@@ -146,6 +147,7 @@ class Table:
                 seats=[pb.SeatConfig(name=f"bench {i}") for i in range(4)],
                 seed=self.seed,
                 has_seed=True,
+                turn_timer_ms=self.control.turn_timer_ms,
             ),
             metadata=OPERATOR_MD,
         )

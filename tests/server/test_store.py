@@ -687,3 +687,47 @@ def test_a_batched_call_given_up_leaves_the_others_of_its_batch_their_answers(
         await store.close()
 
     run(main())
+
+
+def test_a_cluster_sends_the_due_times_of_appends_made_at_once_together(
+    redis_cluster: Any, redis_prefix: str
+) -> None:
+    """On a cluster an action's due time is a ZADD on another slot than its
+    append; made at once, they go as a pipeline per primary, not a call
+    each, and every one is there: the due loop finds each match once its
+    time has come, and none before."""
+    clients = [aioredis.Redis(host="127.0.0.1", port=p) for p in redis_cluster.primary_ports()]
+
+    async def zadds() -> int:
+        stats = [await c.info("commandstats") for c in clients]
+        return sum(s.get("cmdstat_zadd", {}).get("calls", 0) for s in stats)
+
+    async def connected() -> int:
+        return sum([(await c.info("clients"))["connected_clients"] for c in clients])
+
+    async def main() -> None:
+        store = RedisStore(redis_cluster.url, redis_prefix, cluster=True)
+        ids = [f"d{i}" for i in range(60)]
+        for m in ids:
+            await store.create_match(m, b"m", b"s", [ev(1)])
+        await store.append(ids[0], 1, [ev(2)], act(0, 2, 2), due_ms=1000)
+        before, connections = await zadds(), await connected()
+        await asyncio.gather(
+            *(
+                store.append(m, 1, [ev(2)], act(0, 2, 2), due_ms=1001 + i)
+                for i, m in enumerate(ids[1:])
+            )
+        )
+        assert await zadds() - before == 59
+        # One call each: a connection each to the due sets' primaries (20 or so).
+        assert await connected() - connections <= 4 * len(clients)
+        assert await store.claim_due(999, 1000) == []
+        due = {m for m, _ in await store.claim_due(1030, 1000)}
+        assert due == set(ids[:31])
+        due |= {m for m, _ in await store.claim_due(1059, 1000)}
+        assert due == set(ids)
+        await store.close()
+        for c in clients:
+            await c.aclose()
+
+    run(main())

@@ -301,6 +301,9 @@ class RedisStore:
         # counts with each other, never behind a WAIT.
         self._appends = ScriptBatches(self._redis, wait_replicas, wait_timeout_ms)
         self._cluster_appends = ClusterScriptBatches(self._redis, wait_replicas, wait_timeout_ms)
+        # On a cluster an action's due-set ZADD is on another slot than its
+        # append: batched too, with the others of that slot's primary.
+        self._cluster_dues = ClusterScriptBatches(self._redis, senders=READ_SENDERS)
         self._reads = (
             ClusterScriptBatches(self._redis, senders=READ_SENDERS)
             if cluster
@@ -501,12 +504,19 @@ class RedisStore:
     ) -> Any:
         """The script (batched with other matches' on its primary) and the
         due time's ZADD (another slot) at once."""
-        appended = self._cluster_appends.run(self._append, list(keys), args)
-        if due_ms is None:
+        appended = self._cluster_appends.submit(self._append, list(keys), args)
+        due = None
+        if due_ms is not None:
+            key = self._due(match_id)
+            due = self._cluster_dues.submit_command(key, "ZADD", key, due_ms, match_id)
+        try:
             result, confirmed = await appended
-        else:
-            due = self._redis.zadd(self._due(match_id), {match_id: due_ms})
-            (result, confirmed), _ = await asyncio.gather(appended, due)
+        except BaseException:
+            if due is not None:  # its outcome is no longer anyone's
+                due.add_done_callback(_consumed)
+            raise
+        if due is not None:
+            await due
         if self.wait_replicas and result[0] == b"ok":
             self.check_confirmed(confirmed)
         return result
@@ -785,6 +795,11 @@ def _script_event(entry: list[Any]) -> StoredEvent:
     entry_id, flat = entry
     fields = dict(zip(flat[::2], flat[1::2], strict=True))
     return StoredEvent(int(entry_id.split(b"-")[1]), fields[b"a"].decode(), fields[b"p"])
+
+
+def _consumed(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()  # read: asyncio logs an exception nobody read
 
 
 def _action(index: int, raw: bytes) -> StoredAction:

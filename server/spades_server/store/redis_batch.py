@@ -36,7 +36,9 @@ MAX_BATCH = 64
 
 @dataclass(slots=True)
 class _Call:
-    script: Any  # a registered script (its ``sha`` and ``script``)
+    # A registered script (its ``sha`` and ``script``), run on ``keys`` with
+    # ``args``; None: ``args`` is a command of its own, on the slot of ``keys[0]``.
+    script: Any
     keys: list[str]
     args: list[Any]
     due: tuple[str, str, int] | None  # (due set, match id, due ms)
@@ -72,6 +74,13 @@ class _Batches:
     async def _queued(
         self, script: Any, keys: list[str], args: list[Any], due: tuple[str, str, int] | None
     ) -> tuple[Any, int]:
+        return await self._enqueue(script, keys, args, due)
+
+    def _enqueue(
+        self, script: Any, keys: list[str], args: list[Any], due: tuple[str, str, int] | None
+    ) -> asyncio.Future[tuple[Any, int]]:
+        """The call queued; its answer's future (no task: a caller awaits
+        two of them, an append and its due time, without a gather)."""
         done: asyncio.Future[tuple[Any, int]] = asyncio.get_running_loop().create_future()
         self._queue.append(_Call(script, keys, args, due, done))
         if self._sending < self._most_senders:
@@ -79,7 +88,7 @@ class _Batches:
             sender = asyncio.get_running_loop().create_task(self._send_all())
             self._tasks.add(sender)  # held until done: the loop keeps only weak references
             sender.add_done_callback(self._tasks.discard)
-        return await done
+        return done
 
     async def _send_all(self) -> None:
         try:
@@ -160,8 +169,9 @@ class ClusterScriptBatches(_Batches):
     connection of that primary (its WAIT after them), the groups at once. A
     call whose slot moved meanwhile (MOVED, ASK, TRYAGAIN) or whose primary
     has not seen the script is sent again alone, by ``script_then_wait``'s
-    way, which follows the cluster. A due-set ZADD (another slot) is the
-    caller's."""
+    way, which follows the cluster. A command that is not a script
+    (``run_command``: an action's due-set ZADD, on another slot than its
+    match) goes the same way, with the others of its primary."""
 
     def __init__(
         self, cluster: Any, wait_replicas: int = 0, wait_timeout_ms: int = 0, senders: int = 1
@@ -173,6 +183,17 @@ class ClusterScriptBatches(_Batches):
 
     async def run(self, script: Any, keys: list[str], args: list[Any]) -> tuple[Any, int]:
         return await self._queued(script, keys, args, None)
+
+    def submit(
+        self, script: Any, keys: list[str], args: list[Any]
+    ) -> asyncio.Future[tuple[Any, int]]:
+        """``run``'s future, queued now."""
+        return self._enqueue(script, keys, args, None)
+
+    def submit_command(self, key: str, *command: Any) -> asyncio.Future[tuple[Any, int]]:
+        """``command`` (which names ``key`` and no key of another slot),
+        queued now: its future's (reply, 0)."""
+        return self._enqueue(None, [key], list(command), None)
 
     async def _send(self, batch: list[_Call]) -> None:
         if not self._cluster.nodes_manager.slots_cache:
@@ -192,7 +213,10 @@ class ClusterScriptBatches(_Batches):
 
     async def _send_to(self, node: Any, group: list[_Call]) -> None:
         commands: list[tuple[Any, ...]] = [
-            ("EVALSHA", a.script.sha, len(a.keys), *a.keys, *a.args) for a in group
+            ("EVALSHA", a.script.sha, len(a.keys), *a.keys, *a.args)
+            if a.script is not None
+            else tuple(a.args)
+            for a in group
         ]
         if self._wait_replicas:
             commands.append(("WAIT", self._wait_replicas, self._wait_timeout_ms))
@@ -218,7 +242,9 @@ class ClusterScriptBatches(_Batches):
 
     async def _alone(self, a: _Call) -> None:
         try:
-            if self._wait_replicas:
+            if a.script is None:
+                answer = (await self._cluster.execute_command(*a.args), 0)
+            elif self._wait_replicas:
                 answer = await script_then_wait(
                     self._cluster, a.script, a.keys, a.args,
                     self._wait_replicas, self._wait_timeout_ms,
