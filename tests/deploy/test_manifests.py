@@ -5,6 +5,7 @@ Envoy template.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import shutil
@@ -389,6 +390,26 @@ def test_the_lobby_runs_on_its_own_replicas_and_the_others_serve_matches_only() 
         monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     )
     assert "metrics" in {p["name"] for p in service["spec"]["ports"]}
+
+
+def test_the_lobby_pod_is_the_server_pod_but_for_what_makes_it_the_lobby() -> None:
+    """lobby-deployment.yaml repeats the base's pod (and the redis-cluster
+    patch's environment): a change there that is not made here fails."""
+
+    def pod(name: str) -> dict[str, Any]:
+        spec = copy.deepcopy(named(LOBBY_OVERLAY, "Deployment", name)["spec"]["template"]["spec"])
+        for constraint in spec.pop("topologySpreadConstraints"):
+            assert constraint["labelSelector"]["matchLabels"]["app.kubernetes.io/component"] in (
+                "server",
+                "lobby",
+            )
+        (c,) = spec["containers"]
+        c.pop("args", None)
+        c["readinessProbe"]["grpc"].pop("service")
+        c["env"].sort(key=lambda e: e["name"])  # the patch's come first in the server's
+        return spec
+
+    assert pod(LOBBY) == pod(SERVER)
 
 
 def test_every_pod_that_stores_in_redis_may_reach_it() -> None:

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from redis import asyncio as aioredis
-from redis_harness import RedisServer
+from redis_harness import RedisCluster, RedisServer
 from spades_server import main
 from spades_server.store import (
     MatchExists,
@@ -603,6 +603,25 @@ def test_one_redis_sends_appends_that_wait_together_and_loads_its_script_again(
     run(main())
 
 
+class Primaries:
+    """Plain clients of every primary (of a Redis, or of a cluster), for
+    what the store's calls cost there: commands run and connections held."""
+
+    def __init__(self, ports: list[int]) -> None:
+        self.clients = [aioredis.Redis(host="127.0.0.1", port=p) for p in ports]
+
+    async def calls(self, command: str) -> int:
+        stats = [await c.info("commandstats") for c in self.clients]
+        return sum(s.get(f"cmdstat_{command}", {}).get("calls", 0) for s in stats)
+
+    async def connected(self) -> int:
+        return sum([(await c.info("clients"))["connected_clients"] for c in self.clients])
+
+    async def close(self) -> None:
+        for c in self.clients:
+            await c.aclose()
+
+
 @pytest.mark.parametrize("kind", ["redis", "cluster"])
 def test_loads_and_stream_counts_made_at_once_share_round_trips(
     kind: str, request: pytest.FixtureRequest, redis_prefix: str
@@ -613,16 +632,9 @@ def test_loads_and_stream_counts_made_at_once_share_round_trips(
     SCRIPT FLUSH (a restarted Redis) the scripts are loaded again."""
     server = request.getfixturevalue("redis_server" if kind == "redis" else "redis_cluster")
     ports = server.primary_ports() if kind == "cluster" else [server.port]
-    clients = [aioredis.Redis(host="127.0.0.1", port=p) for p in ports]
-
-    async def calls(name: str) -> int:
-        stats = [await c.info("commandstats") for c in clients]
-        return sum(s.get(f"cmdstat_{name}", {}).get("calls", 0) for s in stats)
-
-    async def connected() -> int:
-        return sum([(await c.info("clients"))["connected_clients"] for c in clients])
 
     async def main() -> None:
+        primaries = Primaries(ports)
         creator = RedisStore(server.url, redis_prefix, cluster=kind == "cluster")
         ids = [f"r{i}" for i in range(60)]
         for m in ids:
@@ -631,8 +643,8 @@ def test_loads_and_stream_counts_made_at_once_share_round_trips(
         store = RedisStore(server.url, redis_prefix, cluster=kind == "cluster")
         await store.load_match(ids[0])  # the scripts loaded, a connection made
         await store.set_streams(ids[0], 0, 8, False)
-        connections = await connected()
-        before = await calls("evalsha")
+        connections = await primaries.connected()
+        before = await primaries.calls("evalsha")
         loaded = await asyncio.gather(
             *(store.load_match(m) for m in ids),
             store.load_match("nowhere"),
@@ -643,17 +655,16 @@ def test_loads_and_stream_counts_made_at_once_share_round_trips(
         assert [x.events for x in loaded[:60]] == [[ev(1, m.encode())] for m in ids]  # type: ignore[union-attr]
         assert type(loaded[60]) is MatchNotFound
         assert loaded[61:] == [2] * 60
-        assert await calls("evalsha") - before == 121
+        assert await primaries.calls("evalsha") - before == 121
         # One call each, 121 at once took a connection each (up to the pool's 64).
-        assert await connected() - connections <= 4 * len(clients)
-        for c in clients:
+        assert await primaries.connected() - connections <= 4 * len(primaries.clients)
+        for c in primaries.clients:
             await c.script_flush()
         again = await asyncio.gather(*(store.load_match(m) for m in ids))
         assert [x.meta for x in again] == [m.encode() for m in ids]
         assert await store.set_streams(ids[0], 3, 8, True) == 3
         await store.close()
-        for c in clients:
-            await c.aclose()
+        await primaries.close()
 
     run(main())
 
@@ -690,44 +701,36 @@ def test_a_batched_call_given_up_leaves_the_others_of_its_batch_their_answers(
 
 
 def test_a_cluster_sends_the_due_times_of_appends_made_at_once_together(
-    redis_cluster: Any, redis_prefix: str
+    redis_cluster: RedisCluster, redis_prefix: str
 ) -> None:
     """On a cluster an action's due time is a ZADD on another slot than its
     append; made at once, they go as a pipeline per primary, not a call
     each, and every one is there: the due loop finds each match once its
     time has come, and none before."""
-    clients = [aioredis.Redis(host="127.0.0.1", port=p) for p in redis_cluster.primary_ports()]
-
-    async def zadds() -> int:
-        stats = [await c.info("commandstats") for c in clients]
-        return sum(s.get("cmdstat_zadd", {}).get("calls", 0) for s in stats)
-
-    async def connected() -> int:
-        return sum([(await c.info("clients"))["connected_clients"] for c in clients])
 
     async def main() -> None:
+        primaries = Primaries(redis_cluster.primary_ports())
         store = RedisStore(redis_cluster.url, redis_prefix, cluster=True)
         ids = [f"d{i}" for i in range(60)]
         for m in ids:
             await store.create_match(m, b"m", b"s", [ev(1)])
         await store.append(ids[0], 1, [ev(2)], act(0, 2, 2), due_ms=1000)
-        before, connections = await zadds(), await connected()
+        before, connections = await primaries.calls("zadd"), await primaries.connected()
         await asyncio.gather(
             *(
                 store.append(m, 1, [ev(2)], act(0, 2, 2), due_ms=1001 + i)
                 for i, m in enumerate(ids[1:])
             )
         )
-        assert await zadds() - before == 59
+        assert await primaries.calls("zadd") - before == 59
         # One call each: a connection each to the due sets' primaries (20 or so).
-        assert await connected() - connections <= 4 * len(clients)
+        assert await primaries.connected() - connections <= 4 * len(primaries.clients)
         assert await store.claim_due(999, 1000) == []
         due = {m for m, _ in await store.claim_due(1030, 1000)}
         assert due == set(ids[:31])
         due |= {m for m, _ in await store.claim_due(1059, 1000)}
         assert due == set(ids)
         await store.close()
-        for c in clients:
-            await c.aclose()
+        await primaries.close()
 
     run(main())

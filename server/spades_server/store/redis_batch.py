@@ -56,7 +56,7 @@ class _Call:
 
 
 class _Batches:
-    """The queue: ``_queued`` waits for its call's answer (the script's
+    """The queue: ``_enqueue`` gives the future of a call's answer (the script's
     reply, and how many Redis replicas confirmed it: 0 when none is asked
     for); at most ``senders`` tasks at a time hand the queue to ``_send`` in
     batches of at most ``most``."""
@@ -70,11 +70,6 @@ class _Batches:
         self._tasks: set[asyncio.Task[None]] = set()
         self._most_senders = senders
         self._most = most
-
-    async def _queued(
-        self, script: Any, keys: list[str], args: list[Any], due: tuple[str, str, int] | None
-    ) -> tuple[Any, int]:
-        return await self._enqueue(script, keys, args, due)
 
     def _enqueue(
         self, script: Any, keys: list[str], args: list[Any], due: tuple[str, str, int] | None
@@ -130,7 +125,7 @@ class ScriptBatches(_Batches):
     ) -> tuple[Any, int]:
         """The script's reply, and how many Redis replicas confirmed it (0
         when no WAIT is asked for); ``due``: a ZADD sent after it."""
-        return await self._queued(script, keys, args, due)
+        return await self._enqueue(script, keys, args, due)
 
     async def _send(self, batch: list[_Call], again: bool = True) -> None:
         pipe = self._redis.pipeline(transaction=False)
@@ -182,7 +177,7 @@ class ClusterScriptBatches(_Batches):
         self._wait_timeout_ms = wait_timeout_ms
 
     async def run(self, script: Any, keys: list[str], args: list[Any]) -> tuple[Any, int]:
-        return await self._queued(script, keys, args, None)
+        return await self._enqueue(script, keys, args, None)
 
     def submit(
         self, script: Any, keys: list[str], args: list[Any]
