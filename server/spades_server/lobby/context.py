@@ -16,6 +16,7 @@ from ..metrics import REJECTIONS
 from ..players import Player
 from ..rating import RatedBots
 from ..store.lobby import LobbyStore, Tx
+from . import shards
 from .docs import player_key
 from .feed import Feed
 from .matchmaker import Band
@@ -25,6 +26,11 @@ _R = TypeVar("_R")
 # How often a change is decided again after another one won the race
 # (another call, another replica) before the caller is told to retry.
 MAX_TRIES = 8
+
+
+class Raced(Exception):
+    """Raised by a ``transact`` decision whose first commit (a player's
+    claim) lost its race: it is decided again, as a refused commit is."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +73,15 @@ class Context:
     registry: Registry
     seat_keys: SeatKeys
     settings: Settings
+    _parts: dict[str, LobbyStore] = field(default_factory=dict)
+
+    def players(self, player_id: str) -> LobbyStore:
+        """The partition of the store that holds the player's document."""
+        name = shards.of_player(player_id)
+        part = self._parts.get(name)
+        if part is None:
+            part = self._parts[name] = self.store.part(name)
+        return part
 
     def new_seed(self) -> int:
         return self.settings.table_seed or secrets.randbits(63)
@@ -79,7 +94,10 @@ class Context:
         """Run ``decide`` (which reads what it needs and returns the commit to
         make, or None, and its result) until its commit is written."""
         for _ in range(MAX_TRIES):
-            tx, result = await decide()
+            try:
+                tx, result = await decide()
+            except Raced:
+                continue
             if tx is None or await self.store.commit(tx) is not None:
                 return result
         raise unavailable("CONTENDED", "other calls kept changing the same table; retry")

@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..store.lobby import Doc
+
 # Table states (TableState) and kinds (TableKind), as stored.
 WAITING, STARTING, STARTED, CLOSED = "waiting", "starting", "started", "closed"
 OPENED, QUICK_PLAY, REMATCH = "opened", "quick", "rematch"
@@ -44,6 +46,13 @@ def invite_key(code: str) -> str:
 
 def rematch_key(match_id: str) -> str:
     return f"r:{match_id}"
+
+
+def pair_key(player_id: str, partner_id: str) -> str:
+    """Opened with a party's ticket: two players each asking for the other at
+    once cannot both open a ticket that waits for the other."""
+    first, second = sorted((player_id, partner_id))
+    return "pair:" + hashlib.sha256(f"{first}\0{second}".encode()).hexdigest()[:48]
 
 
 # Sorted sets.
@@ -250,17 +259,28 @@ class TicketDoc:
 @dataclass(slots=True)
 class PlayerDoc:
     """What a player holds: their latest ticket and the table they last sat
-    at. Either may be over already; whether it still binds the player is
-    read from that document (``quickplay``, ``tables``)."""
+    at, each a claim (``presence``): the version of that document which the
+    commit that made it theirs expected, and when the latest claim was made.
+    Either may be over already, or never made; whether it still binds the
+    player is read from that document (``presence.read``)."""
 
     ticket: str = ""
     table: str = ""
     request: str = ""  # the QuickPlay request_id that made ``ticket`` theirs
+    ticket_v: int = 0  # the ticket's version its commit expected (0: a new one)
+    table_v: int = 0
+    at_ms: int = 0  # when the latest claim was written
 
     def to_bytes(self) -> bytes:
-        d = {"ticket": self.ticket, "table": self.table}
+        d: dict[str, Any] = {"ticket": self.ticket, "table": self.table}
         if self.request:
             d["request"] = self.request
+        if self.ticket_v:
+            d["tv"] = self.ticket_v
+        if self.table_v:
+            d["bv"] = self.table_v
+        if self.at_ms:
+            d["at"] = self.at_ms
         return json.dumps(d).encode()
 
     @classmethod
@@ -268,7 +288,25 @@ class PlayerDoc:
         if data is None:
             return cls()
         d = json.loads(data)
-        return cls(d["ticket"], d["table"], d.get("request", ""))
+        return cls(
+            d["ticket"],
+            d["table"],
+            d.get("request", ""),
+            int(d.get("tv", 0)),
+            int(d.get("bv", 0)),
+            int(d.get("at", 0)),
+        )
+
+
+# What a claimed table or ticket whose commit never came is made into, so that
+# the commit, if it comes late, finds the version it expected gone (presence).
+# Read as absent.
+VOID = b""
+
+
+def live(doc: Doc | None) -> Doc | None:
+    """``doc`` unless it is absent or void."""
+    return None if doc is None or doc.data == VOID else doc
 
 
 def table_event(doc: TableDoc, version: int) -> bytes:

@@ -18,9 +18,12 @@ that dies after its commit leaves a STARTING table that any replica starts
 
 A party of two: the first player's ticket waits for the partner
 (WAITING_FOR_PARTNER); the partner's QuickPlay naming the first joins it, and
-the ticket, now of both, is queued. Each commit expects the other player's
-document unchanged, so two partners asking at the same moment cannot both
-open a ticket that waits for the other.
+the ticket, now of both, is queued. A party's ticket is opened with the
+pair's key (``docs.pair_key``) at the version read before the partner's
+ticket was looked for, so two partners asking at the same moment cannot both
+open a ticket that waits for the other: the second commit is refused, and its
+call finds the first's ticket and joins it. Each player's ticket is claimed
+on their own document first (``presence``).
 
 A QuickPlay naming a ``request_id`` is idempotent: the player's document
 keeps the id that made its latest ticket, and a repeat answers with that
@@ -37,6 +40,7 @@ import contextlib
 import secrets
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import structlog
 
@@ -66,6 +70,8 @@ from .docs import (
     SeatDoc,
     TableDoc,
     TicketDoc,
+    live,
+    pair_key,
     player_key,
     queue_set,
     table_key,
@@ -85,6 +91,8 @@ MAX_REQUEST_ID = 64
 QUEUE_WINDOW = 400
 # The most of its own tickets a matchmaker remembers until the feed shows them.
 MINE_KEPT = 4096
+# A party's pair key outlives the wait for the partner by this much.
+PAIR_KEEP_MS = 60_000
 
 STATE_PB = {
     PARTNER: lpb.TICKET_STATE_WAITING_FOR_PARTNER,
@@ -110,11 +118,13 @@ class QuickPlay:
         if len(ticket_id) > MAX_TICKET_ID:
             raise invalid("BAD_TICKET_ID", "ticket_id is not a ticket id", "ticket_id")
         if not ticket_id:
-            (pdoc,) = await self.ctx.store.get([player_key(player.id)])
+            players = self.ctx.players(player.id)
+            (pdoc,) = await players.get([player_key(player.id)])
             ticket_id = PlayerDoc.from_bytes(None if pdoc is None else pdoc.data).ticket
             if not ticket_id:
                 raise presence.not_found_ticket("(yours)")
         (doc,) = await self.ctx.store.get([ticket_key(ticket_id)])
+        doc = live(doc)
         ticket = None if doc is None else TicketDoc.from_bytes(doc.data)
         if doc is None or ticket is None or player.id not in ticket.players:
             raise presence.not_found_ticket(ticket_id)  # nobody learns of others' tickets
@@ -187,19 +197,23 @@ class QuickPlay:
         await ctx.check_rate(player)
 
         made: list[bool] = []  # whether the commit was this call's, not a retry's
+        refused: list[str] = []  # tickets this call claimed whose commit was refused
 
         async def decide() -> tuple[Tx | None, tuple[TicketDoc, int]]:
             made.clear()
-            here = await presence.read(ctx, player.id)
+            here = await presence.read(ctx, player.id, dead=refused)
             if req.request_id and here.doc.request == req.request_id and here.latest:
                 return None, (here.latest, here.latest_version)  # a retry: what it made
             made.append(True)
             here.refuse_if_busy()
             now = ctx.now_ms()
-            tx = Tx(expect={player_key(player.id): here.version})
+            tx = Tx()
             if partner:
+                # Read before the partner's ticket: a party they open after
+                # this read makes this call's commit refused (docs.pair_key).
+                pair = pair_key(player.id, partner)
+                (pdoc,) = await ctx.store.get([pair])
                 theirs = await presence.read(ctx, partner)
-                tx.expect[player_key(partner)] = theirs.version
                 waiting = theirs.ticket
                 if (
                     waiting is not None
@@ -212,10 +226,14 @@ class QuickPlay:
                             f"{partner} asked for other rules (or rated play): ask for the same",
                             ticket_id=waiting.id,
                         )
+                    version = theirs.ticket_version
+                    await self._hold(here, waiting.id, version, req.request_id, refused)
                     self._join_party(waiting, player, now)
-                    self._hold(tx, player, here.doc, waiting.id, req.request_id)
-                    self._write(tx, waiting, theirs.ticket_version)
-                    return tx, (waiting, theirs.ticket_version + 1)
+                    self._write(tx, waiting, version)
+                    return tx, (waiting, version + 1)
+                tx.expect[pair] = 0 if pdoc is None else pdoc.version
+                tx.put[pair] = b"1"
+                tx.ttl_ms[pair] = 1000 * ctx.settings.party_wait_s + PAIR_KEEP_MS
             ticket = TicketDoc(
                 id=secrets.token_hex(8),
                 state=PARTNER if partner else SEARCHING,
@@ -230,7 +248,7 @@ class QuickPlay:
             if not partner:
                 ticket.queued_ms = now
                 ticket.bots_at_ms = now + self._bot_wait_ms()
-            self._hold(tx, player, here.doc, ticket.id, req.request_id)
+            await self._hold(here, ticket.id, 0, req.request_id, refused)
             self._write(tx, ticket, 0)
             return tx, (ticket, 1)
 
@@ -250,9 +268,16 @@ class QuickPlay:
         ticket.queued_ms = now
         ticket.bots_at_ms = now + self._bot_wait_ms()
 
-    @staticmethod
-    def _hold(tx: Tx, player: Player, held: PlayerDoc, ticket_id: str, request_id: str) -> None:
-        presence.put(tx, player.id, PlayerDoc(ticket_id, held.table, request_id))
+    async def _hold(
+        self, here: presence.Presence, ticket_id: str, version: int, request_id: str,
+        refused: list[str],
+    ) -> None:  # fmt: skip
+        """The player's claim on the ticket (at ``version``), before its commit;
+        should that commit be refused, this call's next try knows the claim
+        binds nothing (``refused``)."""
+        doc = replace(here.doc, ticket=ticket_id, ticket_v=version, request=request_id)
+        await presence.claim(self.ctx, here, doc)
+        refused.append(ticket_key(ticket_id))
 
     def _write(self, tx: Tx, ticket: TicketDoc, version: int) -> None:
         """Put ``ticket`` (read at ``version``) with its queue and due entries."""
@@ -300,6 +325,7 @@ class QuickPlay:
         """A party's ticket whose partner never came: cancelled."""
         ctx = self.ctx
         (doc,) = await ctx.store.get([ticket_key(ticket_id)])
+        doc = live(doc)
         ticket = None if doc is None else TicketDoc.from_bytes(doc.data)
         if doc is None or ticket is None or ticket.state != PARTNER:
             await ctx.store.commit(Tx(zrem=[(DUE, ticket_key(ticket_id))]))

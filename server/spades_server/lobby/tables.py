@@ -43,10 +43,10 @@ from .docs import (
     STARTED,
     STARTING,
     WAITING,
-    PlayerDoc,
     SeatDoc,
     TableDoc,
     invite_key,
+    live,
     lobby_set,
     player_key,
     table_event,
@@ -158,6 +158,7 @@ class Tables:
     # -- reading ------------------------------------------------------------------
     async def read(self, table_id: str) -> tuple[TableDoc, int]:
         (doc,) = await self.ctx.store.get([table_key(table_id)])
+        doc = live(doc)
         if doc is None:
             raise not_found("table", table_id)
         return TableDoc.from_bytes(doc.data), doc.version
@@ -167,6 +168,7 @@ class Tables:
         if len(table_id) > MAX_TABLE_ID:
             return False
         (doc,) = await self.ctx.store.get([table_key(table_id)])
+        doc = live(doc)
         return doc is not None and TableDoc.from_bytes(doc.data).state in (WAITING, STARTING)
 
     async def by_code(self, player: Player, text: str) -> str:
@@ -241,37 +243,41 @@ class Tables:
                 "TOO_MANY_TABLES",
                 f"this service holds at most {settings.max_waiting_tables} waiting tables",
             )
-        now = ctx.now_ms()
         invite_only = req.visibility == lpb.TABLE_VISIBILITY_INVITE_ONLY
-        doc = TableDoc(
-            id=secrets.token_hex(8),
-            kind=OPENED,
-            state=WAITING,
-            ruleset=rules.stored,
-            rules_key=rules.key,
-            seats=[
-                SeatDoc(BOT, name=bot_name(i), level=level) if i in bots else SeatDoc(OPEN)
-                for i in range(players)
-            ],
-            created_ms=now,
-            deadline_ms=now + 1000 * (req.wait_seconds or settings.table_wait_s),
-            host=player.id,
-            public=not invite_only,
-            code=invites.new_code() if invite_only else "",
-            timer_ms=req.turn_timer_ms,
-            spectators=spectators,
-            unattended="close" if req.unattended == lpb.UNATTENDED_CLOSE else "bots",
-            bot_level=level,
-            rated=req.rated,
-        )
-        self.set_rated(doc)
-        doc.seats[seat] = SeatDoc(PLAYER, player.id, player.name, nonce=ctx.seat_keys.new_nonce())
+        refused: list[str] = []  # tables this call claimed whose commit was refused
 
-        async def decide() -> tuple[Tx | None, None]:
-            here = await presence.read(ctx, player.id)
+        async def decide() -> tuple[Tx | None, TableDoc]:
+            here = await presence.read(ctx, player.id, dead=refused)
             here.refuse_if_busy()
-            tx = Tx(expect={player_key(player.id): here.version, table_key(doc.id): 0})
-            presence.put(tx, player.id, replace(here.doc, table=doc.id))
+            now = ctx.now_ms()
+            # A new id each try: a claimed one may have been fenced meanwhile.
+            doc = TableDoc(
+                id=secrets.token_hex(8),
+                kind=OPENED,
+                state=WAITING,
+                ruleset=rules.stored,
+                rules_key=rules.key,
+                seats=[
+                    SeatDoc(BOT, name=bot_name(i), level=level) if i in bots else SeatDoc(OPEN)
+                    for i in range(players)
+                ],
+                created_ms=now,
+                deadline_ms=now + 1000 * (req.wait_seconds or settings.table_wait_s),
+                host=player.id,
+                public=not invite_only,
+                code=invites.new_code() if invite_only else "",
+                timer_ms=req.turn_timer_ms,
+                spectators=spectators,
+                unattended="close" if req.unattended == lpb.UNATTENDED_CLOSE else "bots",
+                bot_level=level,
+                rated=req.rated,
+            )
+            self.set_rated(doc)
+            doc.seats[seat] = SeatDoc(
+                PLAYER, player.id, player.name, nonce=ctx.seat_keys.new_nonce()
+            )
+            await self._claim(here, doc.id, 0, refused)
+            tx = Tx(expect={table_key(doc.id): 0})
             if doc.code:
                 tx.expect[invite_key(doc.code)] = 0
                 tx.put[invite_key(doc.code)] = doc.id.encode()
@@ -279,15 +285,22 @@ class Tables:
             if not doc.open_seats():
                 self._begin_start(doc, now)
             self.write(tx, doc, 0)
-            return tx, None
+            return tx, doc
 
-        await ctx.transact(decide)
+        doc = await ctx.transact(decide)
         log.info("table opened", table_id=doc.id, public=doc.public, players=players)
         if doc.state == STARTING:
             found, version = await self.start(doc.id)
         else:
             found, version = await self.read(doc.id)
         return Seated(found, version, seat, self.seat_token(found, seat))
+
+    async def _claim(
+        self, here: presence.Presence, table_id: str, version: int, refused: list[str]
+    ) -> None:
+        """The player's claim on the table (at ``version``), before its commit."""
+        await presence.claim(self.ctx, here, replace(here.doc, table=table_id, table_v=version))
+        refused.append(table_key(table_id))
 
     def _bot_level(self, value: int, field: str) -> int:
         if value == pb.BOT_LEVEL_UNSPECIFIED:
@@ -307,20 +320,22 @@ class Tables:
         else:
             check_table_id(table_id)
 
+        refused: list[str] = []  # as open's
+
         async def decide() -> tuple[Tx | None, tuple[TableDoc, int, int]]:
+            here = await presence.read(ctx, player.id, dead=refused)
             doc, version = await self.read(table_id)
             mine = doc.seat_of(player.id)
             if mine is not None and doc.state != CLOSED:
                 return None, (doc, version, mine)  # already there: the same seat again
             self._check_joinable(doc, code != "")
-            here = await presence.read(ctx, player.id)
             here.refuse_if_busy()
             chosen = self._free_seat(doc, seat)
             doc.seats[chosen] = SeatDoc(
                 PLAYER, player.id, player.name, nonce=ctx.seat_keys.new_nonce()
             )
-            tx = Tx(expect={player_key(player.id): here.version, table_key(doc.id): version})
-            presence.put(tx, player.id, replace(here.doc, table=doc.id))
+            await self._claim(here, doc.id, version, refused)
+            tx = Tx(expect={table_key(doc.id): version})
             if not doc.open_seats():
                 self._begin_start(doc, ctx.now_ms())
             self.write(tx, doc, version)
@@ -372,14 +387,10 @@ class Tables:
                 raise table_closed(doc)
             if doc.state != WAITING:
                 raise table_started(doc)
-            (pdoc,) = await ctx.store.get([player_key(player.id)])
+            # The player's claim on it stays: it binds them no longer once
+            # they do not sit there (presence).
             doc.seats[mine] = SeatDoc(OPEN)
             tx = Tx(expect={table_key(doc.id): version})
-            if pdoc is not None:
-                held = PlayerDoc.from_bytes(pdoc.data)
-                if held.table == doc.id:
-                    tx.expect[player_key(player.id)] = pdoc.version
-                    presence.put(tx, player.id, replace(held, table=""))
             players = [s.player for s in doc.seats if s.state == PLAYER]
             if not players:
                 self._close(doc, "empty", tx)
