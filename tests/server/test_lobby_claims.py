@@ -89,7 +89,8 @@ def test_a_ticket_claimed_by_a_caller_that_died_binds_for_the_grace_then_never(
         # player holds one ticket.
         late = TicketDoc("0123456789abcdef", SEARCHING, "", "", ["ann"], ["Ann"], 0)
         key = ticket_key(late.id)
-        assert await lobby.ctx.store.commit(Tx(expect={key: 0}, put={key: late.to_bytes()})) is None
+        where = lobby.ctx.at(late.id)
+        assert await where.commit(Tx(expect={key: 0}, put={key: late.to_bytes()})) is None
         with pytest.raises(ServiceError) as refused:
             await lobby.quickplay.read(ann, late.id)
         assert refused.value.reason == "TICKET_NOT_FOUND"
@@ -107,7 +108,7 @@ def test_a_seat_claimed_by_a_caller_that_died_is_fenced_and_its_commit_refused(
         lobby = Lobby(await b.lobby())
         host, ben = Player("host", "Host"), Player("ben", "Ben")
         table = await lobby.open(host)
-        (doc,) = await lobby.ctx.store.get([table_key(table.id)])
+        (doc,) = await lobby.ctx.at(table.id).get([table_key(table.id)])
         assert doc is not None
         await lobby.claim(ben, table=table.id, table_v=doc.version)
         # Ben's own next change waits out the claim, then fences the table.
@@ -118,7 +119,7 @@ def test_a_seat_claimed_by_a_caller_that_died_is_fenced_and_its_commit_refused(
         seated.seats[1].state, seated.seats[1].player = PLAYER, "ben"
         key = table_key(table.id)
         late = Tx(expect={key: doc.version}, put={key: seated.to_bytes()})
-        assert await lobby.ctx.store.commit(late) is None
+        assert await lobby.ctx.at(table.id).commit(late) is None
         now, _ = await lobby.tables.read(table.id)
         assert now.seat_of("ben") is None and now.seats[1].state == OPEN
         assert (await lobby.tables.read(mine.id))[0].seat_of("ben") == 0
@@ -131,7 +132,7 @@ def test_a_claim_whose_table_moved_on_binds_nothing_at_once(backend: Backend) ->
         lobby = Lobby(await b.lobby())
         host, ben, cy = Player("host", "Host"), Player("ben", "Ben"), Player("cy", "Cy")
         table = await lobby.open(host)
-        (doc,) = await lobby.ctx.store.get([table_key(table.id)])
+        (doc,) = await lobby.ctx.at(table.id).get([table_key(table.id)])
         assert doc is not None
         await lobby.claim(ben, table=table.id, table_v=doc.version)
         await lobby.tables.join(cy, table.id, "", None)  # the table moves past the claim

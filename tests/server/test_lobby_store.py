@@ -480,6 +480,40 @@ def test_a_redis_cluster_gives_each_partition_a_slot_of_its_own(
     run(scenario())
 
 
+def test_a_shard_has_a_feed_of_its_own_on_a_cluster_and_is_the_store_elsewhere(
+    backend: Backend,
+) -> None:
+    async def scenario(backend: Backend) -> None:
+        a, b = await backend.lobby(), await backend.lobby()
+        sa, sb = a.shard("s3"), b.shard("s3")
+        assert a.shard("s3") is sa, "one object a name: its feed is followed once"
+        heard_home, heard_shard = Heard(), Heard()
+        a.follow(heard_home)
+        sb.follow(heard_shard)
+        # The shard's commits carry events, numbered in the shard's feed.
+        probe = await live(sa, heard_shard)
+        first = await sa.commit(Tx(put={"t": b"1"}, events=[b"one", b"two"]))
+        assert first == probe + 2
+        assert await sb.get(["t"]) == [Doc(1, b"1")]
+        page = await sb.feed_after(probe, 10)
+        assert [e for _, e in page.entries] == [b"one", b"two"] and page.last == first
+        await until(lambda: b"two" in [e for _, e in heard_shard.entries], "the shard's events")
+        if backend.kind == "cluster":
+            # Apart from the lobby's feed and documents.
+            assert (await a.feed_after(0, 10)).last == 0 and heard_home.entries == []
+            assert await a.get(["t"]) == [None]
+            assert await a.shard("s4").get(["t"]) == [None]
+        else:
+            assert sa is a and await a.get(["t"]) == [Doc(1, b"1")]
+        with pytest.raises(StoreError, match="partition"):
+            a.shard("a{b}")
+        await a.close()
+        with pytest.raises(StoreError):
+            await sa.get(["t"])
+
+    play(backend, scenario)
+
+
 # ------------------------------------------------------------------ memory only
 
 

@@ -1,7 +1,7 @@
 """What only a Redis Cluster does to server replicas (``--redis-mode
 cluster``): a primary killed and its replica promoted while matches play;
 slots migrated (``redis-cli --cluster reshard``) while they play; quick play
-across the failover of the primary that holds the lobby. Everything else the
+across the failover of the primary that holds a shard of its queues. Everything else the
 replicas promise on one Redis is checked on the cluster by
 test_replicas_redis.py (``shared_redis``).
 
@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 
 import grpc
+from lobby_harness import player as lobby_player
 from redis_harness import RedisCluster, RedisServer, RedisTarget
 from server_harness import (
     OP,
@@ -38,13 +39,16 @@ from server_harness import (
     submit,
     wire,
 )
+from spades_server.gen.spades.v1 import lobby_pb2 as lpb
 from spades_server.gen.spades.v1 import spades_pb2 as pb
+from spades_server.lobby import rules as rules_mod
+from spades_server.lobby import shards
 from spades_server.lobby.ratings import Finished, Ledger
 from spades_server.player_stats import Record
 from spades_server.rating import Participant, rate
 from spades_server.store.lobby_redis import RedisLobby
 from spades_server.store.redis import RedisStore
-from test_lobby_replicas import FLAGS, asks, check, storm
+from test_lobby_replicas import FLAGS, RULESETS, asks, check, storm
 from test_replicas_redis import exported_actions, play, replicas
 
 # Kill to the first acknowledged action on the killed shard's matches: the
@@ -310,7 +314,7 @@ def test_slots_migrated_while_matches_play_lose_double_or_reorder_no_event(
         check_match(servers, p, w)
 
 
-def test_quick_play_places_every_ticket_once_across_the_lobby_primarys_failover(
+def test_quick_play_places_every_ticket_once_across_a_quick_play_shards_failover(
     make_server: Callable[..., Server],
     make_cluster: Callable[..., RedisCluster],
     figures: Callable[[str], None],
@@ -321,28 +325,34 @@ def test_quick_play_places_every_ticket_once_across_the_lobby_primarys_failover(
     flags += ("--redis-wait-timeout-ms", "500", "--takeover-ms", "500")
     servers = [make_server(*flags, *FLAGS) for _ in range(3)]
     plan = asks(200, random.Random(31), spread_s=8)
-    lobby_key = "qp:{lobby}"
+    # The primary of the shard that holds two of the plan's four queues
+    # (their tickets, tables and feed: lobby/shards.py).
+    queues = [rules_mod.from_request(r).key for r in RULESETS]
+    busiest = max(
+        queues, key=lambda q: [shards.of_queue(k) for k in queues].count(shards.of_queue(q))
+    )
+    shard_key = f"qp:{{lobby.{shards.shard_name(shards.of_queue(busiest))}}}"
     took: list[float] = []
 
     def fail_over(stop: threading.Event) -> None:
         if stop.wait(3.0):
             return
-        victim = cluster.owner_of(lobby_key)
+        victim = cluster.owner_of(shard_key)
         killed_at = time.monotonic()
         victim.kill9()
-        wait_for_promotion(cluster, lobby_key, victim)
+        wait_for_promotion(cluster, shard_key, victim)
         took.append(time.monotonic() - killed_at)
         victim.start()
         cluster.wait_ok()
 
     seen = storm(servers, plan, fail_over)
-    assert took, "the lobby's primary was not killed"
+    assert took, "the shard's primary was not killed"
     # A ticket due while the lobby's slot had no primary is placed once one
     # is back: late by the outage at most.
     counts = check(plan, seen, servers, grace_ms=int(1000 * (took[0] + 1.5)))
     figures(
         f"{counts['placed']} of {counts['players']} players placed once at {counts['tables']} "
-        f"tables; the lobby's primary was replaced {took[0]:.2f} s after its kill"
+        f"tables; the quick-play shard's primary was replaced {took[0]:.2f} s after its kill"
     )
     assert counts["placed"] > 100, counts
 
@@ -407,3 +417,45 @@ async def a_ledger(url: str, prefix: str, cluster: bool, write: bool) -> None:
         assert not await ledger.record(Finished("u1", "", [], {"a": Record(hands=2)}))
     finally:
         await store.close()
+
+
+def test_quick_play_spreads_over_the_shards_and_leaves_the_lobby_slot_its_opened_tables(
+    make_server: Callable[..., Server], redis_cluster: RedisCluster
+) -> None:
+    """Tickets, their tables and players' documents are in the shards their
+    queue or player hashes to (lobby/shards.py); the ``{lobby}`` slot keeps
+    the tables players open, and no ticket, quick-play table or player."""
+    flags = ("--store", "redis", "--redis-mode", "cluster", "--redis-url", redis_cluster.url)
+    server = make_server(*flags, "--redis-prefix", "spread", *FLAGS)
+    placed: dict[str, str] = {}  # ticket id -> its queue
+    for ruleset in RULESETS:
+        queue = rules_mod.from_request(ruleset).key
+        who = [lobby_player(server, "q") for _ in range(4)]
+        tickets = [p.call("QuickPlay", lpb.QuickPlayRequest(ruleset=ruleset)).ticket for p in who]
+        for p, asked in zip(who, tickets, strict=True):  # each long-polls until placed
+            got, deadline = asked, Deadline(15.0)
+            while got.state != lpb.TICKET_STATE_PLACED and deadline.left():
+                ask = lpb.GetTicketRequest(after_version=got.version, wait_ms=5_000)
+                got = p.call("GetTicket", ask).ticket
+            assert got.state == lpb.TICKET_STATE_PLACED, got
+            placed[got.ticket_id] = queue
+    host = lobby_player(server, "host")
+    opened = host.call("OpenTable", lpb.OpenTableRequest(ruleset=RULESETS[0])).table
+    keys: dict[str, list[str]] = {}  # hash tag -> the lobby's document keys there
+    for port in redis_cluster.primary_ports():
+        out = redis_cluster.cli(
+            redis_cluster.node(port), "--scan", "--pattern", "spread:{lobby*}:d:*"
+        )
+        for key in out.split():
+            tag = key[key.index("{") + 1 : key.index("}")]
+            keys.setdefault(tag, []).append(key.split(":d:", 1)[1])
+    home = keys.pop("lobby")
+    assert [k for k in home if k.startswith(("k:", "p:"))] == []
+    assert [k for k in home if k.startswith("t:")] == [f"t:{opened.table_id}"]
+    for ticket_id, queue in placed.items():
+        assert f"k:{ticket_id}" in keys[f"lobby.s{shards.of_queue(queue)}"], ticket_id
+    tables = [k for ks in keys.values() for k in ks if k.startswith("t:")]
+    assert len(tables) == len(RULESETS), "one quick-play table a queue, each beside its tickets"
+    players = [k for ks in keys.values() for k in ks if k.startswith("p:")]
+    assert len(players) == 4 * len(RULESETS) + 1
+    assert len(keys) >= 3, f"spread over shards: {sorted(keys)}"

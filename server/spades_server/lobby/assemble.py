@@ -14,6 +14,7 @@ from ..store.lobby import LobbyStore
 from ..store.lobby_memory import MemoryLobby
 from ..store.lobby_sqlite import SqliteLobby
 from ..store.sqlite import SqliteStore
+from . import shards
 from .context import Context, Settings
 from .feed import Feed
 from .listing import Listing
@@ -72,7 +73,7 @@ async def start_lobby(
     still records the result of a lobby match that ends here, as any
     replica must (its ratings, its players' records)."""
     lstore = lobby_store(store)
-    feed = Feed(lstore)
+    feed = Feed(lstore, shards.places(lstore))
     if serve:
         await feed.start()
     ctx = Context(lstore, feed, registry, seat_keys, settings)

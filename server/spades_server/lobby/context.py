@@ -73,15 +73,27 @@ class Context:
     registry: Registry
     seat_keys: SeatKeys
     settings: Settings
-    _parts: dict[str, LobbyStore] = field(default_factory=dict)
+
+    def shard(self, shard: int) -> LobbyStore:
+        return self.store.shard(shards.shard_name(shard))
 
     def players(self, player_id: str) -> LobbyStore:
-        """The partition of the store that holds the player's document."""
-        name = shards.of_player(player_id)
-        part = self._parts.get(name)
-        if part is None:
-            part = self._parts[name] = self.store.part(name)
-        return part
+        """Where the player's document is."""
+        return self.shard(shards.of_player(player_id))
+
+    def at(self, ident: str) -> LobbyStore:
+        """Where the table or ticket with this id is (``shards``)."""
+        place = shards.place_of(ident)
+        return self.store if place == shards.HOME else self.shard(place)
+
+    def queue(self, queue: str) -> LobbyStore:
+        """Where a quick-play queue, its tickets and their tables are."""
+        return self.shard(shards.of_queue(queue))
+
+    def places(self) -> list[LobbyStore]:
+        """The lobby's partition and every shard, each once (one store when
+        shards are the store itself)."""
+        return shards.places(self.store)
 
     def new_seed(self) -> int:
         return self.settings.table_seed or secrets.randbits(63)
@@ -90,15 +102,19 @@ class Context:
     def now_ms() -> int:
         return int(time.time() * 1000)
 
-    async def transact(self, decide: Callable[[], Awaitable[tuple[Tx | None, _R]]]) -> _R:
+    async def transact(
+        self, decide: Callable[[], Awaitable[tuple[Tx | None, _R]]], at: LobbyStore | None = None
+    ) -> _R:
         """Run ``decide`` (which reads what it needs and returns the commit to
-        make, or None, and its result) until its commit is written."""
+        make, or None, and its result) until its commit is written ``at``
+        (the lobby's partition by default)."""
+        at = self.store if at is None else at
         for _ in range(MAX_TRIES):
             try:
                 tx, result = await decide()
             except Raced:
                 continue
-            if tx is None or await self.store.commit(tx) is not None:
+            if tx is None or await at.commit(tx) is not None:
                 return result
         raise unavailable("CONTENDED", "other calls kept changing the same table; retry")
 

@@ -5,6 +5,11 @@ feed (``LobbyStore.follow``) with the document as committed. Here it is kept
 in a ring of recent changes (the lobby's streams and long polls read from it,
 not from the store) and handed to whoever waits on that table or ticket.
 A gap in the feed (``reset``) wakes everyone: they read the store again.
+
+On a Redis Cluster quick play's shards have feeds of their own (``shards``);
+they are followed too, for the tickets' and their tables' changes. The ring,
+its numbers and ``since`` are the lobby's own feed's: the listing reads them,
+and every table it shows is there.
 """
 
 from __future__ import annotations
@@ -13,13 +18,13 @@ import asyncio
 import contextlib
 import json
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import structlog
 
 from ..store import StoreError
-from ..store.lobby import LobbyStore
+from ..store.lobby import LobbyStore, Tx
 from .docs import OPENED, TableDoc, TicketDoc, table_key, ticket_key
 
 log = structlog.get_logger("spades.lobby.feed")
@@ -28,6 +33,8 @@ RING = 8192
 # The key lobby streams and polls watch: changes of tables the lobby shows or
 # showed (tickets and private tables wake none of them).
 LOBBY_CHANGES = "lobby-changes"
+# The feed's first event, of no table or ticket (``start``).
+OPENED_EVENT = b'{"t":"opened"}'
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +88,9 @@ class Waiter:
 
 
 class Feed:
-    def __init__(self, store: LobbyStore) -> None:
+    def __init__(self, store: LobbyStore, shards: Sequence[LobbyStore] = ()) -> None:
         self.store = store
+        self.shards = [s for s in shards if s is not store]
         self.recent: deque[Change] = deque(maxlen=RING)
         self.last = 0  # the latest change seen here
         self.first = 1  # ``recent`` holds every change from here on (if any)
@@ -93,6 +101,11 @@ class Feed:
         """Follow the feed from its end as read now (nothing after it is missed)."""
         try:
             page = await self.store.feed_after(1 << 62, 1)
+            if page.last == 0:
+                # A version of 0 asks for changes "from now" (WatchLobby): a
+                # lobby listed before its first change would miss that one.
+                await self.store.commit(Tx(events=[OPENED_EVENT]))
+                page = await self.store.feed_after(1 << 62, 1)
         except StoreError as e:  # serve anyway: a reset comes when the store is back
             log.warning("the lobby feed could not be read at start", error=str(e))
             self.store.follow(self._deliver)
@@ -100,6 +113,17 @@ class Feed:
         self.last = page.last
         self.first = self.last + 1
         self.store.follow(self._deliver, page.last)
+        for shard in self.shards:
+            await self._follow_shard(shard)
+
+    async def _follow_shard(self, shard: LobbyStore) -> None:
+        try:
+            page = await shard.feed_after(1 << 62, 1)
+        except StoreError as e:
+            log.warning("a lobby shard's feed could not be read at start", error=str(e))
+            shard.follow(self._deliver_shard)
+            return
+        shard.follow(self._deliver_shard, page.last)
 
     def subscribe(self, callback: ChangeCallback) -> None:
         """``callback(change)`` for every change, ``callback(None)`` on a reset
@@ -110,11 +134,7 @@ class Feed:
         if reset:
             self.recent.clear()
             self.first = self.last + 1
-            for waiter in self._every_waiter():
-                waiter.reset = True
-                waiter.event.set()
-            for callback in self._on_change:
-                callback(None)
+            self._reset()
         for seq, data in entries:
             if seq <= self.last and self.recent:
                 continue  # seen (the start's read raced with the first delivery)
@@ -126,6 +146,21 @@ class Feed:
                 self.first = seq
             self.recent.append(change)
             self._dispatch(change)
+
+    def _deliver_shard(self, entries: list[tuple[int, bytes]], reset: bool) -> None:
+        if reset:
+            self._reset()
+        for seq, data in entries:
+            change = parse(seq, data)
+            if change is not None:
+                self._dispatch(change)
+
+    def _reset(self) -> None:
+        for waiter in self._every_waiter():
+            waiter.reset = True
+            waiter.event.set()
+        for callback in self._on_change:
+            callback(None)
 
     def _dispatch(self, change: Change) -> None:
         keys: list[str] = []

@@ -97,7 +97,8 @@ def already_queued(ticket_id: str) -> ServiceError:
 
 @dataclass(frozen=True, slots=True)
 class _Claim:
-    key: str  # the table's or ticket's
+    ident: str  # the table's or ticket's id
+    key: str  # and its key
     version: int  # what its commit expects
     found: Doc | None  # that document as read (void included)
 
@@ -133,13 +134,12 @@ async def read(ctx: Context, player_id: str, dead: Collection[str] = ()) -> Pres
 async def _claims(ctx: Context, doc: PlayerDoc) -> list[_Claim]:
     wanted = []
     if doc.ticket:
-        wanted.append((ticket_key(doc.ticket), doc.ticket_v))
+        wanted.append((doc.ticket, ticket_key(doc.ticket), doc.ticket_v))
     if doc.table:
-        wanted.append((table_key(doc.table), doc.table_v))
-    if not wanted:
-        return []
-    found = await ctx.store.get([key for key, _ in wanted])
-    return [_Claim(key, v, d) for (key, v), d in zip(wanted, found, strict=True)]
+        wanted.append((doc.table, table_key(doc.table), doc.table_v))
+    # Each where its id says (a ticket and a table may be in two places).
+    found = await asyncio.gather(*(ctx.at(ident).get([key]) for ident, key, _ in wanted))
+    return [_Claim(i, k, v, d) for (i, k, v), (d,) in zip(wanted, found, strict=True)]
 
 
 async def _fence(ctx: Context, claim: _Claim) -> None:
@@ -151,7 +151,7 @@ async def _fence(ctx: Context, claim: _Claim) -> None:
         tx = Tx(expect={key: 0}, put={key: VOID}, ttl_ms={key: VOID_KEEP_MS})
     else:  # as it was read: an active ticket or a waiting table, which never expire
         tx = Tx(expect={key: claim.found.version}, put={key: claim.found.data})
-    await ctx.store.commit(tx)
+    await ctx.at(claim.ident).commit(tx)
 
 
 def _presence(player_id: str, doc: PlayerDoc, version: int, claims: list[_Claim]) -> Presence:

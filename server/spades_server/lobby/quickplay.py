@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import secrets
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -49,8 +48,8 @@ from ..errors import invalid, precondition
 from ..gen.spades.v1 import lobby_pb2 as lpb
 from ..players import Player
 from ..store import StoreError
-from ..store.lobby import Tx
-from . import matchmaker, presence, results
+from ..store.lobby import LobbyStore, Tx
+from . import matchmaker, presence, results, shards
 from . import rules as rules_mod
 from .context import Context
 from .docs import (
@@ -63,6 +62,7 @@ from .docs import (
     PLAYER,
     QUEUES,
     QUICK_PLAY,
+    RATED_QUEUE,
     SEARCHING,
     STARTED,
     STARTING,
@@ -123,14 +123,14 @@ class QuickPlay:
             ticket_id = PlayerDoc.from_bytes(None if pdoc is None else pdoc.data).ticket
             if not ticket_id:
                 raise presence.not_found_ticket("(yours)")
-        (doc,) = await self.ctx.store.get([ticket_key(ticket_id)])
+        (doc,) = await self.ctx.at(ticket_id).get([ticket_key(ticket_id)])
         doc = live(doc)
         ticket = None if doc is None else TicketDoc.from_bytes(doc.data)
         if doc is None or ticket is None or player.id not in ticket.players:
             raise presence.not_found_ticket(ticket_id)  # nobody learns of others' tickets
         table, table_version = None, 0
         if ticket.state == PLACED:
-            (tdoc,) = await self.ctx.store.get([table_key(ticket.table)])
+            (tdoc,) = await self.ctx.at(ticket.table).get([table_key(ticket.table)])
             if tdoc is not None:
                 table, table_version = TableDoc.from_bytes(tdoc.data), tdoc.version
         return ticket, doc.version, table, table_version
@@ -196,6 +196,8 @@ class QuickPlay:
             raise invalid("BAD_REQUEST_ID", "request_id has at most 64 characters", "request_id")
         await ctx.check_rate(player)
 
+        queue = rules.key + RATED_QUEUE if req.rated else rules.key  # as TicketDoc.queue
+        store = ctx.queue(queue)
         made: list[bool] = []  # whether the commit was this call's, not a retry's
         refused: list[str] = []  # tickets this call claimed whose commit was refused
 
@@ -212,7 +214,7 @@ class QuickPlay:
                 # Read before the partner's ticket: a party they open after
                 # this read makes this call's commit refused (docs.pair_key).
                 pair = pair_key(player.id, partner)
-                (pdoc,) = await ctx.store.get([pair])
+                (pdoc,) = await store.get([pair])
                 theirs = await presence.read(ctx, partner)
                 waiting = theirs.ticket
                 if (
@@ -235,7 +237,7 @@ class QuickPlay:
                 tx.put[pair] = b"1"
                 tx.ttl_ms[pair] = 1000 * ctx.settings.party_wait_s + PAIR_KEEP_MS
             ticket = TicketDoc(
-                id=secrets.token_hex(8),
+                id=shards.new_id(shards.of_queue(queue)),
                 state=PARTNER if partner else SEARCHING,
                 ruleset=rules.stored,
                 rules_key=rules.key,
@@ -252,7 +254,7 @@ class QuickPlay:
             self._write(tx, ticket, 0)
             return tx, (ticket, 1)
 
-        ticket, version = await ctx.transact(decide)
+        ticket, version = await ctx.transact(decide, at=store)
         log.info("ticket", ticket_id=ticket.id, state=ticket.state, players=len(ticket.players))
         if made and ticket.state == SEARCHING:
             self.on_queued(ticket)
@@ -304,8 +306,11 @@ class QuickPlay:
     async def cancel(self, player: Player, ticket_id: str) -> tuple[TicketDoc, int]:
         ctx = self.ctx
 
+        await ctx.check_rate(player)
+        found, _, _, _ = await self.read(player, ticket_id)  # which: where it is
+
         async def decide() -> tuple[Tx | None, tuple[TicketDoc, int]]:
-            ticket, version, _, _ = await self.read(player, ticket_id)
+            ticket, version, _, _ = await self.read(player, found.id)
             if ticket.state == CANCELLED:
                 return None, (ticket, version)
             if ticket.state == PLACED:
@@ -318,31 +323,30 @@ class QuickPlay:
             self._write(tx, ticket, version)
             return tx, (ticket, version + 1)
 
-        await ctx.check_rate(player)
-        return await ctx.transact(decide)
+        return await ctx.transact(decide, at=ctx.at(found.id))
 
     async def fall_due(self, ticket_id: str) -> None:
         """A party's ticket whose partner never came: cancelled."""
-        ctx = self.ctx
-        (doc,) = await ctx.store.get([ticket_key(ticket_id)])
+        ctx, store = self.ctx, self.ctx.at(ticket_id)
+        (doc,) = await store.get([ticket_key(ticket_id)])
         doc = live(doc)
         ticket = None if doc is None else TicketDoc.from_bytes(doc.data)
         if doc is None or ticket is None or ticket.state != PARTNER:
-            await ctx.store.commit(Tx(zrem=[(DUE, ticket_key(ticket_id))]))
+            await store.commit(Tx(zrem=[(DUE, ticket_key(ticket_id))]))
             return
         if ticket.created_ms + 1000 * ctx.settings.party_wait_s > ctx.now_ms():
             return
         ticket.state, ticket.reason = CANCELLED, "partner_did_not_join"
         tx = Tx()
         self._write(tx, ticket, doc.version)
-        await ctx.store.commit(tx)
+        await store.commit(tx)
 
     # -- placing ------------------------------------------------------------------------
     async def place(self, queue: str) -> int | None:
         """Place what can be placed of one queue (``TicketDoc.queue``) now;
         returns when the queue next needs a look (its oldest ticket's bots),
         None when it is empty."""
-        ctx, store = self.ctx, self.ctx.store
+        ctx, store = self.ctx, self.ctx.queue(queue)
         members = await store.zrange(queue_set(queue), float("-inf"), float("inf"), 0, QUEUE_WINDOW)
         if not members:
             return None
@@ -372,7 +376,7 @@ class QuickPlay:
         )
         # The plans share no ticket: their claims, then their starts, go to the
         # store together (one group commit on SQLite, not one per table).
-        claimed = await asyncio.gather(*(self._claim(plan, tickets) for plan in plans))
+        claimed = await asyncio.gather(*(self._claim(store, plan, tickets) for plan in plans))
         started = [t for t in claimed if t is not None]
         await asyncio.gather(*(self.tables.start(t) for t in started))
         placed = {t for plan, c in zip(plans, claimed, strict=True) if c for t in plan.tickets}
@@ -389,7 +393,7 @@ class QuickPlay:
         return {t.id: sum(mu[p] for p in t.players) / len(t.players) for t in tickets}
 
     async def _claim(
-        self, plan: matchmaker.Plan, tickets: dict[str, tuple[TicketDoc, int]]
+        self, store: LobbyStore, plan: matchmaker.Plan, tickets: dict[str, tuple[TicketDoc, int]]
     ) -> str | None:
         """One commit: the plan's tickets placed (at the versions read) and its
         table written STARTING; the table's id, or None if a ticket moved."""
@@ -399,7 +403,7 @@ class QuickPlay:
         names = {p: n for t, _ in tickets.values() for p, n in zip(t.players, t.names, strict=True)}
         level = ctx.settings.quickplay_bot_level
         doc = TableDoc(
-            id=secrets.token_hex(8),
+            id=shards.new_id(shards.of_queue(first.queue)),  # beside its tickets
             kind=QUICK_PLAY,
             state=STARTING,
             ruleset=first.ruleset,
@@ -426,7 +430,7 @@ class QuickPlay:
             ticket.state, ticket.table = PLACED, doc.id
             self._write(tx, ticket, version)
         self.tables.write(tx, doc, 0)
-        if await ctx.store.commit(tx) is None:
+        if await store.commit(tx) is None:
             return None
         log.info("tickets placed", table_id=doc.id, tickets=len(plan.tickets))
         return doc.id
@@ -499,8 +503,9 @@ class Matchmaker:
             try:
                 if time.monotonic() >= self._rescan_at:
                     self._rescan_at = time.monotonic() + self.rescan_s
-                    known = await self.ctx.store.zrange(QUEUES, float("-inf"), float("inf"))
-                    self.dirty.update(k for k, _ in known)
+                    for place in self.ctx.places():
+                        known = await place.zrange(QUEUES, float("-inf"), float("inf"))
+                        self.dirty.update(k for k, _ in known)
                 await self._pass()
             except StoreError as e:
                 log.warning("matchmaking paused: the store did not answer", error=str(e))

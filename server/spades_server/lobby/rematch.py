@@ -11,14 +11,24 @@ for matches from the lobby, quick play or CreateMatch alike.
 
 from __future__ import annotations
 
-import secrets
-
 from ..errors import precondition
 from ..session import Session
 from ..store.lobby import Tx
 from . import rules as rules_mod
+from . import shards
 from .context import Context
-from .docs import BOT, PLAYER, REMATCH, STARTING, WAITING, SeatDoc, TableDoc, rematch_key, table_key
+from .docs import (
+    BOT,
+    PLAYER,
+    REMATCH,
+    STARTING,
+    WAITING,
+    SeatDoc,
+    TableDoc,
+    live,
+    rematch_key,
+    table_key,
+)
 from .tables import Tables
 
 
@@ -66,7 +76,8 @@ class Rematches:
         """The rematch table: the finished match's seats, rules, timer and
         spectators; its players' ids when it came from a table."""
         ctx = self.ctx
-        (old,) = await ctx.store.get([table_key(session.match_id)])
+        (old,) = await ctx.at(session.match_id).get([table_key(session.match_id)])
+        old = live(old)
         table = None if old is None else TableDoc.from_bytes(old.data)
         rules = (
             rules_mod.stored(table.ruleset)
@@ -82,7 +93,7 @@ class Rematches:
                 seats.append(SeatDoc(PLAYER, player, s.name, nonce=ctx.seat_keys.new_nonce()))
         now = ctx.now_ms()
         return TableDoc(
-            id=secrets.token_hex(8),
+            id=shards.new_id(shards.HOME),  # beside its r: key
             kind=REMATCH,
             state=WAITING,
             ruleset=rules.stored,

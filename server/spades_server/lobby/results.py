@@ -32,7 +32,7 @@ from ..store.base import LoadedMatch
 from ..store.lobby import Tx
 from . import rules as rules_mod
 from .context import Context
-from .docs import BOT, PLAYER, STARTED, TableDoc, table_key
+from .docs import BOT, PLAYER, STARTED, TableDoc, live, table_key
 from .ratings import Finished, Ledger
 
 log = structlog.get_logger("spades.lobby.results")
@@ -92,8 +92,9 @@ class Results:
     async def record(self, match_id: str) -> bool | None:
         """Record the match's result: True if this call applied it, False if
         it was applied before, None if it is not a lobby match or not over."""
-        store = self.ctx.store
+        store = self.ctx.at(match_id)
         (doc,) = await store.get([table_key(match_id)])
+        doc = live(doc)
         table = None if doc is None else TableDoc.from_bytes(doc.data)
         if table is None or table.state != STARTED:
             return None
@@ -119,15 +120,17 @@ class Results:
         """The sweeper's check: record the match if it is over, else look again later."""
         if await self.record(match_id) is not None:
             return
-        (doc,) = await self.ctx.store.get([table_key(match_id)])
+        store = self.ctx.at(match_id)
+        (doc,) = await store.get([table_key(match_id)])
+        doc = live(doc)
         now = self.ctx.now_ms()
         if doc is None:  # expired with its match unfinished: nothing will be recorded
-            await self.ctx.store.commit(Tx(zrem=[(PLAYING, match_id)]))
+            await store.commit(Tx(zrem=[(PLAYING, match_id)]))
             return
         created = TableDoc.from_bytes(doc.data).created_ms
         first = self.ctx.settings.result_check_ms
         wait = min(max(MAX_CHECK_MS, first), max(first, now - created))
-        await self.ctx.store.commit(Tx(zadd=[(PLAYING, match_id, float(now + wait))]))
+        await store.commit(Tx(zadd=[(PLAYING, match_id, float(now + wait))]))
 
 
 def finished(table: TableDoc, loaded: LoadedMatch, bots: RatedBots, now_ms: int) -> Finished | None:

@@ -1,31 +1,70 @@
-"""Where the lobby's documents live, apart from its tables and tickets.
+"""Where the lobby's documents live: the lobby's own partition, and shards.
 
-A player's document (``presence``) is in one of ``SHARDS`` partitions of the
-lobby's store, chosen by the hash of its key: on a Redis Cluster each is a
-hash tag of its own (``{lobby.s<n>}``), so that the players spread over every
-primary; on memory, SQLite and one Redis a partition is the store itself.
-The number is fixed for the life of a deployment's data (a player's document
-is looked for in the partition its key hashes to), as a cluster's 16,384
-slots are.
+On a Redis Cluster every key of one commit must be on one slot. The lobby
+keeps there (its store itself, ``{lobby}``) the tables players open, the
+rematches, invite codes and the public listing, with the feed the listing is
+read from. Quick play goes to ``SHARDS`` shards (``LobbyStore.shard``: a hash
+tag and a feed each, ``{lobby.s<n>}``): a queue is in the shard its name
+hashes to, with its tickets, the tables they are placed at, and the pair keys
+of its parties, so that a placement (tickets and table) is one commit on one
+slot. Players' documents (``presence``) are spread over the same shards by
+their key, each commit of them on its own. On memory, SQLite and one Redis a
+shard is the store itself.
+
+A table or ticket names its place: its id is drawn until its hash gives it
+(``new_id``), so that anyone holding an id reads the right shard without a
+lookup. The number of shards is therefore fixed for the life of a
+deployment's data, as a cluster's 16,384 slots are.
 """
 
 from __future__ import annotations
 
+import secrets
 import zlib
 
+from ..store.lobby import LobbyStore
 from .docs import player_key
 
 SHARDS = 16
+HOME = SHARDS  # the place of the lobby's own partition
 
 
-def shard_of(key: str) -> int:
-    return zlib.crc32(key.encode()) % SHARDS
+def _hash(text: str) -> int:
+    return zlib.crc32(text.encode())
 
 
 def shard_name(shard: int) -> str:
     return f"s{shard}"
 
 
-def of_player(player_id: str) -> str:
-    """The partition that holds the player's document."""
-    return shard_name(shard_of(player_key(player_id)))
+def of_player(player_id: str) -> int:
+    """The shard that holds the player's document."""
+    return _hash(player_key(player_id)) % SHARDS
+
+
+def of_queue(queue: str) -> int:
+    """The shard of a quick-play queue (``TicketDoc.queue``)."""
+    return _hash(queue) % SHARDS
+
+
+def place_of(ident: str) -> int:
+    """Where the table or ticket with this id is: a shard, or ``HOME``."""
+    return _hash(ident) % (SHARDS + 1)
+
+
+def places(store: LobbyStore) -> list[LobbyStore]:
+    """The lobby's partition and every shard, each once: one store where
+    shards are the store itself."""
+    found: dict[int, LobbyStore] = {id(store): store}
+    for n in range(SHARDS):
+        part = store.shard(shard_name(n))
+        found.setdefault(id(part), part)
+    return list(found.values())
+
+
+def new_id(place: int) -> str:
+    """A new table or ticket id whose place is ``place`` (17 draws on average)."""
+    while True:
+        ident = secrets.token_hex(8)
+        if place_of(ident) == place:
+            return ident

@@ -2,8 +2,12 @@
 left half done (their lease ran out), party tickets whose partner never came,
 started matches whose result is not recorded yet (``results``).
 
-Every replica sweeps the same due set; each change is a commit that expects
-what it read, so one replica does it and the others find it done.
+Every replica sweeps the same due sets; each change is a commit that expects
+what it read, so one replica does it and the others find it done. The
+lobby's own partition (the tables players open) is swept every tick; on a
+Redis Cluster the shards of quick play (``shards``) one a tick in turn: what
+falls due there is a party's wait (minutes) or a start left half done by a
+replica that died, which a few seconds more do not change.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import structlog
 from .. import tasks
 from ..errors import ServiceError
 from ..store import StoreError
-from ..store.lobby import Tx
+from ..store.lobby import LobbyStore, Tx
 from .context import Context
 from .docs import DUE
 from .quickplay import QuickPlay
@@ -42,6 +46,7 @@ class Sweeper:
         self.every_s = every_s
         self._task: asyncio.Task[None] | None = None
         self._closed = False
+        self._turn = 0  # the next shard swept
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -56,9 +61,19 @@ class Sweeper:
             except Exception:
                 log.exception("sweeping the lobby failed")
 
-    async def sweep(self) -> None:
+    async def sweep(self, every_shard: bool = False) -> None:
+        """One tick: the lobby's partition and the next shard (every shard)."""
+        places = self.ctx.places()
+        home, others = places[0], places[1:]
+        if others and not every_shard:
+            self._turn = (self._turn + 1) % len(others)
+            others = [others[self._turn]]
+        for place in (home, *others):
+            await self._sweep(place)
+
+    async def _sweep(self, store: LobbyStore) -> None:
         now = self.ctx.now_ms()
-        for member, _ in await self.ctx.store.zrange(DUE, float("-inf"), float(now), 0, 100):
+        for member, _ in await store.zrange(DUE, float("-inf"), float(now), 0, 100):
             kind, _, ident = member.partition(":")
             try:
                 if kind == "t":
@@ -68,8 +83,8 @@ class Sweeper:
             except ServiceError as e:  # gone (NOT_FOUND): nothing left to do
                 log.info("due entry skipped", member=member, reason=e.reason)
                 with contextlib.suppress(StoreError):
-                    await self.ctx.store.commit(Tx(zrem=[(DUE, member)]))
-        for match_id, _ in await self.ctx.store.zrange(PLAYING, float("-inf"), float(now), 0, 20):
+                    await store.commit(Tx(zrem=[(DUE, member)]))
+        for match_id, _ in await store.zrange(PLAYING, float("-inf"), float(now), 0, 20):
             await self.results.fall_due(match_id)
 
     async def close(self) -> None:

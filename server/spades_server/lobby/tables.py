@@ -13,7 +13,6 @@ so whichever came first is the match.
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass, replace
 
 import grpc
@@ -29,7 +28,7 @@ from ..matches import SeatSpec
 from ..players import Player
 from ..store import MatchExists, StoreError
 from ..store.lobby import Tx
-from . import invites, presence, results
+from . import invites, presence, results, shards
 from . import rules as rules_mod
 from .context import Context
 from .docs import (
@@ -157,7 +156,7 @@ class Tables:
 
     # -- reading ------------------------------------------------------------------
     async def read(self, table_id: str) -> tuple[TableDoc, int]:
-        (doc,) = await self.ctx.store.get([table_key(table_id)])
+        (doc,) = await self.ctx.at(table_id).get([table_key(table_id)])
         doc = live(doc)
         if doc is None:
             raise not_found("table", table_id)
@@ -167,7 +166,7 @@ class Tables:
         """Whether ``table_id`` is a table that has not started (yet)."""
         if len(table_id) > MAX_TABLE_ID:
             return False
-        (doc,) = await self.ctx.store.get([table_key(table_id)])
+        (doc,) = await self.ctx.at(table_id).get([table_key(table_id)])
         doc = live(doc)
         return doc is not None and TableDoc.from_bytes(doc.data).state in (WAITING, STARTING)
 
@@ -252,7 +251,7 @@ class Tables:
             now = ctx.now_ms()
             # A new id each try: a claimed one may have been fenced meanwhile.
             doc = TableDoc(
-                id=secrets.token_hex(8),
+                id=shards.new_id(shards.HOME),  # beside the listing and invite codes
                 kind=OPENED,
                 state=WAITING,
                 ruleset=rules.stored,
@@ -342,7 +341,7 @@ class Tables:
             return tx, (doc, version + 1, chosen)
 
         await ctx.check_rate(player)
-        doc, version, chosen = await ctx.transact(decide)
+        doc, version, chosen = await ctx.transact(decide, at=ctx.at(table_id))
         if doc.state == STARTING:
             doc, version = await self.start(doc.id)
         return Seated(doc, version, chosen, self.seat_token(doc, chosen)), code != ""
@@ -400,7 +399,7 @@ class Tables:
             return tx, (doc, version + 1)
 
         await ctx.check_rate(player)
-        return await ctx.transact(decide)
+        return await ctx.transact(decide, at=ctx.at(table_id))
 
     async def start_early(self, player: Player, table_id: str) -> tuple[TableDoc, int]:
         """The host's StartTable: bots take the open seats."""
@@ -422,7 +421,7 @@ class Tables:
             return tx, None
 
         await ctx.check_rate(player)
-        await ctx.transact(decide)
+        await ctx.transact(decide, at=ctx.at(table_id))
         return await self.start(table_id)
 
     # -- state changes, as parts of a commit -------------------------------------------
@@ -488,7 +487,7 @@ class Tables:
             tx = Tx()
             self.write(tx, doc, version)
             results.schedule(tx, doc.id, ctx.now_ms(), ctx.settings.result_check_ms)
-            if await ctx.store.commit(tx) is not None:
+            if await ctx.at(table_id).commit(tx) is not None:
                 log.info("table started", table_id=table_id, kind=doc.kind)
                 return doc, version + 1
         return await self.read(table_id)
@@ -514,11 +513,11 @@ class Tables:
     async def fall_due(self, table_id: str) -> None:
         """A table whose deadline passed: a waiting one fills with bots (and
         starts) or closes; a starting one whose lease ran out is started here."""
-        ctx = self.ctx
+        ctx, store = self.ctx, self.ctx.at(table_id)
         now = ctx.now_ms()
         doc, version = await self.read(table_id)
         if doc.state in (STARTED, CLOSED):  # done: only its due entry was left behind
-            await ctx.store.commit(Tx(zrem=[(DUE, table_key(doc.id))]))
+            await store.commit(Tx(zrem=[(DUE, table_key(doc.id))]))
             return
         tx = Tx(expect={table_key(doc.id): version})
         if doc.state == STARTING:
@@ -534,7 +533,7 @@ class Tables:
             else:
                 self._close(doc, "unattended" if doc.kind == OPENED else "expired", tx)
         self.write(tx, doc, version)
-        if await ctx.store.commit(tx) is None:
+        if await store.commit(tx) is None:
             return  # someone else changed it: it is theirs
         if doc.state == STARTING:
             await self.start(table_id)

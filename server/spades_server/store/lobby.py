@@ -44,6 +44,12 @@ The same contract on the three stores (``MemoryLobby``, ``SqliteLobby`` and
   and one Redis it is the store itself under a partition's limits, so the
   same key read through two partitions may be one document there and two on
   a cluster: callers give each key one partition, always the same one.
+- Shards: ``shard(name)`` is a partition with a feed of its own (numbered
+  from 1, as the store's): on a Redis Cluster a hash tag of its own
+  (``{lobby.<name>}``) whose commits may carry events, ``follow`` and
+  ``feed_after`` reading its feed alone; elsewhere the store itself (one feed
+  for every shard). The same name gives the same object, so that a process
+  follows a shard's feed once.
 - A commit is durable when it returns (as ``Store.append``); every failure of
   the store itself raises ``StoreError`` (then the commit may or may not have
   been written: read again).
@@ -128,6 +134,9 @@ class LobbyStore(Protocol):
     def part(self, name: str) -> LobbyStore:
         """The partition ``name`` (see above); ``StoreError`` for a name that
         is not ``PART_NAME``."""
+
+    def shard(self, name: str) -> LobbyStore:
+        """The shard ``name``: a partition with a feed (see above)."""
 
     async def close(self) -> None:
         """Stop following; later calls raise StoreError. (The match store

@@ -119,6 +119,9 @@ class SamePart:
     def part(self, name: str) -> LobbyStore:
         return self._store.part(name)
 
+    def shard(self, name: str) -> LobbyStore:
+        return self._store.shard(name)
+
     async def close(self) -> None:
         """The store's to close."""
 
@@ -319,6 +322,10 @@ class MemoryLobby:
 
     def part(self, name: str) -> LobbyStore:
         return SamePart(self, name)
+
+    def shard(self, name: str) -> LobbyStore:
+        check_part(name)
+        return self
 
     async def close(self) -> None:
         self._closed = True

@@ -163,12 +163,22 @@ class RedisLobby:
         self._take = store.register_script(_TAKE)
         self._follower: _Follower | None = None
         self._closed = False
+        self._shards: dict[str, _ClusterPart] = {}
 
     def part(self, name: str) -> LobbyStore:
         check_part(name)
         if self._store.cluster:
             return _ClusterPart(self, name)
         return SamePart(self, name)
+
+    def shard(self, name: str) -> LobbyStore:
+        check_part(name)
+        if not self._store.cluster:
+            return self
+        found = self._shards.get(name)
+        if found is None:
+            found = self._shards[name] = _ClusterPart(self, name, fed=True)
+        return found
 
     def _is_closed(self) -> bool:
         return self._closed
@@ -323,6 +333,11 @@ class RedisLobby:
         if self._closed:
             return
         self._closed = True
+        for shard in self._shards.values():
+            await shard.stop_following()
+        await self.stop_following()
+
+    async def stop_following(self) -> None:
         if self._follower is not None:
             await self._follower.close()
             self._follower = None
@@ -331,10 +346,11 @@ class RedisLobby:
 class _ClusterPart(RedisLobby):
     """A partition on a Redis Cluster: the lobby's calls on keys under a hash
     tag of its own, ``P:{lobby.<name>}``, sharing the lobby's scripts and
-    connections; it has no feed (its commits' feed keys are read, never
+    connections. A shard (``fed``) has a feed there, followed on a connection
+    of its own; a partition has none (its commits' feed keys are read, never
     written)."""
 
-    def __init__(self, root: RedisLobby, name: str) -> None:
+    def __init__(self, root: RedisLobby, name: str, fed: bool = False) -> None:
         # Not RedisLobby.__init__: that registers the scripts again, and a
         # partition is made per call.
         self._root = root
@@ -348,22 +364,34 @@ class _ClusterPart(RedisLobby):
         self._take = root._take
         self._follower = None
         self._closed = False
+        self._shards = {}
+        self.fed = fed
 
     def _is_closed(self) -> bool:
         return self._root._is_closed()
 
     async def commit(self, tx: Tx) -> int | None:
-        check_unfed(tx)
+        if not self.fed:
+            check_unfed(tx)
         return await super().commit(tx)
 
     async def feed_after(self, after: int, limit: int) -> FeedPage:
-        raise StoreError(NO_FEED)
+        if not self.fed:
+            raise StoreError(NO_FEED)
+        return await super().feed_after(after, limit)
 
     def follow(self, callback: FeedCallback, after: int | None = None) -> None:
-        raise StoreError(NO_FEED)
+        if not self.fed:
+            raise StoreError(NO_FEED)
+        if self._is_closed():
+            raise StoreError("lobby store is closed")
+        super().follow(callback, after)
 
     def part(self, name: str) -> LobbyStore:
         return self._root.part(name)
+
+    def shard(self, name: str) -> LobbyStore:
+        return self._root.shard(name)
 
     async def close(self) -> None:
         """The lobby's to close."""

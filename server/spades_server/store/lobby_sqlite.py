@@ -48,6 +48,7 @@ from .lobby_memory import (
     call_back,
     check_feed_keep,
     check_key,
+    check_part,
     check_tx,
     frozen,
     soon,
@@ -300,6 +301,10 @@ class SqliteLobby:
 
     def part(self, name: str) -> LobbyStore:
         return SamePart(self, name)
+
+    def shard(self, name: str) -> LobbyStore:
+        check_part(name)
+        return self
 
     async def close(self) -> None:
         self._closed = True
