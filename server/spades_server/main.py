@@ -381,6 +381,15 @@ OPTIONS = (
         int,
     ),
     _Opt(
+        "--quickplay-lanes",
+        "SPADES_QUICKPLAY_LANES",
+        "1",
+        "queues each quick play ruleset is split into, by player (a party by its pair), each "
+        "matched apart: on a Redis Cluster each lane may be on another shard, so that one "
+        "ruleset's players spread over several cores (docs/capacity.md); 1 to 64",
+        int,
+    ),
+    _Opt(
         "--rating-pools",
         "SPADES_RATING_POOLS",
         "preset",
@@ -616,6 +625,8 @@ def _check_lobby(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error("--quickplay-bot-wait-seconds must be 0 to 3600")
     if not 0 <= args.quickplay_turn_timer_ms <= 3_600_000:
         p.error("--quickplay-turn-timer-ms must be 0 to 3600000")
+    if not 1 <= args.quickplay_lanes <= 64:
+        p.error("--quickplay-lanes must be 1 to 64")
     if not args.lobby_calls_per_second > 0:
         p.error("--lobby-calls-per-second must be more than 0")
     if args.max_waiting_tables < 1:
@@ -667,6 +678,7 @@ def lobby_settings(args: argparse.Namespace) -> Settings:
         quickplay_bot_wait_s=args.quickplay_bot_wait_seconds,
         quickplay_bot_level=level,
         quickplay_timer_ms=args.quickplay_turn_timer_ms,
+        quickplay_lanes=args.quickplay_lanes,
         party_wait_s=args.party_wait_seconds,
         player_calls_per_second=args.lobby_calls_per_second,
         poll_max_wait_ms=args.poll_max_wait_ms,

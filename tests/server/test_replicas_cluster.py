@@ -430,14 +430,7 @@ def test_quick_play_spreads_over_the_shards_and_leaves_the_lobby_slot_its_opened
     placed: dict[str, str] = {}  # ticket id -> its queue
     for ruleset in RULESETS:
         queue = rules_mod.from_request(ruleset).key
-        who = [lobby_player(server, "q") for _ in range(4)]
-        tickets = [p.call("QuickPlay", lpb.QuickPlayRequest(ruleset=ruleset)).ticket for p in who]
-        for p, asked in zip(who, tickets, strict=True):  # each long-polls until placed
-            got, deadline = asked, Deadline(15.0)
-            while got.state != lpb.TICKET_STATE_PLACED and deadline.left():
-                ask = lpb.GetTicketRequest(after_version=got.version, wait_ms=5_000)
-                got = p.call("GetTicket", ask).ticket
-            assert got.state == lpb.TICKET_STATE_PLACED, got
+        for got in quick_play(server, ruleset, 4):
             placed[got.ticket_id] = queue
     host = lobby_player(server, "host")
     opened = host.call("OpenTable", lpb.OpenTableRequest(ruleset=RULESETS[0])).table
@@ -459,3 +452,41 @@ def test_quick_play_spreads_over_the_shards_and_leaves_the_lobby_slot_its_opened
     players = [k for ks in keys.values() for k in ks if k.startswith("p:")]
     assert len(players) == 4 * len(RULESETS) + 1
     assert len(keys) >= 3, f"spread over shards: {sorted(keys)}"
+
+
+def quick_play(server: Server, ruleset: pb.Ruleset, n: int) -> list[lpb.Ticket]:
+    """``n`` new players' tickets, once each is placed (each long-polls it)."""
+    who = [lobby_player(server, "q") for _ in range(n)]
+    tickets = [p.call("QuickPlay", lpb.QuickPlayRequest(ruleset=ruleset)).ticket for p in who]
+    out = []
+    for p, asked in zip(who, tickets, strict=True):
+        got, deadline = asked, Deadline(15.0)
+        while got.state != lpb.TICKET_STATE_PLACED and deadline.left():
+            ask = lpb.GetTicketRequest(after_version=got.version, wait_ms=5_000)
+            got = p.call("GetTicket", ask).ticket
+        assert got.state == lpb.TICKET_STATE_PLACED, got
+        out.append(got)
+    return out
+
+
+def test_one_rulesets_lanes_spread_its_players_over_shards(
+    make_server: Callable[..., Server], redis_cluster: RedisCluster
+) -> None:
+    """``--quickplay-lanes``: one ruleset's queue split by player, each lane
+    in the shard its name hashes to, each matched apart (a lane short of
+    four players gets bots after the wait)."""
+    flags = ("--store", "redis", "--redis-mode", "cluster", "--redis-url", redis_cluster.url)
+    server = make_server(*flags, "--redis-prefix", "lanes", "--quickplay-lanes", "4", *FLAGS)
+    placed = quick_play(server, RULESETS[0], 16)
+    found: dict[str, str] = {}  # ticket key -> its hash tag
+    for port in redis_cluster.primary_ports():
+        node = redis_cluster.node(port)
+        for key in redis_cluster.cli(node, "--scan", "--pattern", "lanes:{lobby*}:d:k:*").split():
+            found[key.split(":d:", 1)[1]] = key[key.index("{") + 1 : key.index("}")]
+    tags = {found[f"k:{t.ticket_id}"] for t in placed}
+    assert len(tags) >= 2 and "lobby" not in tags, tags
+    for t in placed:  # each table seats its own lane's players
+        table = t.placement.table
+        humans = {s.player_id for s in table.seats if s.player_id}
+        lanes = {found[f"k:{o.ticket_id}"] for o in placed if o.player_ids[0] in humans}
+        assert lanes == {found[f"k:{t.ticket_id}"]}

@@ -41,6 +41,7 @@ class Settings:
     quickplay_bot_wait_s: float = 20.0  # a ticket waits this long before bots fill its table
     quickplay_bot_level: int = pb.BOT_LEVEL_NORMAL
     quickplay_timer_ms: int = 30_000  # quick play tables' turn timer
+    quickplay_lanes: int = 1  # queues a ruleset is split into (shards.lane)
     party_wait_s: int = 120  # how long a party's first player waits for the partner
     start_lease_ms: int = 5_000  # a replica starting a table has this long before another may
     keep_s: int = 86_400  # finished tables and tickets stay readable this long

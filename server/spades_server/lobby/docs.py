@@ -68,8 +68,14 @@ def lobby_set(rules_key: str) -> str:
 RATED_QUEUE = "~rated"  # a rated queue's name: its rules' key and this
 
 
-def queue_set(rules_key: str) -> str:
-    return f"q:{rules_key}"
+def queue_set(queue: str) -> str:
+    return f"q:{queue}"
+
+
+def queue_of(rules_key: str, rated: bool, lane: int) -> str:
+    """A queue's name: its rules' key, rated or not, and its lane (past 0)."""
+    name = rules_key + RATED_QUEUE if rated else rules_key
+    return f"{name}#{lane}" if lane else name
 
 
 @dataclass(slots=True)
@@ -207,17 +213,18 @@ class TicketDoc:
     table: str = ""  # PLACED
     reason: str = ""  # CANCELLED
     rated: bool = False
+    lane: int = 0  # of its rules' queue (shards.lane)
 
     @property
     def queue(self) -> str:
         """The queue it waits in: rated tickets apart from unrated ones."""
-        return self.rules_key + RATED_QUEUE if self.rated else self.rules_key
+        return queue_of(self.rules_key, self.rated, self.lane)
 
     def to_bytes(self) -> bytes:
         return json.dumps(self.to_json(), separators=(",", ":")).encode()
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        d = {
             "id": self.id,
             "state": self.state,
             "rules": self.ruleset,
@@ -232,6 +239,9 @@ class TicketDoc:
             "reason": self.reason,
             "rated": self.rated,
         }
+        if self.lane:
+            d["lane"] = self.lane
+        return d
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> TicketDoc:
@@ -249,6 +259,7 @@ class TicketDoc:
             table=d["table"],
             reason=d["reason"],
             rated=bool(d.get("rated", False)),
+            lane=int(d.get("lane", 0)),
         )
 
     @classmethod

@@ -62,7 +62,6 @@ from .docs import (
     PLAYER,
     QUEUES,
     QUICK_PLAY,
-    RATED_QUEUE,
     SEARCHING,
     STARTED,
     STARTING,
@@ -73,6 +72,7 @@ from .docs import (
     live,
     pair_key,
     player_key,
+    queue_of,
     queue_set,
     table_key,
     ticket_event,
@@ -196,7 +196,9 @@ class QuickPlay:
             raise invalid("BAD_REQUEST_ID", "request_id has at most 64 characters", "request_id")
         await ctx.check_rate(player)
 
-        queue = rules.key + RATED_QUEUE if req.rated else rules.key  # as TicketDoc.queue
+        who = pair_key(player.id, partner) if partner else player_key(player.id)
+        lane = shards.lane(who, ctx.settings.quickplay_lanes)
+        queue = queue_of(rules.key, req.rated, lane)
         store = ctx.queue(queue)
         made: list[bool] = []  # whether the commit was this call's, not a retry's
         refused: list[str] = []  # tickets this call claimed whose commit was refused
@@ -246,6 +248,7 @@ class QuickPlay:
                 created_ms=now,
                 partner=partner,
                 rated=req.rated,
+                lane=lane,
             )
             if not partner:
                 ticket.queued_ms = now

@@ -47,6 +47,13 @@ def of_queue(queue: str) -> int:
     return _hash(queue) % SHARDS
 
 
+def lane(who: str, lanes: int) -> int:
+    """The lane of a ruleset's queue a player (or a party, by its pair key)
+    waits in: the same one each time, so that a player's tickets meet the
+    same players, and partners asking for each other name one queue."""
+    return _hash(who) % lanes if lanes > 1 else 0
+
+
 def place_of(ident: str) -> int:
     """Where the table or ticket with this id is: a shard, or ``HOME``."""
     return _hash(ident) % (SHARDS + 1)

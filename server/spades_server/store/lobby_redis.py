@@ -15,15 +15,15 @@ touches, is one script on one slot (``P`` is the prefix):
                           Redis Cluster ``P:{lobby.rate:<key>}``, a slot per
                           bucket (no commit touches one)
 
-A partition (``part(name)``) is the lobby itself on one Redis; on a Redis
-Cluster its documents and sorted sets are ``P:{lobby.<name>}:d:<key>`` and
-``P:{lobby.<name>}:z:<name>``, a slot per partition (the ratings of a pool,
-a player's record: lobby/ratings.py).
-
-On a Redis Cluster every other key stays under ``{lobby}``: a commit may
-touch any of its documents and appends to one feed in one order, which one
-script on one slot gives and several slots cannot (docs/architecture.md:
-the lobby on a cluster).
+A partition (``part(name)``) or a shard (``shard(name)``) is the lobby itself
+on one Redis; on a Redis Cluster its documents and sorted sets are
+``P:{lobby.<name>}:d:<key>`` and ``P:{lobby.<name>}:z:<name>``, a slot each
+(the ratings of a pool, a player's record: lobby/ratings.py; quick play's
+shards: lobby/shards.py). A shard has a feed there too
+(``P:{lobby.<name>}:feed`` and ``:feed:n``), followed by a follower of its
+own; a partition has none. A commit touches one of them, or ``{lobby}``
+alone: one script on one slot (docs/architecture.md: the lobby on a
+cluster).
 
 A commit is one script (``_COMMIT``) that is handed every key it touches. It
 compares every expected version before it writes anything, then appends the

@@ -1,0 +1,79 @@
+"""Where quick play's documents live (lobby/shards.py), on every lobby store:
+ids that name their place, and a ruleset's queue split into lanes."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import cast
+
+from lobby_stores import Backend, play
+from spades_server.gen.spades.v1 import lobby_pb2 as lpb
+from spades_server.gen.spades.v1 import spades_pb2 as pb
+from spades_server.lobby import shards
+from spades_server.lobby.context import Context, Settings
+from spades_server.lobby.docs import SEARCHING, queue_set, ticket_key
+from spades_server.lobby.feed import Feed
+from spades_server.lobby.quickplay import QuickPlay
+from spades_server.lobby.seat_keys import SeatKeys
+from spades_server.lobby.tables import Tables
+from spades_server.matches import Registry
+from spades_server.players import Player
+from spades_server.store.lobby import LobbyStore
+
+RULES = pb.Ruleset(preset="classic")
+
+
+def test_an_id_names_its_place() -> None:
+    for place in (0, 7, shards.SHARDS - 1, shards.HOME):
+        for _ in range(20):
+            assert shards.place_of(shards.new_id(place)) == place
+
+
+def quickplay(store: LobbyStore, lanes: int) -> QuickPlay:
+    settings = Settings(player_calls_per_second=1000.0, quickplay_lanes=lanes)
+    ctx = Context(store, Feed(store), cast(Registry, None), SeatKeys(b"k" * 32), settings)
+    return QuickPlay(ctx, Tables(ctx))
+
+
+def test_a_rulesets_players_wait_in_its_lanes_each_in_its_shard(backend: Backend) -> None:
+    async def scenario(b: Backend) -> None:
+        qp = quickplay(await b.lobby(), lanes=4)
+        asked = [
+            (await qp.ask(Player(f"p{i}", "P"), lpb.QuickPlayRequest(ruleset=RULES)))[0]
+            for i in range(24)
+        ]
+        lanes = {t.lane for t in asked}
+        assert lanes == {0, 1, 2, 3}, "24 players over 4 lanes"
+        for t in asked:
+            assert t.state == SEARCHING
+            store = qp.ctx.queue(t.queue)
+            assert qp.ctx.at(t.id) is store, "a ticket beside its queue"
+            members = [m for m, _ in await store.zrange(queue_set(t.queue), 0, float("inf"))]
+            assert t.id in members
+            (doc,) = await store.get([ticket_key(t.id)])
+            assert doc is not None
+        # A player keeps their lane: their next ticket waits with the same players.
+        again = await qp.cancel(Player("p0", "P"), asked[0].id)
+        assert again[0].state != SEARCHING
+        (ticket, _) = await qp.ask(Player("p0", "P"), lpb.QuickPlayRequest(ruleset=RULES))
+        assert ticket.lane == asked[0].lane
+        if b.kind == "cluster":
+            homes = {shards.of_queue(t.queue) for t in asked}
+            assert len(homes) >= 2, "lanes on several shards"
+
+    play(backend, scenario)
+
+
+def test_partners_in_lanes_name_one_queue(backend: Backend) -> None:
+    async def scenario(b: Backend) -> None:
+        one, two = quickplay(await b.lobby(), lanes=8), quickplay(await b.lobby(), lanes=8)
+        for n in range(6):
+            eve, fay = Player(f"eve{n}", "Eve"), Player(f"fay{n}", "Fay")
+            await asyncio.gather(
+                one.ask(eve, lpb.QuickPlayRequest(ruleset=RULES, partner_player_id=fay.id)),
+                two.ask(fay, lpb.QuickPlayRequest(ruleset=RULES, partner_player_id=eve.id)),
+            )
+            final, _, _, _ = await one.read(eve, "")
+            assert final.state == SEARCHING and sorted(final.players) == [eve.id, fay.id]
+
+    play(backend, scenario)
