@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import secrets
 import subprocess
 import sys
 import threading
@@ -21,6 +22,7 @@ import time
 from collections.abc import Callable
 
 import grpc
+from lobby_harness import Player as LobbyPlayer
 from lobby_harness import player as lobby_player
 from redis_harness import RedisCluster, RedisServer, RedisTarget
 from server_harness import (
@@ -40,12 +42,28 @@ from server_harness import (
     wire,
 )
 from spades_server.gen.spades.v1 import lobby_pb2 as lpb
+from spades_server.gen.spades.v1 import lobby_pb2_grpc, spades_pb2_grpc
 from spades_server.gen.spades.v1 import spades_pb2 as pb
 from spades_server.lobby import rules as rules_mod
 from spades_server.lobby import shards
+from spades_server.lobby.docs import (
+    OPENED,
+    PLAYER,
+    SEARCHING,
+    WAITING,
+    PlayerDoc,
+    SeatDoc,
+    TableDoc,
+    TicketDoc,
+    player_key,
+    queue_set,
+    table_key,
+    ticket_key,
+)
 from spades_server.lobby.ratings import Finished, Ledger
 from spades_server.player_stats import Record
 from spades_server.rating import Participant, rate
+from spades_server.store.lobby import Tx
 from spades_server.store.lobby_redis import RedisLobby
 from spades_server.store.redis import RedisStore
 from test_lobby_replicas import FLAGS, RULESETS, asks, check, storm
@@ -490,3 +508,139 @@ def test_one_rulesets_lanes_spread_its_players_over_shards(
         humans = {s.player_id for s in table.seats if s.player_id}
         lanes = {found[f"k:{o.ticket_id}"] for o in placed if o.player_ids[0] in humans}
         assert lanes == {found[f"k:{t.ticket_id}"]}
+
+
+def on(server: Server, p: LobbyPlayer) -> LobbyPlayer:
+    """The same player, calling ``server``."""
+    assert server.channel is not None
+    return LobbyPlayer(
+        p.id,
+        p.md,
+        lobby_pb2_grpc.LobbyServiceStub(server.channel),
+        spades_pb2_grpc.SpadesServiceStub(server.channel),
+    )
+
+
+def legacy_id(place_not: int) -> str:
+    """An id as versions before the shards drew them: any place but one."""
+    while True:
+        ident = secrets.token_hex(8)
+        if shards.place_of(ident) != place_not:
+            return ident
+
+
+async def legacy_lobby(url: str, prefix: str, host: str, waiter: str) -> tuple[str, str]:
+    """A waiting table and a waiting ticket as a version before the shards
+    left them under ``{lobby}`` (one Redis's layout, a cluster's then), with
+    ids that name no place: their players' documents hold them."""
+    store = RedisStore(url, prefix)
+    lobby = RedisLobby(store)
+    rules = rules_mod.from_request(RULESETS[1])
+    table = TableDoc(
+        legacy_id(shards.HOME), OPENED, WAITING, rules.stored, rules.key,
+        [SeatDoc(PLAYER, host, "Host", nonce="n0"), *(SeatDoc("open") for _ in range(3))],
+        int(time.time() * 1000), int(time.time() * 1000) + 600_000, host=host,
+    )  # fmt: skip
+    queue = rules.key
+    ticket = TicketDoc(
+        legacy_id(shards.of_queue(queue)), SEARCHING, rules.stored, rules.key, [waiter],
+        ["Waiter"], int(time.time() * 1000), queued_ms=int(time.time() * 1000),
+        bots_at_ms=int(time.time() * 1000) + 600_000,
+    )  # fmt: skip
+    tk, bk = ticket_key(ticket.id), table_key(table.id)
+    await lobby.commit(
+        Tx(
+            put={
+                tk: ticket.to_bytes(),
+                bk: table.to_bytes(),
+                player_key(waiter): PlayerDoc(ticket=ticket.id).to_bytes(),
+                player_key(host): PlayerDoc(table=table.id).to_bytes(),
+            },
+            zadd=[
+                (queue_set(queue), ticket.id, float(ticket.queued_ms)),
+                ("queues", queue, 0.0),
+                ("lobby", table.id, float(table.created_ms)),
+                (f"lobby:{rules.key}", table.id, float(table.created_ms)),
+                ("due", bk, float(table.deadline_ms)),
+            ],
+        )
+    )
+    await lobby.close()
+    await store.close()
+    return table.id, ticket.id
+
+
+def test_a_drained_lobby_moves_into_the_shards_from_one_redis_or_in_place(
+    make_server: Callable[..., Server],
+    redis_server: RedisServer,
+    redis_cluster: RedisCluster,
+    redis_prefix: str,
+) -> None:
+    """Both ways to the shards: ``migrate --from`` one Redis, and
+    ``migrate --lobby-shards`` on a cluster laid out before them (here, one
+    Redis's keys copied as they are). What this version wrote comes over as
+    it was; what an earlier one left where its commits would cross slots is
+    closed ("drained"), and its players are free again."""
+    slow = ("--quickplay-bot-wait-seconds", "600")
+    (old,) = replicas(make_server, redis_server.url, redis_prefix, 1, *FLAGS, *slow)
+    host, solo = lobby_player(old, "host"), lobby_player(old, "solo")
+    opened = host.call("OpenTable", lpb.OpenTableRequest(ruleset=RULESETS[0])).table
+    asked = solo.call("QuickPlay", lpb.QuickPlayRequest(ruleset=RULESETS[0])).ticket
+    legacy_host, waiter = lobby_player(old, "lh"), lobby_player(old, "lw")
+    old_table, old_ticket = asyncio.run(
+        legacy_lobby(redis_server.url, redis_prefix, legacy_host.id, waiter.id)
+    )
+    old.stop()  # the drain
+    # A cluster laid out as before the shards: the lobby's keys as one Redis has them.
+    copy = subprocess.run(
+        [sys.executable, "-c", COPY_LOBBY, redis_server.url, redis_cluster.url, redis_prefix],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert copy.returncode == 0, copy.stderr
+    node = f"redis+cluster://127.0.0.1:{redis_cluster.nodes[0].port}"
+    module = [sys.executable, "-m", "spades_server.store.migrate"]
+    in_place = subprocess.run(
+        [*module, "--lobby-shards", "--to", node, "--prefix", f"{redis_prefix}old"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert in_place.returncode == 0 and "closed 2 waiting" in in_place.stdout, in_place
+    moved = subprocess.run(
+        [*module, "--from", redis_server.url, "--to", node, "--prefix", redis_prefix],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert moved.returncode == 0 and "closed 2 waiting" in moved.stdout, moved
+    target = RedisTarget(redis_cluster.url, ("--redis-mode", "cluster"))
+    for prefix in (redis_prefix, f"{redis_prefix}old"):
+        (new,) = replicas(
+            make_server, target, prefix, 1, *FLAGS, "--quickplay-bot-wait-seconds", "1"
+        )
+        # What this version wrote: the table is joined, the ticket placed (bots after the wait).
+        guest = lobby_player(new, "guest")
+        joined = guest.call("JoinTable", lpb.JoinTableRequest(table_id=opened.table_id))
+        assert len([s for s in joined.table.seats if s.player_id]) == 2
+        me = on(new, solo)
+        got, deadline = asked, Deadline(15.0)
+        while got.state != lpb.TICKET_STATE_PLACED and deadline.left():
+            ask = lpb.GetTicketRequest(after_version=got.version, wait_ms=3_000)
+            got = me.call("GetTicket", ask).ticket
+        assert got.state == lpb.TICKET_STATE_PLACED and got.ticket_id == asked.ticket_id, got
+        # What an earlier version left misplaced: closed, its players free.
+        gone = on(new, waiter).call("GetTicket", lpb.GetTicketRequest(ticket_id=old_ticket)).ticket
+        assert (gone.state, gone.cancel_reason) == (lpb.TICKET_STATE_CANCELLED, "drained")
+        on(new, waiter).call("QuickPlay", lpb.QuickPlayRequest(ruleset=RULESETS[2]))
+        shut = on(new, legacy_host).call("GetTable", lpb.GetTableRequest(table_id=old_table))
+        assert (shut.table.state, shut.table.close_reason) == (lpb.TABLE_STATE_CLOSED, "drained")
+        on(new, legacy_host).call("OpenTable", lpb.OpenTableRequest(ruleset=RULESETS[2]))
+        new.stop()
+
+
+# Copies the lobby's keys of one Redis (argv: its URL, the cluster's, the
+# prefix) to the cluster under the prefix + "old", as they are.
+COPY_LOBBY = """
+import sys, redis
+from redis.cluster import RedisCluster
+src, dst = redis.Redis.from_url(sys.argv[1]), RedisCluster.from_url(sys.argv[2])
+prefix = sys.argv[3]
+for key in src.scan_iter(match=prefix + ":{lobby}*"):
+    dst.restore(prefix + "old" + key[len(prefix):].decode(), 0, src.dump(key), replace=True)
+"""

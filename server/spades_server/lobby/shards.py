@@ -75,3 +75,34 @@ def new_id(place: int) -> str:
         ident = secrets.token_hex(8)
         if place_of(ident) == place:
             return ident
+
+
+# The lobby's sorted sets that every place has, each member in the place it
+# names (a due or playing table or ticket, a queue).
+PER_PLACE_SETS = ("due", "playing", "queues")
+
+
+def part_of(name: str) -> str | None:
+    """The shard a lobby document or sorted set named ``name`` lives in on a
+    cluster, None for the lobby's own partition: how a store laid out before
+    the shards (or on one Redis) is laid out on a cluster (store/migrate.py).
+    A table's or ticket's place is its id's, even if it was drawn before
+    ids named their place."""
+    kind, _, rest = name.partition(":")
+    if kind == "p":  # a player's document: "p:" and the hash of their id
+        return shard_name(_hash(name) % SHARDS)
+    if kind in ("k", "t"):
+        place = place_of(rest)
+        return None if place == HOME else shard_name(place)
+    if kind == "q":
+        return shard_name(of_queue(rest))
+    return None
+
+
+def member_part(set_name: str, member: str) -> str | None:
+    """Where a member of one of ``PER_PLACE_SETS`` belongs (as ``part_of``)."""
+    if set_name == "queues":
+        return shard_name(of_queue(member))
+    if set_name == "due":
+        return part_of(member)  # "t:<id>" or "k:<id>"
+    return part_of(f"t:{member}")  # playing: a match id, its table's
