@@ -5,9 +5,9 @@ Every input below is a figure a bench script printed (named beside it) or
 the workload the model assumes; the table it prints is the model's table
 in docs/capacity.md, row for row (tests/project/test_capacity_model.py
 checks that the document shows what this prints), and the lines after it
-are where the lobby's slot reaches half a core and a full one.
+are where the busiest quick-play shard reaches half a core and a full one.
 
-    python3 bench/capacity_model.py [--slot-per-replica-us 90]
+    python3 bench/capacity_model.py [--slot-per-replica-us 90] [--lanes 4]
 
 Change an input with its option to see the model move (``--help`` lists
 them); the document shows the defaults.
@@ -46,13 +46,24 @@ class Inputs:
     redis_kib_hand: float = 5.7
     hands_in_play: float = 4.0  # on average, half of a ten-hand match
     replica_kib_table: float = 215.0  # with its four streams (an upper bound)
-    # bench/lobby_slot.py: the {lobby} slot's Redis CPU per quick-play ticket,
-    # with players in a crowd, and what each replica adds (fanout part).
+    # bench/lobby_slot.py: Redis CPU per quick-play ticket on the primary
+    # that holds its queue's shard, with players in a crowd, and what each
+    # replica that follows the lobby adds (fanout part).
     slot_us_ticket: float = 400.0
     slot_per_replica_us: float = 90.0
     # The replicas that serve the lobby when the others run `--lobby off`
     # (a deployment's choice: the lobby's calls routed to them).
     lobby_replicas: int = 3
+    # The most played ruleset's share of the tickets (assumed), and the
+    # lanes its queue is split into (`--quickplay-lanes`, a deployment's
+    # choice), each in the shard its name hashes to.
+    top_ruleset_share: float = 0.5
+    lanes: int = 4
+    # bench/lobby_slot.py, cluster part: what a ticket costs its shard's
+    # primary with the ruleset in 4 lanes over one lane (547-564 µs a ticket
+    # of its lanes against 408-417): each look at a queue and each feed read
+    # carries fewer tickets.
+    lane_factor: float = 1.35
     # bench/lobby_slot.py, followers part: the feed's bytes per event per
     # replica, and events per ticket.
     feed_bytes_event: float = 470.0
@@ -64,9 +75,12 @@ def replicas(inp: Inputs, tables: float, us_per_action: float) -> int:
     return math.ceil(cores / inp.replica_core_share - 1e-9)
 
 
-def slot_cores(inp: Inputs, tables: float, replica_count: float) -> float:
-    tickets = tables * inp.tickets_per_table / inp.match_s
-    return tickets * (inp.slot_us_ticket + replica_count * inp.slot_per_replica_us) / 1e6
+def slot_cores(inp: Inputs, tables: float, replica_count: float, lanes: int = 1) -> float:
+    """The busiest quick-play shard's CPU: the top ruleset's tickets, one
+    lane's share of them."""
+    tickets = tables * inp.tickets_per_table / inp.match_s * inp.top_ruleset_share / lanes
+    factor = inp.lane_factor if lanes > 1 else 1.0
+    return tickets * factor * (inp.slot_us_ticket + replica_count * inp.slot_per_replica_us) / 1e6
 
 
 def rows(inp: Inputs) -> list[tuple[str, list[str]]]:
@@ -140,49 +154,57 @@ def rows(inp: Inputs) -> list[tuple[str, list[str]]]:
         f"quick-play tickets per second ({inp.tickets_per_table} a match)",
         [f"{k:,.0f}" for k in tickets],
     )
+    share = inp.top_ruleset_share
+    top = [k * share for k in tickets]
     row(
-        f"**the `{{lobby}}` slot's CPU** ({inp.slot_us_ticket:,.0f} µs a ticket + "
+        f"**the busiest quick-play shard's CPU**: {100 * share:.0f} % of the tickets in one "
+        f"ruleset, one lane ({inp.slot_us_ticket:,.0f} µs a ticket + "
         f"{inp.slot_per_replica_us:,.0f} µs a ticket per replica)",
         [f"**{_cores(slot_cores(inp, t, n))}**" for t, n in zip(TABLES, together, strict=True)],
-    )
-    row(
-        f"the same with spread seats ({' / '.join(f'{n:,}' for n in spread)} replicas)",
-        [_cores(slot_cores(inp, t, n)) for t, n in zip(TABLES, spread, strict=True)],
     )
     row(
         f"the feed's bytes out of that primary ({inp.feed_bytes_event:g} B an event, "
         f"{inp.feed_events_ticket:g} a ticket, to every replica)",
         [
             _rate(k * inp.feed_events_ticket * inp.feed_bytes_event * n)
-            for k, n in zip(tickets, together, strict=True)
+            for k, n in zip(top, together, strict=True)
         ],
     )
     lobby = [min(inp.lobby_replicas, n) for n in together]
     row(
-        f"**the slot's CPU with the lobby on {inp.lobby_replicas} replicas** "
+        f"the same shard with the lobby on {inp.lobby_replicas} replicas "
         "(the others `--lobby off`)",
-        [f"**{_cores(slot_cores(inp, t, n))}**" for t, n in zip(TABLES, lobby, strict=True)],
+        [_cores(slot_cores(inp, t, n)) for t, n in zip(TABLES, lobby, strict=True)],
+    )
+    row(
+        f"**the busiest shard with the lobby on {inp.lobby_replicas} replicas and the "
+        f"ruleset in {inp.lanes} lanes** ({inp.lane_factor:g} × the cost a ticket)",
+        [
+            f"**{_cores(slot_cores(inp, t, n, inp.lanes))}**"
+            for t, n in zip(TABLES, lobby, strict=True)
+        ],
     )
     row(
         "the feed's bytes out of that primary, then",
         [
-            _rate(k * inp.feed_events_ticket * inp.feed_bytes_event * n)
-            for k, n in zip(tickets, lobby, strict=True)
+            _rate(k * inp.feed_events_ticket * inp.feed_bytes_event * n / inp.lanes)
+            for k, n in zip(top, lobby, strict=True)
         ],
     )
     return out
 
 
-def slot_limit(inp: Inputs, cores: float, lobby_only: bool = False) -> int:
-    """The tables at which the slot spends ``cores`` (replicas as the model's,
-    together; ``lobby_only``: only ``lobby_replicas`` of them follow it)."""
-    low, high = 1_000, 100_000_000
+def slot_limit(inp: Inputs, cores: float, lobby_only: bool = False, lanes: int = 1) -> int:
+    """The tables at which the busiest shard spends ``cores`` (replicas as
+    the model's, together; ``lobby_only``: only ``lobby_replicas`` of them
+    follow the lobby; ``lanes``: the top ruleset's)."""
+    low, high = 1_000, 1_000_000_000
     while high - low > 1_000:
         mid = (low + high) // 2
         n = mid * inp.actions_per_table_s * inp.server_us_together / 1e6 / inp.replica_core_share
         if lobby_only:
             n = min(n, inp.lobby_replicas)
-        if slot_cores(inp, mid, n) < cores:
+        if slot_cores(inp, mid, n, lanes) < cores:
             low = mid
         else:
             high = mid
@@ -241,12 +263,17 @@ def main(argv: list[str] | None = None) -> int:
     print(table(inp))
     print()
     print(
-        f"the {{lobby}} slot at half a core: about {slot_limit(inp, 0.5):,} tables; "
+        f"the busiest shard at half a core: about {slot_limit(inp, 0.5):,} tables; "
         f"at a full core: about {slot_limit(inp, 1.0):,} tables"
     )
     print(
         f"with the lobby on {inp.lobby_replicas} replicas: about "
         f"{slot_limit(inp, 0.5, True):,} and {slot_limit(inp, 1.0, True):,} tables"
+    )
+    lanes = inp.lanes
+    print(
+        f"and the ruleset in {lanes} lanes: about "
+        f"{slot_limit(inp, 0.5, True, lanes):,} and {slot_limit(inp, 1.0, True, lanes):,} tables"
     )
     return 0
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""The lobby's slot: what quick play costs the Redis core that holds
-``{lobby}``, and how many lobby commits a second one core takes.
+"""The lobby's slots: what quick play costs the Redis core that holds its
+queue, and how many lobby commits a second one core takes.
 
-Every lobby key but the rate buckets is under one hash tag, ``{lobby}``
-(store/lobby_redis.py; docs/architecture.md, "The lobby on a cluster stays in
-one slot"), so on a Redis Cluster the whole lobby runs on one primary's one
-core, and one redis-server is the model of it. Redis runs commands on one
+A quick-play queue, its tickets and their tables are under one hash tag, its
+shard's (lobby/shards.py; docs/architecture.md, "The lobby on a cluster"),
+so on a Redis Cluster a queue runs on one primary's one core, and one
+redis-server is the model of it. Redis runs commands on one
 thread: its main thread's CPU seconds (``INFO cpu``) per ticket are what the
 slot spends, and 10^6 / (µs per ticket) is the most tickets a second one
 core at 100 % could take, however fast the replicas in front of it are.
@@ -30,9 +30,12 @@ Parts (``--parts``, all by default):
   rate bucket, and the match's creation, which on a cluster goes to the
   match's own slot.
 * **cluster**: the same with 3 replicas on a Redis Cluster of 3 primaries
-  (RedisClusterProcess): each primary's CPU per ticket, so that the one that
-  owns ``{lobby}`` shows what the slot carries and the others what the
-  matches and the rate buckets spread.
+  (RedisClusterProcess), once for each of ``--lanes`` (1, 4: the servers'
+  ``--quickplay-lanes``): each primary's CPU per ticket. Quick play is in
+  shards (lobby/shards.py): the busiest primary holds the queue's shard (or
+  its lanes' shards), the one that owns ``{lobby}`` now only the tables
+  players open, and the others the matches, the rate buckets and the
+  players' documents they spread.
 * **fanout**: quick play again on one Redis, with ``--fanout-replicas``
   (1, 3, 6) replicas and players arriving one at a time at
   ``--fanout-rate`` (100 tickets/s, ``--fanout-tickets`` 2,000), as people
@@ -43,9 +46,10 @@ Parts (``--parts``, all by default):
   (serving matches only; no player calls them): what those cost the slot.
 * **commits**: the lobby's commits alone, on one Redis, from ``--drivers``
   processes (2), each with N asyncio tasks, each task placing table after
-  table: four tickets asked for (four commits), the table claimed (one
-  commit: four tickets placed, the table written) and started (one commit).
-  The six transactions are the ones the lobby's own code makes: recorded
+  table: four tickets asked for (eight commits: each player's claim on
+  their document, then the ticket), the table placed (one commit: four
+  tickets placed, the table written) and started (one commit).
+  The ten transactions are the ones the lobby's own code makes: recorded
   once from ``QuickPlay.ask``, ``QuickPlay.place`` and ``Tables.start`` on an
   in-memory lobby store, and replayed with new ids (of the same lengths, so
   the same sizes). No reads and no race between replicas: the commits alone.
@@ -94,6 +98,8 @@ import grpc
 import redis
 import structlog
 from spades_server.gen.spades.v1 import lobby_pb2 as lpb
+from spades_server.lobby import shards
+from spades_server.lobby.docs import player_key
 
 from cpu_usage import GroupMeter, percent
 from load import print_grid
@@ -103,6 +109,7 @@ from processes import Procs, RedisClusterProcess, RedisProcess, recv, redis_bina
 PREFIX = "bench"
 MATCH_SECONDS = 1800  # docs/capacity.md: a match lasts 30 minutes
 SEATS = 4  # tickets per table: quick play's classic table, four lone players
+CYCLE = 2 * SEATS + 2  # a table's commits: four claims, four tickets, placement, start
 WARM_TICKETS = 400
 IDLE_S = 3.0
 DRIVER_WARM_S = 2.0
@@ -158,7 +165,18 @@ def lobby_node(nodes: list[RedisProcess]) -> RedisProcess:
 # -- quickplay and cluster -----------------------------------------------------------------
 
 
-async def place(cfg: Config, tickets: int, concurrency: int) -> list[Placed]:
+def player_id(run: str, i: int, lanes: int) -> str:
+    """The ``i``-th player of a run, in lane ``i % lanes`` of its ruleset
+    (lobby/shards.py): every lane gets its multiple of four players, so
+    that every table is filled by players."""
+    for n in itertools.count():
+        pid = f"slot-{run}-{i}-{n}"
+        if shards.lane(player_key(pid), lanes) == i % lanes:
+            return pid
+    raise AssertionError("unreachable")
+
+
+async def place(cfg: Config, tickets: int, concurrency: int, lanes: int = 1) -> list[Placed]:
     """``tickets`` new players through quick play, ``concurrency`` at a time
     (each the next player once the last is placed), until every one is placed."""
     run = secrets.token_hex(3)
@@ -168,7 +186,7 @@ async def place(cfg: Config, tickets: int, concurrency: int) -> list[Placed]:
 
     async def worker() -> None:
         while (i := next(ids)) < tickets:
-            placed.append(await one_player(cfg, f"slot-{run}-{i}", gate))
+            placed.append(await one_player(cfg, player_id(run, i, lanes), gate))
 
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     return placed
@@ -193,13 +211,14 @@ async def quickplay_step(
     meter: GroupMeter,
     args: argparse.Namespace,
     rate: float,
+    lanes: int,
 ) -> dict[str, Any]:
     cfg.channels = [grpc.aio.insecure_channel(a) for a in cfg.addresses]
     try:
         # First calls fill pools, load scripts on every primary and make the
         # queue's keys; then an idle window: what the replicas ask of Redis
         # with nothing to do (due claims, the followers' blocked reads).
-        await place(cfg, WARM_TICKETS, args.concurrency)
+        await place(cfg, WARM_TICKETS, args.concurrency, lanes)
         await asyncio.sleep(1.0)
         idle0 = [redis_counters(n.client) for n in nodes]
         await asyncio.sleep(IDLE_S)
@@ -210,7 +229,7 @@ async def quickplay_step(
         if rate:
             placed = await place_paced(cfg, args.fanout_tickets, rate)
         else:
-            placed = await place(cfg, args.tickets, args.concurrency)
+            placed = await place(cfg, args.tickets, args.concurrency, lanes)
         wall = time.monotonic() - t0
         cpu = meter.stop()
         used = [delta(b, redis_counters(n.client)) for b, n in zip(before, nodes, strict=True)]
@@ -241,6 +260,7 @@ def run_quickplay(
     cluster: bool,
     rate: float = 0.0,
     off: int = 0,
+    lanes: int = 1,
 ) -> dict[str, Any]:
     procs = Procs(workdir)
     workdir.mkdir()
@@ -252,7 +272,11 @@ def run_quickplay(
         else:
             rp = RedisProcess(workdir / "redis", None)
             procs.redis, nodes = rp, [rp]
-        servers = [procs.replica(f"r{i}", "redis", PREFIX, flags()) for i in range(replicas)]
+        lane_flags = ["--quickplay-lanes", str(lanes)]
+        servers = [
+            procs.replica(f"r{i}", "redis", PREFIX, [*flags(), *lane_flags])
+            for i in range(replicas)
+        ]
         others = [
             procs.replica(f"o{i}", "redis", PREFIX, [*flags(), "--lobby", "off"])
             for i in range(off)
@@ -263,6 +287,8 @@ def run_quickplay(
             name = f"{replicas} + {off} --lobby off, {shape}"
         if rate:
             name += f", {rate:g} tickets/s"
+        if lanes > 1:
+            name += f", {lanes} lanes"
         cfg = Config(name, [s.address for s in servers], [s.pid for s in servers])
         meter = GroupMeter(
             {
@@ -271,10 +297,14 @@ def run_quickplay(
                 "bench": [os.getpid()],
             }
         )
-        step = asyncio.run(quickplay_step(cfg, nodes, meter, args, rate))
+        step = asyncio.run(quickplay_step(cfg, nodes, meter, args, rate, lanes))
         step["replicas"] = replicas
         step["off"] = off
-        step["lobby_node"] = nodes.index(lobby_node(nodes)) if cluster else 0
+        # On a cluster the figures per ticket are the busiest primary's (the
+        # one that holds the queue's shard); the owner of {lobby} is marked.
+        step["home_node"] = nodes.index(lobby_node(nodes)) if cluster else 0
+        busy = [u["cpu_main"] for u in step["used"]]
+        step["lobby_node"] = busy.index(max(busy))
         return step
     finally:
         procs.stop_all()
@@ -295,16 +325,27 @@ def per_ticket(step: dict[str, Any], node: int) -> dict[str, float]:
     for command in SHOWN:
         out[f"{command}.calls"] = used.get(f"{command}.calls", 0.0) / n
         out[f"{command}.usec"] = used.get(f"{command}.usec", 0.0) / n
-    # Lobby commits: the written ones each SET the feed's counter once; the
-    # tried ones are every EVALSHA but a QuickPlay's rate token (one a
-    # ticket), a match's creation (one a table) and the idle background.
+    # Lobby commits: the written ones with events each SET the feed's counter
+    # once (a player's claim has none); the tried ones are every EVALSHA but
+    # a QuickPlay's rate token and its claim (two a ticket), a match's
+    # creation (one a table) and the idle background.
     written = used.get("set.calls", 0.0)
     background = idle.get("evalsha.calls", 0.0) * step["wall"] / step["idle_s"]
     scripts = used.get("evalsha.calls", 0.0)
     out["commits_written"] = written / n
     if len(step["used"]) == 1:  # on a cluster the tokens and creations spread unknown
-        out["commits_tried"] = max(written, scripts - n - step["tables"] - background) / n
+        out["commits_tried"] = max(written, scripts - 2 * n - step["tables"] - background) / n
     return out
+
+
+def marks(step: dict[str, Any], node: int) -> str:
+    """What a primary of a cluster step holds of the lobby."""
+    said = []
+    if node == step["home_node"]:
+        said.append("{lobby}")
+    if node == step["lobby_node"]:
+        said.append("busiest")
+    return f" ({', '.join(said)})" if said else ""
 
 
 def print_quickplay(steps: list[dict[str, Any]]) -> None:
@@ -340,7 +381,7 @@ def print_quickplay(steps: list[dict[str, Any]]) -> None:
                 o = per_ticket(s, i)
                 rows.append(
                     [
-                        f"  primary {i}{' ({lobby})' if i == lobby else ''}",
+                        f"  primary {i}{marks(s, i)}",
                         "",
                         "",
                         "",
@@ -357,7 +398,8 @@ def print_quickplay(steps: list[dict[str, Any]]) -> None:
     print_grid(header, rows)
     print(
         "Redis µs/ticket: the main thread's CPU (INFO cpu) over the run / tickets placed; on a "
-        "cluster, of the primary that owns {lobby}. ceiling: 10^6 / that (one core at 100 %); "
+        "cluster, of the busiest primary (the one with the queue's shard). ceiling: 10^6 / that "
+        "(one core at 100 %); "
         f"tables at ceiling: that x {MATCH_SECONDS} s a match / {SEATS} tickets a table. "
         "commits/ticket: written (tried, with the claims lost to another replica)."
     )
@@ -411,9 +453,11 @@ class _NoMatches:
 
 
 async def record_cycle() -> tuple[list[Any], list[str]]:
-    """The six lobby transactions of one quick play table, as the lobby's
-    code makes them (on an in-memory store): four tickets asked for, the
-    claim, the start; and the ids in them, to be replaced for each replay."""
+    """The ten lobby transactions of one quick play table, as the lobby's
+    code makes them (on an in-memory store): four players' claims and their
+    four tickets asked for, the placement, the start; and the ids in them,
+    to be replaced for each replay. (On a cluster the claims are on the
+    players' shards, the other six on the queue's.)"""
     from spades_server.lobby.context import Context, Settings
     from spades_server.lobby.docs import TicketDoc, ticket_key
     from spades_server.lobby.quickplay import QuickPlay
@@ -439,7 +483,8 @@ async def record_cycle() -> tuple[list[Any], list[str]]:
     players = [Player(f"slot-player-{secrets.token_hex(8)}", "Slot Player") for _ in range(SEATS)]
     tickets = [(await quickplay.ask(p, lpb.QuickPlayRequest()))[0] for p in players]
     await quickplay.place(tickets[0].queue)
-    assert len(store.txs) == SEATS + 2, f"quick play made {len(store.txs)} commits, not 6"
+    made = len(store.txs)
+    assert made == CYCLE, f"quick play made {made} commits, not {CYCLE}"
     (doc,) = await store.get([ticket_key(tickets[0].id)])
     assert doc is not None
     table = TicketDoc.from_bytes(doc.data).table
@@ -511,14 +556,19 @@ class Window:
 
 
 async def one_cycle(lobby: Any, cycle: list[Any], w: Window) -> None:
-    """A table's six commits as a replica makes them: the four tickets at
-    once, then the claim, then the start."""
+    """A table's ten commits as replicas make them: the four players' asks
+    at once (each its claim, then its ticket), then the placement, then the
+    start."""
 
     async def commit(tx: Any) -> None:
         w.count("commits" if await lobby.commit(tx) is not None else "refused")
 
-    await asyncio.gather(*(commit(tx) for tx in cycle[:SEATS]))
-    for tx in cycle[SEATS:]:
+    async def ask(claim: Any, ticket: Any) -> None:
+        await commit(claim)
+        await commit(ticket)
+
+    await asyncio.gather(*(ask(cycle[2 * i], cycle[2 * i + 1]) for i in range(SEATS)))
+    for tx in cycle[2 * SEATS :]:
         await commit(tx)
     w.count("cycles")
 
@@ -533,10 +583,10 @@ async def store_task(lobby: Any, txs: list[Any], ids: list[str], index: int, w: 
 async def paced_task(
     lobby: Any, txs: list[Any], ids: list[str], index: int, w: Window, rate: float
 ) -> None:
-    """Tables placed at ``rate`` commits a second (a table every six), each
+    """Tables placed at ``rate`` commits a second (a table every ten), each
     started on time whether or not the last one is done (up to
     PACED_IN_FLIGHT at once: past that the rate falls, and shows it)."""
-    interval = (SEATS + 2) / rate
+    interval = CYCLE / rate
     running: set[asyncio.Task[None]] = set()
     due = time.monotonic()
     while w.open():
@@ -725,8 +775,8 @@ def commit_cost(step: dict[str, Any]) -> float:
 
 
 def print_commits(steps: list[dict[str, Any]]) -> None:
-    print("\nThe lobby store alone: quick play's commits on one Redis (6 a table: 4 tickets,")
-    print("the claim, the start)")
+    print("\nThe lobby store alone: quick play's commits on one Redis (10 a table: 4 players'")
+    print("claims, 4 tickets, the placement, the start)")
     header = ["client", "drivers x tasks", "followers", "commits/s", "Redis %", "drivers %"]
     header += ["Redis µs/commit", "script µs/commit", "ceiling commits/s", "= tickets/s"]
     header += ["events/XREAD", "µs/event/follower", "B in / out per commit"]
@@ -761,7 +811,7 @@ def print_commits(steps: list[dict[str, Any]]) -> None:
                 f"{us:.1f}",
                 f"{u.get('evalsha.usec', 0.0) / n:.1f}",
                 f"{ceiling:,.0f}",
-                f"{ceiling * SEATS / 6:,.0f}",
+                f"{ceiling * SEATS / CYCLE:,.0f}",
                 f"{s['followers'] * events / xread:.1f}" if xread and s["followers"] else "-",
                 per_follower,
                 f"{u['bytes_in'] / n:,.0f} / {u['bytes_out'] / n:,.0f}",
@@ -772,7 +822,7 @@ def print_commits(steps: list[dict[str, Any]]) -> None:
     print_grid(header, rows)
     print(
         "Redis µs/commit: the main thread's CPU (INFO cpu) / commits; script µs: EVALSHA's own "
-        "time (commandstats); ceiling: 10^6 / Redis µs; tickets/s: 4 tickets a 6 commits; "
+        f"time (commandstats); ceiling: 10^6 / Redis µs; tickets/s: 4 tickets a {CYCLE} commits; "
         "µs/event/follower: the Redis µs a follower adds per event (over the step without "
         "followers); events/XREAD: how many a follower's read carries."
     )
@@ -840,7 +890,9 @@ def main(argv: list[str] | None = None) -> int:
                 for r in args.replicas:
                     steps.append(run_quickplay(args, root / f"single{r}", r, cluster=False))
             if "cluster" in args.parts:
-                steps.append(run_quickplay(args, root / "cluster", 3, cluster=True))
+                for lanes in args.lanes:
+                    workdir = root / f"cluster{lanes}"
+                    steps.append(run_quickplay(args, workdir, 3, cluster=True, lanes=lanes))
             print_quickplay(steps)
         if "fanout" in args.parts:
             steps = []
@@ -873,6 +925,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--tickets", type=int, default=6000, help="quick play: tickets (6000)")
     ap.add_argument("--concurrency", type=int, default=200, help="players at once (200)")
     ap.add_argument("--replicas", default="1,3", help="quickplay: replicas per step (1,3)")
+    ap.add_argument("--lanes", default="1,4", help="cluster: --quickplay-lanes per step (1,4)")
     ap.add_argument(
         "--fanout-replicas",
         default="1,3,6",
@@ -897,6 +950,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     args.parts = args.parts.split(",")
     args.replicas = [int(n) for n in args.replicas.split(",")]
+    args.lanes = [int(n) for n in args.lanes.split(",")]
     args.fanout_replicas = [
         (int(n.partition("+")[0]), int(n.partition("+")[2] or 0))
         for n in args.fanout_replicas.split(",")
@@ -906,8 +960,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.wire_tasks = [int(n) for n in args.wire_tasks.split(",")]
     args.followers = [int(n) for n in args.followers.split(",") if n]
     args.paced_followers = [int(n) for n in args.paced_followers.split(",")]
-    if args.tickets % SEATS or args.fanout_tickets % SEATS:
-        ap.error(f"tickets must be a multiple of {SEATS}: every ticket is placed at a table")
+    if args.tickets % (SEATS * max(args.lanes)) or args.fanout_tickets % SEATS:
+        ap.error(
+            f"tickets must be a multiple of {SEATS} (times the most --lanes): every ticket is "
+            "placed at a table of players"
+        )
     return args
 
 

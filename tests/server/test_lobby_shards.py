@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 from typing import cast
 
+import pytest
 from lobby_stores import Backend, play
+from spades_server import main
 from spades_server.gen.spades.v1 import lobby_pb2 as lpb
 from spades_server.gen.spades.v1 import spades_pb2 as pb
 from spades_server.lobby import shards
@@ -77,3 +79,13 @@ def test_partners_in_lanes_name_one_queue(backend: Backend) -> None:
             assert final.state == SEARCHING and sorted(final.players) == [eve.id, fay.id]
 
     play(backend, scenario)
+
+
+def test_the_lanes_are_a_server_flag_with_bounds(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main.parse_args([]).quickplay_lanes == 1
+    assert main.parse_args(["--quickplay-lanes", "4"]).quickplay_lanes == 4
+    for bad in ("0", "65", "-2"):
+        with pytest.raises(SystemExit) as info:
+            main.parse_args(["--quickplay-lanes", bad])
+        assert info.value.code == 2
+        assert "--quickplay-lanes must be 1 to 64" in capsys.readouterr().err
