@@ -39,6 +39,7 @@ import argparse
 import asyncio
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -238,13 +239,7 @@ async def move_lobby(target_url: str, prefix: str) -> tuple[int, int]:
     target = RedisStore(redis_target(target_url)[0], prefix, cluster=True)
     redis: Any = target._redis
     try:
-        found = {k async for k in redis.scan_iter(match=f"{prefix}:{{lobby}}:*", count=BATCH)}
-        keys = sorted(k for k in found if lobby_name(k, prefix) is not None)
-        moved = 0
-        for start in range(0, len(keys), BATCH):
-            batch = keys[start : start + BATCH]
-            moved += await _copy_batch(redis, redis, batch, prefix)
-            await asyncio.gather(*(redis.delete(k) for k in batch))
+        moved = await _move_out_of_lobby(redis, prefix, lambda k: lobby_name(k, prefix))
         await _split_sets(redis, redis, prefix)
         return moved, await _drain_misplaced(redis, prefix)
     finally:
@@ -255,18 +250,25 @@ async def move_ledger(target_url: str, prefix: str) -> int:
     """Move a cluster's ledger from ``{lobby}`` into its partitions; how many
     keys were moved."""
     target = RedisStore(redis_target(target_url)[0], prefix, cluster=True)
-    redis: Any = target._redis
     try:
-        found = {k async for k in redis.scan_iter(match=f"{prefix}:{{lobby}}:*", count=BATCH)}
-        keys = sorted(k for k in found if ledger_name(k, prefix) is not None)
-        moved = 0
-        for start in range(0, len(keys), BATCH):
-            batch = keys[start : start + BATCH]
-            moved += await _copy_batch(redis, redis, batch, prefix)
-            await asyncio.gather(*(redis.delete(k) for k in batch))
-        return moved
+        return await _move_out_of_lobby(target._redis, prefix, lambda k: ledger_name(k, prefix))
     finally:
         await target.close()
+
+
+async def _move_out_of_lobby(
+    redis: Any, prefix: str, renamed: Callable[[bytes], bytes | None]
+) -> int:
+    """Copy every ``{lobby}`` key that ``renamed`` gives a new name under it
+    (``_copy_batch`` names it), then delete the old; how many were moved."""
+    found = {k async for k in redis.scan_iter(match=f"{prefix}:{{lobby}}:*", count=BATCH)}
+    keys = sorted(k for k in found if renamed(k) is not None)
+    moved = 0
+    for start in range(0, len(keys), BATCH):
+        batch = keys[start : start + BATCH]
+        moved += await _copy_batch(redis, redis, batch, prefix)
+        await asyncio.gather(*(redis.delete(k) for k in batch))
+    return moved
 
 
 async def _rebuild_index(
