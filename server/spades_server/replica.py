@@ -138,6 +138,7 @@ async def resync(session: Session, rebuild: bool) -> bool:
             session.mark_broken()
         raise unavailable("STORE_FAILED", store_message("the store did not answer", e)) from e
     REPLICA_EVENTS.labels("conflict" if rebuild else "catch_up").inc()
+    session.due_written = None  # another replica's appends wrote theirs
     controls = [s.control for s in session.seats]
     adopt(session, meta, new_actions, events)
     return bool(new_actions) or controls != [s.control for s in session.seats]

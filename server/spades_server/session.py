@@ -110,6 +110,9 @@ class Session:
         self.snapshot_actions = 0
         self.stored_actions = 0  # actions in the store (engine actions past action_base)
         self.last_event_ms = created_ms  # the time of the latest event
+        # The due time this replica's appends last wrote (shared stores), until
+        # another replica's appends are caught up with: see ``_due_to_write``.
+        self.due_written: int | None = None
         # A store that other replicas append to too (Redis): appends may lose
         # a race, and other replicas' appends arrive through ``replica``.
         self.shared_store = as_shared(store)
@@ -183,6 +186,7 @@ class Session:
         lock held."""
         stored = self.event_log.stage(payloads)
         now = _now_ms()
+        due = self._due_to_write(self.due_ms(now), now) if self.shared else None
         t0 = time.perf_counter()
         try:
             pending = self.store.append(
@@ -191,7 +195,7 @@ class Session:
                 stored,
                 action,
                 self.meta(stored[-1].seq if stored else None) if meta else None,
-                due_ms=self.due_ms(now) if self.shared else None,
+                due_ms=due,
                 token=token,
             )
             if tracing.ON:
@@ -225,8 +229,26 @@ class Session:
             self.event_log.publish(stored)
         if stored:
             self.last_event_ms = now
+        if due is not None:
+            self.due_written = due
         if action is not None:
             self.stored_actions += 1
+
+    def _due_to_write(self, due: int | None, now: int) -> int | None:
+        """The due time an append writes, or None to leave the due set as it
+        is. The set's entry may be earlier than the match's due time, never
+        later: a replica that claims it early catches up, finds it not due
+        and sets it right (``replica.take_over``: "later"). So an append
+        that moves the due time later need not write it while the entry
+        this replica wrote is at least half the way from now to the new due
+        time: a match that keeps acting writes its due time about once per
+        half a turn timer, not once per action (each write is a command on
+        another slot of a cluster), and one that stops is looked at early
+        at most once."""
+        last = self.due_written
+        if due is None or last is None or due < last:
+            return due
+        return None if due - last <= (due - now) // 2 else due
 
     def due_ms(self, at_ms: int) -> int | None:
         """When, after a change at ``at_ms``, another replica should take the

@@ -12,6 +12,7 @@ seconds.
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -549,3 +550,54 @@ def test_a_view_asked_at_least_as_new_as_an_action_made_on_another_replica_is(
         grpc.StatusCode.OUT_OF_RANGE, get_view, b.stub, table, 0, min_seq=ahead
     )
     assert failure.reason == "SEQ_AHEAD" and failure.metadata["last_seq"] == str(ahead - 1)
+
+
+def test_a_match_that_keeps_acting_writes_its_due_time_once_per_half_a_timer(
+    make_server: Callable[..., Server], redis_server: RedisServer, redis_prefix: str
+) -> None:
+    """Every action moves a timed match's due time later; the due set's
+    entry may lag behind it (never ahead), so an append writes it only when
+    the entry is nearer to now than half the way to the new due time. Forty
+    quick actions under a 60 s timer write it once or twice, not forty
+    times."""
+    (a,) = replicas(make_server, redis_server.url, redis_prefix, 1)
+    table = create_match(a.stub, seed=21, turn_timer_ms=60_000)
+    due_key = f"{redis_prefix}:due"
+    monitor = subprocess.Popen(
+        ["redis-cli", "-p", str(redis_server.port), "monitor"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(0.3)  # MONITOR is listening
+        acted = play({s: a for s in range(4)}, table, lambda v: len(v.hand) <= 5, 60)
+        time.sleep(0.3)
+    finally:
+        monitor.terminate()
+    out, _ = monitor.communicate(timeout=10)
+    writes = [line for line in out.splitlines() if '"zadd"' in line.lower() and due_key in line]
+    assert acted >= 30, acted
+    assert 1 <= len(writes) <= 3, (acted, writes)
+
+
+def test_a_due_time_written_early_is_taken_over_when_it_really_falls_due(
+    make_server: Callable[..., Server], shared_redis: RedisTarget, redis_prefix: str
+) -> None:
+    """The replica that drove a timed match dies after quick actions whose
+    due times it did not all write: another claims the early entry, finds
+    the match not due, and stands a bot in for the seat at its turn's end,
+    not before (4 s timer, 0.5 s takeover)."""
+    a, b = replicas(make_server, shared_redis, redis_prefix, 2)
+    table = create_match(a.stub, seed=22, turn_timer_ms=4_000)
+    watch = StreamReader(spectate(b.stub, table.match_id))
+    play({s: a for s in range(4)}, table, lambda v: len(v.hand) <= 11, 60)
+    a.kill9()
+    watch.wait_for(
+        lambda evs: any(e.HasField("seat_control_changed") for e in evs), "a stand-in", 30
+    )
+    watch.cancel()
+    last = max(e.time_ms for e in watch.events if not e.HasField("seat_control_changed"))
+    stand_in = next(e for e in watch.events if e.HasField("seat_control_changed"))
+    assert stand_in.seat_control_changed.reason == "turn_timer"
+    waited = stand_in.time_ms - last
+    assert 4_000 <= waited <= 9_000, waited
