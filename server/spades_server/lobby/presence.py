@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import grpc
 
@@ -186,6 +186,28 @@ async def claim(ctx: Context, here: Presence, doc: PlayerDoc) -> None:
     tx = Tx(expect={key: here.version}, put={key: doc.to_bytes()}, ttl_ms={key: PLAYER_KEEP_MS})
     if await ctx.players(here.player_id).commit(tx) is None:
         raise Raced()
+
+
+async def claim_ticket(
+    ctx: Context, here: Presence, ticket_id: str, version: int, request_id: str,
+    refused: list[str],
+) -> None:  # fmt: skip
+    """The player's claim on the ticket (at ``version``), made by the
+    QuickPlay ``request_id``, before the ticket's commit. ``refused`` is the
+    call's: should that commit be refused, its next try reads the claim as
+    binding nothing (``read``'s ``dead``)."""
+    doc = replace(here.doc, ticket=ticket_id, ticket_v=version, request=request_id)
+    await claim(ctx, here, doc)
+    refused.append(ticket_key(ticket_id))
+
+
+async def claim_table(
+    ctx: Context, here: Presence, table_id: str, version: int, refused: list[str]
+) -> None:
+    """The player's claim on a seat at the table (at ``version``), as
+    ``claim_ticket``."""
+    await claim(ctx, here, replace(here.doc, table=table_id, table_v=version))
+    refused.append(table_key(table_id))
 
 
 def not_found_ticket(ticket_id: str) -> ServiceError:

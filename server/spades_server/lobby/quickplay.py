@@ -39,7 +39,6 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import replace
 
 import structlog
 
@@ -231,7 +230,9 @@ class QuickPlay:
                             ticket_id=waiting.id,
                         )
                     version = theirs.ticket_version
-                    await self._hold(here, waiting.id, version, req.request_id, refused)
+                    await presence.claim_ticket(
+                        ctx, here, waiting.id, version, req.request_id, refused
+                    )
                     self._join_party(waiting, player, now)
                     self._write(tx, waiting, version)
                     return tx, (waiting, version + 1)
@@ -253,7 +254,7 @@ class QuickPlay:
             if not partner:
                 ticket.queued_ms = now
                 ticket.bots_at_ms = now + self._bot_wait_ms()
-            await self._hold(here, ticket.id, 0, req.request_id, refused)
+            await presence.claim_ticket(ctx, here, ticket.id, 0, req.request_id, refused)
             self._write(tx, ticket, 0)
             return tx, (ticket, 1)
 
@@ -272,17 +273,6 @@ class QuickPlay:
         ticket.names.append(player.name)
         ticket.queued_ms = now
         ticket.bots_at_ms = now + self._bot_wait_ms()
-
-    async def _hold(
-        self, here: presence.Presence, ticket_id: str, version: int, request_id: str,
-        refused: list[str],
-    ) -> None:  # fmt: skip
-        """The player's claim on the ticket (at ``version``), before its commit;
-        should that commit be refused, this call's next try knows the claim
-        binds nothing (``refused``)."""
-        doc = replace(here.doc, ticket=ticket_id, ticket_v=version, request=request_id)
-        await presence.claim(self.ctx, here, doc)
-        refused.append(ticket_key(ticket_id))
 
     def _write(self, tx: Tx, ticket: TicketDoc, version: int) -> None:
         """Put ``ticket`` (read at ``version``) with its queue and due entries."""

@@ -61,15 +61,13 @@ class Sweeper:
             except Exception:
                 log.exception("sweeping the lobby failed")
 
-    async def sweep(self, every_shard: bool = False) -> None:
-        """One tick: the lobby's partition and the next shard (every shard)."""
-        places = self.ctx.places()
-        home, others = places[0], places[1:]
-        if others and not every_shard:
+    async def sweep(self) -> None:
+        """One tick: the lobby's partition and the next shard in turn."""
+        home, *others = self.ctx.places()
+        await self._sweep(home)
+        if others:
             self._turn = (self._turn + 1) % len(others)
-            others = [others[self._turn]]
-        for place in (home, *others):
-            await self._sweep(place)
+            await self._sweep(others[self._turn])
 
     async def _sweep(self, store: LobbyStore) -> None:
         now = self.ctx.now_ms()

@@ -13,7 +13,7 @@ so whichever came first is the match.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import grpc
 import structlog
@@ -275,7 +275,7 @@ class Tables:
             doc.seats[seat] = SeatDoc(
                 PLAYER, player.id, player.name, nonce=ctx.seat_keys.new_nonce()
             )
-            await self._claim(here, doc.id, 0, refused)
+            await presence.claim_table(ctx, here, doc.id, 0, refused)
             tx = Tx(expect={table_key(doc.id): 0})
             if doc.code:
                 tx.expect[invite_key(doc.code)] = 0
@@ -293,13 +293,6 @@ class Tables:
         else:
             found, version = await self.read(doc.id)
         return Seated(found, version, seat, self.seat_token(found, seat))
-
-    async def _claim(
-        self, here: presence.Presence, table_id: str, version: int, refused: list[str]
-    ) -> None:
-        """The player's claim on the table (at ``version``), before its commit."""
-        await presence.claim(self.ctx, here, replace(here.doc, table=table_id, table_v=version))
-        refused.append(table_key(table_id))
 
     def _bot_level(self, value: int, field: str) -> int:
         if value == pb.BOT_LEVEL_UNSPECIFIED:
@@ -333,7 +326,7 @@ class Tables:
             doc.seats[chosen] = SeatDoc(
                 PLAYER, player.id, player.name, nonce=ctx.seat_keys.new_nonce()
             )
-            await self._claim(here, doc.id, version, refused)
+            await presence.claim_table(ctx, here, doc.id, version, refused)
             tx = Tx(expect={table_key(doc.id): version})
             if not doc.open_seats():
                 self._begin_start(doc, ctx.now_ms())

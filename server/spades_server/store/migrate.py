@@ -46,6 +46,15 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisClusterException, RedisError
 
+from ..lobby.docs import (
+    ACTIVE_TICKET,
+    OPENED,
+    PENDING_TABLE,
+    REMATCH,
+    TableDoc,
+    TicketDoc,
+    queue_set,
+)
 from ..lobby.shards import PER_PLACE_SETS, member_part, of_queue, part_of, shard_name
 from .base import StoreError
 from .redis import RedisStore
@@ -186,16 +195,6 @@ async def _split_sets(source: Any, target: Any, prefix: str) -> None:
 async def _drain_misplaced(redis: Any, prefix: str) -> int:
     """Close what an id drawn before ids named their place left where its
     commits would cross slots (see the module's docstring); how many."""
-    from ..lobby.docs import (  # the lobby's documents are the lobby's business
-        ACTIVE_TICKET,
-        OPENED,
-        PENDING_TABLE,
-        REMATCH,
-        TableDoc,
-        TicketDoc,
-        queue_set,
-    )
-
     drained = 0
     pattern = f"{prefix}:{{lobby*}}:d:[kt]:*"
     keys = [k.decode() async for k in redis.scan_iter(match=pattern, count=BATCH)]
