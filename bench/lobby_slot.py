@@ -36,6 +36,14 @@ Parts (``--parts``, all by default):
   its lanes' shards), the one that owns ``{lobby}`` now only the tables
   players open, and the others the matches, the rate buckets and the
   players' documents they spread.
+* **opened**: the same cluster and replicas, with no quick play: tables that
+  players open (the default table, public), ``--tickets`` / 4 of them,
+  ``--concurrency`` / 4 at a time. Each is opened by a host; three players
+  each read a page of the public listing (``ListTables``, 20 tables) and
+  join it, at once; the last one's join starts it. These tables, the
+  listing and its feed are the ``{lobby}`` slot's (lobby/shards.py): its
+  primary's CPU per player seated and per table is what a deployment whose
+  players open their tables asks of that one core.
 * **fanout**: quick play again on one Redis, with ``--fanout-replicas``
   (1, 3, 6) replicas and players arriving one at a time at
   ``--fanout-rate`` (100 tickets/s, ``--fanout-tickets`` 2,000), as people
@@ -74,7 +82,7 @@ the bench): the CPU per ticket and per commit are the figures to read, the
 rates only say how far the step pushed Redis.
 
     .venv/bin/python bench/lobby_slot.py   # about 8 minutes
-        [--parts quickplay,cluster,fanout,commits,followers] [--tickets 6000]
+        [--parts quickplay,cluster,opened,fanout,commits,followers] [--tickets 6000]
         [--replicas 1,3] [--fanout-replicas 1,3,6] [--tasks 1,4,16]
         [--wire-tasks 8,64] [--followers 1,3] [--paced-rate 600]
 """
@@ -103,7 +111,7 @@ from spades_server.lobby.docs import player_key
 
 from cpu_usage import GroupMeter, percent
 from load import print_grid
-from lobby import Config, Placed, flags, one_player
+from lobby import Config, Placed, call, credential, flags, one_player
 from processes import Procs, RedisClusterProcess, RedisProcess, recv, redis_binary
 
 PREFIX = "bench"
@@ -205,6 +213,51 @@ async def place_paced(cfg: Config, tickets: int, rate: float) -> list[Placed]:
     return list(await asyncio.gather(*players))
 
 
+LISTED = 20  # the page of the public listing a joining player reads
+
+
+def bearer(player: str) -> tuple[tuple[str, str], ...]:
+    return (("authorization", f"Bearer {credential(player)}"),)
+
+
+async def fill_table(cfg: Config, host: str, gate: asyncio.Semaphore) -> lpb.Table:
+    """A public table opened by ``host`` and joined by three players, each
+    after a page of the listing, at once; the table as its last join left it."""
+    async with gate:
+        opened = await call(cfg, "OpenTable", lpb.OpenTableRequest(), bearer(host))
+        table_id = opened.table.table_id
+
+        async def join(k: int) -> lpb.Table:
+            md = bearer(f"{host}-{k}")
+            if LISTED:
+                await call(cfg, "ListTables", lpb.ListTablesRequest(page_size=LISTED), md)
+            joined = await call(cfg, "JoinTable", lpb.JoinTableRequest(table_id=table_id), md)
+            return joined.table  # type: ignore[no-any-return]
+
+        tables = await asyncio.gather(*(join(k) for k in range(1, SEATS)))
+    return max(tables, key=lambda t: t.version)
+
+
+async def open_tables(cfg: Config, players: int, concurrency: int) -> list[Placed]:
+    """``players`` / 4 tables opened and filled, ``concurrency`` / 4 at a time;
+    a ``Placed`` per player seated (the table's start is their placement)."""
+    run = secrets.token_hex(3)
+    gate = asyncio.Semaphore(max(1, concurrency // SEATS))
+    t0 = time.time()
+    tables = await asyncio.gather(
+        *(fill_table(cfg, f"open-{run}-{i}", gate) for i in range(players // SEATS))
+    )
+    placed = []
+    for table in tables:
+        assert table.state == lpb.TABLE_STATE_STARTED, "a full table not started"
+        for seat in table.seats:
+            assert seat.state == lpb.TABLE_SEAT_STATE_PLAYER, "a seat not a player's"
+            placement = lpb.Placement(match_id=table.match_id, seat=seat.seat, table=table)
+            ticket = lpb.Ticket(placement=placement)
+            placed.append(Placed(seat.player_id, t0, time.time(), ticket))
+    return placed
+
+
 async def quickplay_step(
     cfg: Config,
     nodes: list[RedisProcess],
@@ -212,13 +265,17 @@ async def quickplay_step(
     args: argparse.Namespace,
     rate: float,
     lanes: int,
+    flow: str = "quickplay",
 ) -> dict[str, Any]:
     cfg.channels = [grpc.aio.insecure_channel(a) for a in cfg.addresses]
     try:
         # First calls fill pools, load scripts on every primary and make the
         # queue's keys; then an idle window: what the replicas ask of Redis
         # with nothing to do (due claims, the followers' blocked reads).
-        await place(cfg, WARM_TICKETS, args.concurrency, lanes)
+        if flow == "opened":
+            await open_tables(cfg, WARM_TICKETS, args.concurrency)
+        else:
+            await place(cfg, WARM_TICKETS, args.concurrency, lanes)
         await asyncio.sleep(1.0)
         idle0 = [redis_counters(n.client) for n in nodes]
         await asyncio.sleep(IDLE_S)
@@ -226,7 +283,9 @@ async def quickplay_step(
         before = [redis_counters(n.client) for n in nodes]
         meter.start()
         t0 = time.monotonic()
-        if rate:
+        if flow == "opened":
+            placed = await open_tables(cfg, args.tickets, args.concurrency)
+        elif rate:
             placed = await place_paced(cfg, args.fanout_tickets, rate)
         else:
             placed = await place(cfg, args.tickets, args.concurrency, lanes)
@@ -261,6 +320,7 @@ def run_quickplay(
     rate: float = 0.0,
     off: int = 0,
     lanes: int = 1,
+    flow: str = "quickplay",
 ) -> dict[str, Any]:
     procs = Procs(workdir)
     workdir.mkdir()
@@ -289,6 +349,8 @@ def run_quickplay(
             name += f", {rate:g} tickets/s"
         if lanes > 1:
             name += f", {lanes} lanes"
+        if flow == "opened":
+            name += ", opened tables"
         cfg = Config(name, [s.address for s in servers], [s.pid for s in servers])
         meter = GroupMeter(
             {
@@ -297,7 +359,7 @@ def run_quickplay(
                 "bench": [os.getpid()],
             }
         )
-        step = asyncio.run(quickplay_step(cfg, nodes, meter, args, rate, lanes))
+        step = asyncio.run(quickplay_step(cfg, nodes, meter, args, rate, lanes, flow))
         step["replicas"] = replicas
         step["off"] = off
         # On a cluster the figures per ticket are the busiest primary's (the
@@ -415,6 +477,53 @@ def print_quickplay(steps: list[dict[str, Any]]) -> None:
             cells.append(f"{calls:.2f} / {usec:.0f}" if calls else "-")
         rows.append([s["name"], *cells])
     print_grid(header, rows)
+
+
+def print_opened(step: dict[str, Any]) -> None:
+    print("\nTables players open, on a 3-primary cluster: the cost per table (4 players)")
+    header = ["primary", "Redis %", "idle %", "Redis µs/table", "µs/player"]
+    header += ["commits/table", "cmds/table", "B in / out per table"]
+    rows = []
+    for i in range(len(step["used"])):
+        o = per_ticket(step, i)  # per player seated
+        rows.append(
+            [
+                f"primary {i}{marks(step, i)}",
+                f"{o['busy']:.0f}",
+                f"{o['idle_busy']:.1f}",
+                f"{SEATS * o['cpu_main_us']:,.0f}",
+                f"{o['cpu_main_us']:,.0f}",
+                f"{SEATS * o['commits_written']:.1f}",
+                f"{SEATS * o['commands']:.1f}",
+                f"{SEATS * o['bytes_in']:,.0f} / {SEATS * o['bytes_out']:,.0f}",
+            ]
+        )
+    print(
+        f"{step['name']}: {step['tables']:,} tables, {step['tickets']:,} players in "
+        f"{step['wall']:.1f} s ({step['tables'] / step['wall']:,.0f} tables/s), servers "
+        f"{percent(step['cpu'], 'servers'):.0f} % of a core"
+    )
+    print_grid(header, rows)
+    print("Commands per table on each primary (calls / µs of Redis's own time)")
+    cells = []
+    for i in range(len(step["used"])):
+        o = per_ticket(step, i)
+        shown = [
+            f"{SEATS * o[f'{c}.calls']:.1f} / {SEATS * o[f'{c}.usec']:.0f}"
+            if o[f"{c}.calls"]
+            else "-"
+            for c in SHOWN
+        ]
+        cells.append([f"primary {i}{marks(step, i)}", *shown])
+    print_grid(["primary", *SHOWN], cells)
+    home = per_ticket(step, step["home_node"])
+    ceiling = 1e6 / (SEATS * home["cpu_main_us"])
+    print(
+        f"The {{lobby}} primary: {SEATS * home['cpu_main_us']:,.0f} µs a table, so one core at "
+        f"100 % opens and fills {ceiling:,.0f} tables/s: {ceiling * MATCH_SECONDS:,.0f} "
+        f"tables at once at {MATCH_SECONDS} s a match. commits/table: written with events "
+        "(a player's claim has none)."
+    )
 
 
 def print_fanout(steps: list[dict[str, Any]]) -> None:
@@ -894,6 +1003,9 @@ def main(argv: list[str] | None = None) -> int:
                     workdir = root / f"cluster{lanes}"
                     steps.append(run_quickplay(args, workdir, 3, cluster=True, lanes=lanes))
             print_quickplay(steps)
+        if "opened" in args.parts:
+            step = run_quickplay(args, root / "opened", 3, cluster=True, flow="opened")
+            print_opened(step)
         if "fanout" in args.parts:
             steps = []
             for r, off in args.fanout_replicas:
@@ -921,7 +1033,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--parts", default="quickplay,cluster,fanout,commits,followers")
+    ap.add_argument("--parts", default="quickplay,cluster,opened,fanout,commits,followers")
     ap.add_argument("--tickets", type=int, default=6000, help="quick play: tickets (6000)")
     ap.add_argument("--concurrency", type=int, default=200, help="players at once (200)")
     ap.add_argument("--replicas", default="1,3", help="quickplay: replicas per step (1,3)")

@@ -605,6 +605,65 @@ def test_redis_failures_raise_and_a_lost_feed_resets(
     run(main())
 
 
+def command_calls(host: str, port: int) -> dict[str, int]:
+    """Redis's count of each command it ran (INFO commandstats)."""
+    import redis as syncredis
+
+    client = syncredis.Redis(host=host, port=port)
+    try:
+        stats = client.info("commandstats")
+    finally:
+        client.close()
+    return {name.removeprefix("cmdstat_"): int(s["calls"]) for name, s in stats.items()}
+
+
+@pytest.mark.parametrize("kind", ["redis", "cluster"])
+def test_redis_reads_are_one_command_each_with_no_multi(
+    kind: str, request: pytest.FixtureRequest, redis_prefix: str
+) -> None:
+    """A page of the lobby reads 20 tables, and a follower's gap a page of
+    the feed: each is one command (a script), never MULTI. A MULTI costs
+    Redis two commands more, and on a cluster redis-py runs each command in
+    it on a thread of its own while the event loop waits (the lobby served
+    a third of the tables it serves now: docs/performance.md)."""
+    redis = request.getfixturevalue("redis_server" if kind == "redis" else "redis_cluster")
+
+    async def main() -> None:
+        store = RedisStore(redis.url, redis_prefix, cluster=kind == "cluster")
+        lobby = RedisLobby(store)
+        keys = [f"t:{i}" for i in range(20)]
+        for i, key in enumerate(keys):
+            await lobby.commit(Tx(put={key: b"table %d" % i}, events=[b"opened %d" % i]))
+        await lobby.commit(Tx(put={"t:3": b"table 3 again"}))
+        await lobby.commit(Tx(delete=["t:7"]))
+        node = redis if kind == "redis" else redis.owner_of(f"{redis_prefix}:{{lobby}}:feed")
+        await lobby.get(keys[:2])  # each script's first call on one Redis loads it
+        await lobby.feed_after(0, 1)
+        before = command_calls("127.0.0.1", node.port)
+        for _ in range(10):
+            docs = await lobby.get([*keys, "t:absent"])
+            one = await lobby.get(["t:3"])
+            page = await lobby.feed_after(5, 4)
+        after = command_calls("127.0.0.1", node.port)
+        ran = {c: after.get(c, 0) - before.get(c, 0) for c in after}
+        assert ran.get("multi", 0) == 0 and ran.get("exec", 0) == 0, ran
+        assert ran["evalsha"] == 20, "a page of documents and one of the feed: a script each"
+        assert ran["hmget"] == 10 * 21 + 10, "a document read once, in a script or alone"
+        # What they read.
+        assert docs[3] == Doc(2, b"table 3 again") and docs[7] is None and docs[20] is None
+        assert [d.data for d in docs if d is not None][:3] == [b"table 0", b"table 1", b"table 2"]
+        assert one == [Doc(2, b"table 3 again")]
+        assert [e for _, e in page.entries] == [b"opened %d" % i for i in range(5, 9)]
+        assert [n for n, _ in page.entries] == [6, 7, 8, 9] and page.first == 1
+        assert page.last == 20
+        empty = await lobby.feed_after(20, 10)
+        assert empty.entries == [] and empty.last == 20 and empty.first == 1
+        await lobby.close()
+        await store.close()
+
+    run(main())
+
+
 # ------------------------------------------------------------------ SQLite only
 
 

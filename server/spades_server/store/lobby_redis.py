@@ -142,6 +142,29 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return granted
 """
 
+# Reads as scripts, not MULTI: a script reads its keys at one instant as
+# MULTI would, in one command rather than two more per read, and redis-py's
+# cluster client runs each command of a MULTI on a thread of its own, the
+# event loop blocked meanwhile (docs/performance.md, "The lobby's reads").
+# KEYS: documents.  Returns each one's version and data (nil: absent).
+_READ = """
+local out = {}
+for i, key in ipairs(KEYS) do out[i] = redis.call('HMGET', key, 'v', 'd') end
+return out
+"""
+# KEYS: the feed, its counter.  ARGV: the first id after the page's start
+# ("(0-<after>"), and how many entries (0: none).  Returns the oldest entry
+# (a list of none or one), the feed's last number, and the page's entries.
+_FEED = """
+local oldest = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
+local last = redis.call('GET', KEYS[2]) or '0'
+local page = {}
+if tonumber(ARGV[2]) > 0 then
+  page = redis.call('XRANGE', KEYS[1], ARGV[1], '+', 'COUNT', ARGV[2])
+end
+return {oldest, last, page}
+"""
+
 BLOCK_MS = 1000  # the follower's XREAD; also how soon it notices close()
 READ_COUNT = 1000  # entries per XREAD
 RETRY_S = 0.5  # between the follower's attempts while Redis is away
@@ -161,6 +184,8 @@ class RedisLobby:
         self.counter_key = f"{self.base}:feed:n"
         self._commit = store.register_script(_COMMIT)
         self._take = store.register_script(_TAKE)
+        self._read = store.register_script(_READ)
+        self._feed = store.register_script(_FEED)
         self._follower: _Follower | None = None
         self._closed = False
         self._shards: dict[str, _ClusterPart] = {}
@@ -209,10 +234,9 @@ class RedisLobby:
             return []
 
         async def work() -> Any:
-            pipe = self._redis.pipeline(transaction=True)  # read together: MULTI
-            for key in keys:
-                pipe.hmget(self.doc_key(key), "v", "d")
-            return await pipe.execute()
+            if len(keys) == 1:  # most reads: one command
+                return [await self._redis.hmget(self.doc_key(keys[0]), "v", "d")]
+            return await self._read(keys=[self.doc_key(k) for k in keys])
 
         rows = await self._call(work)
         return [None if v is None else Doc(int(v), d) for v, d in rows]
@@ -299,18 +323,12 @@ class RedisLobby:
         return None if rank is None else int(rank)
 
     async def feed_after(self, after: int, limit: int) -> FeedPage:
-        async def work() -> Any:
-            pipe = self._redis.pipeline(transaction=True)
-            pipe.xrange(self.feed_key, "-", "+", count=1)
-            pipe.get(self.counter_key)
-            if limit > 0:
-                pipe.xrange(self.feed_key, f"(0-{max(0, after)}", "+", count=limit)
-            return await pipe.execute()
-
-        oldest, last, *rest = await self._call(work)
-        last = int(last or 0)
-        entries = [_entry(e) for e in rest[0]] if rest else []
-        return FeedPage(entries, _entry(oldest[0])[0] if oldest else last + 1, last)
+        keys = [self.feed_key, self.counter_key]
+        args = [f"(0-{max(0, after)}", max(0, limit)]
+        oldest, last, page = await self._call(lambda: self._feed(keys=keys, args=args))
+        last = int(last)
+        entries = [_scripted_entry(e) for e in page]
+        return FeedPage(entries, _scripted_entry(oldest[0])[0] if oldest else last + 1, last)
 
     def follow(self, callback: FeedCallback, after: int | None = None) -> None:
         if self._closed:
@@ -362,6 +380,8 @@ class _ClusterPart(RedisLobby):
         self.counter_key = f"{self.base}:feed:n"
         self._commit = root._commit
         self._take = root._take
+        self._read = root._read
+        self._feed = root._feed
         self._follower = None
         self._closed = False
         self._shards = {}
@@ -509,6 +529,14 @@ class _Follower:
 def _entry(entry: tuple[bytes, dict[bytes, bytes]]) -> tuple[int, bytes]:
     entry_id, fields = entry
     return int(entry_id.split(b"-")[1]), fields[b"e"]
+
+
+def _scripted_entry(entry: list[Any]) -> tuple[int, bytes]:
+    """An XRANGE entry as a script returns it: the id, then the fields and
+    values in one list (the feed's have one field, ``e``)."""
+    entry_id, fields = entry
+    values = dict(zip(fields[::2], fields[1::2], strict=True))
+    return int(entry_id.split(b"-")[1]), values[b"e"]
 
 
 def _score(score: float) -> str:
