@@ -15,6 +15,7 @@ from ..store.lobby_memory import MemoryLobby
 from ..store.lobby_sqlite import SqliteLobby
 from ..store.sqlite import SqliteStore
 from . import shards
+from .board import Board
 from .context import Context, Settings
 from .feed import Feed
 from .listing import Listing
@@ -49,8 +50,11 @@ class Lobby:
     matchmaker: Matchmaker | None
     sweeper: Sweeper | None
     results: Results
+    board: Board | None = None
 
     async def close(self) -> None:
+        if self.board is not None:
+            await self.board.close()
         if self.matchmaker is not None:
             await self.matchmaker.close()
         if self.sweeper is not None:
@@ -74,6 +78,7 @@ async def start_lobby(
     replica must (its ratings, its players' records)."""
     lstore = lobby_store(store)
     feed = Feed(lstore, shards.places(lstore))
+    board = Board(lstore, feed) if serve else None  # following the feed from its start
     if serve:
         await feed.start()
     ctx = Context(lstore, feed, registry, seat_keys, settings)
@@ -94,9 +99,11 @@ async def start_lobby(
         tables,
         quickplay,
         Rematches(ctx, tables),
-        Listing(ctx),
+        Listing(ctx, board),
         Standings(ctx, ledger),
     )
+    assert board is not None
+    board.start()
     matchmaker.start()
     sweeper.start()
-    return Lobby(service, ctx, matchmaker, sweeper, results)
+    return Lobby(service, ctx, matchmaker, sweeper, results, board)

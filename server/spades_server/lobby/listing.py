@@ -1,6 +1,7 @@
 """The lobby: pages of the public tables waiting for players, and its changes.
 
-A page is read from the store's lobby sets (``lobby``, or ``lobby:<key>`` for
+A page is read from the board this replica keeps from the feed
+(``board.Board``); while it loads, from the store's lobby sets (``lobby``, or ``lobby:<key>`` for
 one ruleset), oldest table first; a page token is the position after the
 page's last table (its creation time and id), so tables that start or close
 between two pages never make the next one skip a table. The version a listing
@@ -18,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from .. import page_tokens
 from ..errors import invalid
 from ..gen.spades.v1 import lobby_pb2 as lpb
+from .board import Board, Position
 from .context import Context
 from .docs import LOBBY, OPENED, WAITING, TableDoc, lobby_set, table_key
 from .feed import LOBBY_CHANGES, Change, parse
@@ -28,8 +30,8 @@ MAX_PAGE = 500
 _TOKEN = re.compile(r"c1\.(\d{1,16})\.([0-9a-f]{1,64})")
 
 
-def _page_token(score: float, member: str) -> str:
-    return page_tokens.encode(f"c1.{int(score)}.{member}")
+def _page_token(score: int, member: str) -> str:
+    return page_tokens.encode(f"c1.{score}.{member}")
 
 
 def _position(token: str) -> tuple[int, str]:
@@ -50,8 +52,9 @@ def in_lobby(change: Change, rules_key: str | None) -> bool:
 
 
 class Listing:
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, board: Board | None = None) -> None:
         self.ctx = ctx
+        self.board = board
 
     async def page(
         self, rules_key: str | None, size: int, token: str
@@ -62,9 +65,21 @@ class Listing:
                 "BAD_PAGE_SIZE", "page_size must be 0 (the default, 50) or more", "page_size"
             )
         size = DEFAULT_PAGE if size == 0 else min(size, MAX_PAGE)
+        after = _position(token) if token else None
         version = self.ctx.feed.last
+        if self.board is not None and self.board.ready:
+            tables, last = self.board.page(rules_key, size, after)
+        else:
+            tables, last = await self._read(rules_key, size, after)
+        nxt = _page_token(*last) if last is not None else ""
+        return tables, nxt, version
+
+    async def _read(
+        self, rules_key: str | None, size: int, after: Position | None
+    ) -> tuple[list[lpb.Table], Position | None]:
+        """A page read from the store (the board is loading)."""
         name = LOBBY if rules_key is None else lobby_set(rules_key)
-        after_score, after_id = _position(token) if token else (-1, "")
+        after_score, after_id = after if after is not None else (-1, "")
         store = self.ctx.store
         # Ties at after_score: skip those at or before the last one shown.
         members: list[tuple[str, float]] = []
@@ -79,14 +94,12 @@ class Listing:
                 break
         shown = members[:size]
         docs = await store.get([table_key(m) for m, _ in shown])
-        tables = [
-            table_pb(TableDoc.from_bytes(d.data), d.version)
-            for d in docs
-            if d is not None and TableDoc.from_bytes(d.data).state == WAITING
-        ]
+        tables = []
+        for d in docs:
+            if d is not None and (doc := TableDoc.from_bytes(d.data)).state == WAITING:
+                tables.append(table_pb(doc, d.version))
         more = len(members) > size
-        nxt = _page_token(shown[-1][1], shown[-1][0]) if more and shown else ""
-        return tables, nxt, version
+        return tables, ((int(shown[-1][1]), shown[-1][0]) if more and shown else None)
 
     async def changes(self, rules_key: str | None, after: int) -> lpb.WatchLobbyResponse:
         """The lobby's changes after ``after`` (none: an empty batch with the
