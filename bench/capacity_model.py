@@ -68,6 +68,10 @@ class Inputs:
     # replica, and events per ticket.
     feed_bytes_event: float = 470.0
     feed_events_ticket: float = 2.5
+    # bench/lobby_slot.py, opened part: what a table opened by a player and
+    # joined by three (each after a page of the listing) costs the primary
+    # of `{lobby}`, with 3 replicas serving the lobby (1,000-1,012 µs).
+    opened_us_table: float = 1000.0
 
 
 def replicas(inp: Inputs, tables: float, us_per_action: float) -> int:
@@ -191,7 +195,23 @@ def rows(inp: Inputs) -> list[tuple[str, list[str]]]:
             for k, n in zip(top, lobby, strict=True)
         ],
     )
+    row(
+        f"**the `{{lobby}}` primary if every table is opened by players** "
+        f"({inp.opened_us_table:,.0f} µs a table, the lobby on {inp.lobby_replicas} replicas)",
+        [f"**{_cores(opened_cores(inp, t))}**" for t in TABLES],
+    )
     return out
+
+
+def opened_cores(inp: Inputs, tables: float) -> float:
+    """The `{lobby}` primary's CPU when players open every table (none
+    through quick play): the tables they open, the public listing's feed."""
+    return tables / inp.match_s * inp.opened_us_table / 1e6
+
+
+def opened_limit(inp: Inputs, cores: float) -> int:
+    """The tables at which `opened_cores` is ``cores``."""
+    return int(round(cores * 1e6 / inp.opened_us_table * inp.match_s, -3))
 
 
 def slot_limit(inp: Inputs, cores: float, lobby_only: bool = False, lanes: int = 1) -> int:
@@ -274,6 +294,10 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"and the ruleset in {lanes} lanes: about "
         f"{slot_limit(inp, 0.5, True, lanes):,} and {slot_limit(inp, 1.0, True, lanes):,} tables"
+    )
+    print(
+        f"the {{lobby}} primary with every table opened by players: about "
+        f"{opened_limit(inp, 0.5):,} and {opened_limit(inp, 1.0):,} tables"
     )
     return 0
 

@@ -36,6 +36,8 @@ def test_the_documents_slot_limits_are_the_scripts() -> None:
     inp = m.Inputs()
     half, full = m.slot_limit(inp, 0.5), m.slot_limit(inp, 1.0)
     assert f"at about {half:,} tables and full at about {full:,}" in doc
+    half, full = m.opened_limit(inp, 0.5), m.opened_limit(inp, 1.0)
+    assert f"half a core at about {half:,} and full at about {full:,}" in doc
 
 
 def test_an_input_moves_the_model() -> None:
