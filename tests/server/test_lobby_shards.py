@@ -4,6 +4,7 @@ ids that name their place, and a ruleset's queue split into lanes."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 from typing import cast
 
 import pytest
@@ -11,9 +12,17 @@ from lobby_stores import Backend, play
 from spades_server import main
 from spades_server.gen.spades.v1 import lobby_pb2 as lpb
 from spades_server.gen.spades.v1 import spades_pb2 as pb
+from spades_server.lobby import rules as rules_mod
 from spades_server.lobby import shards
 from spades_server.lobby.context import Context, Settings
-from spades_server.lobby.docs import SEARCHING, queue_set, ticket_key
+from spades_server.lobby.docs import (
+    PARTNER,
+    SEARCHING,
+    pair_key,
+    queue_of,
+    queue_set,
+    ticket_key,
+)
 from spades_server.lobby.feed import Feed
 from spades_server.lobby.quickplay import QuickPlay
 from spades_server.lobby.seat_keys import SeatKeys
@@ -77,6 +86,34 @@ def test_partners_in_lanes_name_one_queue(backend: Backend) -> None:
             )
             final, _, _, _ = await one.read(eve, "")
             assert final.state == SEARCHING and sorted(final.players) == [eve.id, fay.id]
+
+    play(backend, scenario)
+
+
+def test_a_partner_on_a_replica_with_other_lanes_joins_the_party(backend: Backend) -> None:
+    """Mid-way through a change of --quickplay-lanes: the first partner's
+    replica put the party's ticket in one lane's queue, the second's
+    replica computes another, on another shard; the second still joins."""
+
+    async def scenario(b: Backend) -> None:
+        one, eight = quickplay(await b.lobby(), lanes=1), quickplay(await b.lobby(), lanes=8)
+        key = rules_mod.from_request(RULES).key
+        for n in itertools.count():
+            eve, fay = Player(f"eve{n}", "Eve"), Player(f"fay{n}", "Fay")
+            lane = shards.lane(pair_key(fay.id, eve.id), 8)
+            if shards.of_queue(queue_of(key, False, lane)) != shards.of_queue(
+                queue_of(key, False, 0)
+            ):
+                break
+        first, _ = await one.ask(eve, lpb.QuickPlayRequest(ruleset=RULES, partner_player_id=fay.id))
+        assert first.state == PARTNER and first.lane == 0
+        joined, _ = await eight.ask(
+            fay, lpb.QuickPlayRequest(ruleset=RULES, partner_player_id=eve.id)
+        )
+        assert joined.id == first.id and joined.state == SEARCHING
+        assert sorted(joined.players) == [eve.id, fay.id] and joined.lane == 0
+        final, _, _, _ = await eight.read(fay, "")
+        assert final.id == first.id and final.state == SEARCHING
 
     play(backend, scenario)
 

@@ -104,18 +104,21 @@ class Context:
         return int(time.time() * 1000)
 
     async def transact(
-        self, decide: Callable[[], Awaitable[tuple[Tx | None, _R]]], at: LobbyStore | None = None
+        self,
+        decide: Callable[[], Awaitable[tuple[Tx | None, _R]]],
+        at: LobbyStore | Callable[[], LobbyStore] | None = None,
     ) -> _R:
         """Run ``decide`` (which reads what it needs and returns the commit to
         make, or None, and its result) until its commit is written ``at``
-        (the lobby's partition by default)."""
-        at = self.store if at is None else at
+        (the lobby's partition by default; a function: where the decision
+        just made says)."""
         for _ in range(MAX_TRIES):
             try:
                 tx, result = await decide()
             except Raced:
                 continue
-            if tx is None or await at.commit(tx) is not None:
+            where = self.store if at is None else at() if callable(at) else at
+            if tx is None or await where.commit(tx) is not None:
                 return result
         raise unavailable("CONTENDED", "other calls kept changing the same table; retry")
 

@@ -174,8 +174,9 @@ class QuickPlay:
         return msg
 
     # -- asking and cancelling ----------------------------------------------------------
-    async def ask(self, player: Player, req: lpb.QuickPlayRequest) -> tuple[TicketDoc, int]:
-        ctx = self.ctx
+    @staticmethod
+    def _check_request(player: Player, req: lpb.QuickPlayRequest) -> rules_mod.Rules:
+        """The request's rules, once its party and request id are valid."""
         rules = rules_mod.from_request(req.ruleset)
         partner = req.partner_player_id
         if partner:
@@ -193,6 +194,12 @@ class QuickPlay:
                 )
         if len(req.request_id) > MAX_REQUEST_ID:
             raise invalid("BAD_REQUEST_ID", "request_id has at most 64 characters", "request_id")
+        return rules
+
+    async def ask(self, player: Player, req: lpb.QuickPlayRequest) -> tuple[TicketDoc, int]:
+        ctx = self.ctx
+        rules = self._check_request(player, req)
+        partner = req.partner_player_id
         await ctx.check_rate(player)
 
         who = pair_key(player.id, partner) if partner else player_key(player.id)
@@ -201,9 +208,13 @@ class QuickPlay:
         store = ctx.queue(queue)
         made: list[bool] = []  # whether the commit was this call's, not a retry's
         refused: list[str] = []  # tickets this call claimed whose commit was refused
+        # Where the commit goes: the queue's shard, or the partner's ticket's
+        # (a replica with other --quickplay-lanes may have put it in another).
+        place = [store]
 
         async def decide() -> tuple[Tx | None, tuple[TicketDoc, int]]:
             made.clear()
+            place[0] = store
             here = await presence.read(ctx, player.id, dead=refused)
             if req.request_id and here.doc.request == req.request_id and here.latest:
                 return None, (here.latest, here.latest_version)  # a retry: what it made
@@ -235,6 +246,7 @@ class QuickPlay:
                     )
                     self._join_party(waiting, player, now)
                     self._write(tx, waiting, version)
+                    place[0] = ctx.at(waiting.id)
                     return tx, (waiting, version + 1)
                 tx.expect[pair] = 0 if pdoc is None else pdoc.version
                 tx.put[pair] = b"1"
@@ -258,7 +270,7 @@ class QuickPlay:
             self._write(tx, ticket, 0)
             return tx, (ticket, 1)
 
-        ticket, version = await ctx.transact(decide, at=store)
+        ticket, version = await ctx.transact(decide, at=lambda: place[0])
         log.info("ticket", ticket_id=ticket.id, state=ticket.state, players=len(ticket.players))
         if made and ticket.state == SEARCHING:
             self.on_queued(ticket)
