@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+import redis
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lobby_harness import LOBBY_FLAGS, Player, player
@@ -170,6 +171,33 @@ def test_the_board_is_loaded_again_when_redis_comes_back_without_the_lobby(
     until_listed(browser, [])
     fresh = player(a, "fresh").call("OpenTable", lpb.OpenTableRequest()).table
     until_listed(browser, [fresh.table_id])
+
+
+def test_a_players_own_table_is_in_their_next_page_while_the_feed_lags(
+    make_server: Callable[..., Server], redis_server: RedisServer, redis_prefix: str
+) -> None:
+    """The feed brings a replica's own commit a moment later, and here half
+    a second later: its connection is cut just before each table is opened.
+    The page right after the opening still shows the table (it waits for
+    the feed to reach the replica's own change)."""
+    a = replica(make_server, RedisTarget(redis_server.url), redis_prefix)
+    browser = player(a, "browser")
+    until_listed(browser, [])
+    admin = redis.Redis.from_url(redis_server.url)
+    try:
+        opened: list[str] = []
+        for i in range(3):
+            followers = [c for c in admin.client_list() if c["cmd"] == "xread"]
+            assert followers, "the replica follows the lobby's feed"
+            for c in followers:
+                admin.client_kill_filter(_id=c["id"])
+            host = player(a, f"own{i}")
+            table = host.call("OpenTable", lpb.OpenTableRequest()).table
+            opened.append(table.table_id)
+            page = host.call("ListTables", lpb.ListTablesRequest(page_size=10))
+            assert [t.table_id for t in page.tables] == opened, f"opening {i}"
+    finally:
+        admin.close()
 
 
 # -- the board alone -----------------------------------------------------------------------

@@ -74,6 +74,10 @@ class Context:
     registry: Registry
     seat_keys: SeatKeys
     settings: Settings
+    # The feed's number of this replica's latest commit to the lobby's
+    # partition: a page of the board waits for the feed to reach it, so
+    # that a player's own change is in the next page they read here.
+    written: int = 0
 
     def shard(self, shard: int) -> LobbyStore:
         return self.store.shard(shards.shard_name(shard))
@@ -118,7 +122,12 @@ class Context:
             except Raced:
                 continue
             where = self.store if at is None else at() if callable(at) else at
-            if tx is None or await where.commit(tx) is not None:
+            if tx is None:
+                return result
+            written = await where.commit(tx)
+            if written is not None:
+                if where is self.store:
+                    self.written = max(self.written, written)
                 return result
         raise unavailable("CONTENDED", "other calls kept changing the same table; retry")
 

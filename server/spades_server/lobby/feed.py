@@ -96,6 +96,7 @@ class Feed:
         self.first = 1  # ``recent`` holds every change from here on (if any)
         self._keyed: dict[str, set[Waiter]] = {}
         self._on_change: list[ChangeCallback] = []
+        self._reaching: list[tuple[int, asyncio.Future[None]]] = []  # ``reach``
 
     async def start(self) -> None:
         """Follow the feed from its end as read now (nothing after it is missed)."""
@@ -146,6 +147,34 @@ class Feed:
                 self.first = seq
             self.recent.append(change)
             self._dispatch(change)
+        if self._reaching:
+            self._wake_reaching(reset)
+
+    def _wake_reaching(self, every: bool) -> None:
+        waiting = []
+        for seq, future in self._reaching:
+            if every or seq <= self.last:
+                if not future.done():
+                    future.set_result(None)
+            else:
+                waiting.append((seq, future))
+        self._reaching = waiting
+
+    async def reach(self, seq: int, timeout: float) -> bool:
+        """Whether the feed reaches ``seq`` within ``timeout`` seconds (or
+        resets meanwhile: then the caller reads the store)."""
+        if self.last >= seq:
+            return True
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._reaching.append((seq, future))
+        try:
+            async with asyncio.timeout(timeout):
+                await future
+        except TimeoutError:
+            return False
+        finally:
+            self._reaching = [(s, f) for s, f in self._reaching if f is not future]
+        return self.last >= seq
 
     def _deliver_shard(self, entries: list[tuple[int, bytes]], reset: bool) -> None:
         if reset:

@@ -27,6 +27,7 @@ from .tables import table_pb
 
 DEFAULT_PAGE = 50
 MAX_PAGE = 500
+OWN_CHANGES_S = 1.0  # how long a page waits for this replica's changes to reach the board
 _TOKEN = re.compile(r"c1\.(\d{1,16})\.([0-9a-f]{1,64})")
 
 
@@ -66,13 +67,23 @@ class Listing:
             )
         size = DEFAULT_PAGE if size == 0 else min(size, MAX_PAGE)
         after = _position(token) if token else None
-        version = self.ctx.feed.last
-        if self.board is not None and self.board.ready:
+        if await self._board_ready():
+            assert self.board is not None
+            version = self.ctx.feed.last
             tables, last = self.board.page(rules_key, size, after)
         else:
+            version = self.ctx.feed.last
             tables, last = await self._read(rules_key, size, after)
         nxt = _page_token(*last) if last is not None else ""
         return tables, nxt, version
+
+    async def _board_ready(self) -> bool:
+        """Whether the board is loaded and has this replica's own changes
+        (the feed brings them a moment after their commits)."""
+        board = self.board
+        if board is None or not board.ready:
+            return False
+        return await self.ctx.feed.reach(self.ctx.written, OWN_CHANGES_S) and board.ready
 
     async def _read(
         self, rules_key: str | None, size: int, after: Position | None
