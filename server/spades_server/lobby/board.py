@@ -16,10 +16,11 @@ listing's sorted set and its documents while the feed goes on: each table
 keeps the newest version seen from either, and a table the feed has
 removed is remembered until the load ends, so that an older read cannot
 show it again. Until a load ends, pages are read from the store
-(``ready`` is false). A replica's own change reaches its feed a moment
-after the commit: a page waits (up to a second) for the feed to reach the
-replica's latest commit (``Context.written``), so a player's own table is
-in the next page they read there. Its memory is a serialized ``Table`` a waiting public
+(``ready`` is false). A change reaches each replica's feed a moment after
+its commit: a page first reads the store's feed number (one small read)
+and waits, up to a second, for the feed to reach it (``Listing``), so a
+page shows every change committed before it was asked for, through any
+replica. Its memory is a serialized ``Table`` a waiting public
 table, at most ``--max-waiting-tables`` of them (docs/performance.md).
 """
 

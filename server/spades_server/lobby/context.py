@@ -74,10 +74,6 @@ class Context:
     registry: Registry
     seat_keys: SeatKeys
     settings: Settings
-    # The feed's number of this replica's latest commit to the lobby's
-    # partition: a page of the board waits for the feed to reach it, so
-    # that a player's own change is in the next page they read here.
-    written: int = 0
 
     def shard(self, shard: int) -> LobbyStore:
         return self.store.shard(shards.shard_name(shard))
@@ -122,12 +118,7 @@ class Context:
             except Raced:
                 continue
             where = self.store if at is None else at() if callable(at) else at
-            if tx is None:
-                return result
-            written = await where.commit(tx)
-            if written is not None:
-                if where is self.store:
-                    self.written = max(self.written, written)
+            if tx is None or await where.commit(tx) is not None:
                 return result
         raise unavailable("CONTENDED", "other calls kept changing the same table; retry")
 

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from .. import page_tokens
 from ..errors import invalid
 from ..gen.spades.v1 import lobby_pb2 as lpb
+from ..store import StoreError
 from .board import Board, Position
 from .context import Context
 from .docs import LOBBY, OPENED, WAITING, TableDoc, lobby_set, table_key
@@ -27,7 +28,7 @@ from .tables import table_pb
 
 DEFAULT_PAGE = 50
 MAX_PAGE = 500
-OWN_CHANGES_S = 1.0  # how long a page waits for this replica's changes to reach the board
+CATCH_UP_S = 1.0  # how long a page waits for the feed to bring what is committed
 _TOKEN = re.compile(r"c1\.(\d{1,16})\.([0-9a-f]{1,64})")
 
 
@@ -78,12 +79,18 @@ class Listing:
         return tables, nxt, version
 
     async def _board_ready(self) -> bool:
-        """Whether the board is loaded and has this replica's own changes
-        (the feed brings them a moment after their commits)."""
+        """Whether the board is loaded and has every change committed before
+        this call, by any replica: the feed brings them a moment after their
+        commits, so it is waited for up to the store's number now (one small
+        read, where a page from the store reads every table shown)."""
         board = self.board
         if board is None or not board.ready:
             return False
-        return await self.ctx.feed.reach(self.ctx.written, OWN_CHANGES_S) and board.ready
+        try:
+            latest = (await self.ctx.store.feed_after(1 << 62, 0)).last
+        except StoreError:
+            return board.ready  # the store is away: the board as of its version
+        return await self.ctx.feed.reach(latest, CATCH_UP_S) and board.ready
 
     async def _read(
         self, rules_key: str | None, size: int, after: Position | None
