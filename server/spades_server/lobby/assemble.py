@@ -50,7 +50,7 @@ class Lobby:
     matchmaker: Matchmaker | None
     sweeper: Sweeper | None
     results: Results
-    board: Board | None = None
+    board: Board | None = None  # None: the lobby is served elsewhere
 
     async def close(self) -> None:
         if self.board is not None:
@@ -78,7 +78,7 @@ async def start_lobby(
     replica must (its ratings, its players' records)."""
     lstore = lobby_store(store)
     feed = Feed(lstore, shards.places(lstore))
-    board = Board(lstore, feed) if serve else None  # following the feed from its start
+    board = Board(lstore, feed)  # subscribed before the feed starts: it misses no change
     if serve:
         await feed.start()
     ctx = Context(lstore, feed, registry, seat_keys, settings)
@@ -102,7 +102,6 @@ async def start_lobby(
         Listing(ctx, board),
         Standings(ctx, ledger),
     )
-    assert board is not None
     board.start()
     matchmaker.start()
     sweeper.start()

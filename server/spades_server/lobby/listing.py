@@ -1,13 +1,14 @@
 """The lobby: pages of the public tables waiting for players, and its changes.
 
 A page is read from the board this replica keeps from the feed
-(``board.Board``); while it loads, from the store's lobby sets (``lobby``, or ``lobby:<key>`` for
-one ruleset), oldest table first; a page token is the position after the
-page's last table (its creation time and id), so tables that start or close
-between two pages never make the next one skip a table. The version a listing
-returns is the feed's number from before the read: following the feed from
-it, no change is missed (one already in the page comes again; replacing a
-table with itself changes nothing).
+(``board.Board``), or while it loads from the store's lobby sets
+(``lobby``, or ``lobby:<key>`` for one ruleset), oldest table first; a page
+token is the position after the page's last table (its creation time and
+id), so tables that start or close between two pages never make the next
+one skip a table. The version a listing returns is the feed's number from
+before the read: following the feed from it, no change is missed (one
+already in the page comes again; replacing a table with itself changes
+nothing).
 """
 
 from __future__ import annotations
@@ -68,12 +69,11 @@ class Listing:
             )
         size = DEFAULT_PAGE if size == 0 else min(size, MAX_PAGE)
         after = _position(token) if token else None
-        if await self._board_ready():
-            assert self.board is not None
-            version = self.ctx.feed.last
-            tables, last = self.board.page(rules_key, size, after)
+        board = self.board if await self._board_ready() else None
+        version = self.ctx.feed.last
+        if board is not None:
+            tables, last = board.page(rules_key, size, after)
         else:
-            version = self.ctx.feed.last
             tables, last = await self._read(rules_key, size, after)
         nxt = _page_token(*last) if last is not None else ""
         return tables, nxt, version
