@@ -190,8 +190,12 @@ def test_a_table_is_in_the_next_page_through_any_replica_while_the_feeds_lag(
     try:
         opened: list[str] = []
         for i in range(4):
-            followers = [c for c in admin.client_list() if c["cmd"] == "xread"]
-            assert len(followers) >= 2, "each replica follows the lobby's feed"
+            # Each replica's follower blocked on its feed again (the last
+            # cut's reconnection may still be under way).
+            deadline = time.monotonic() + WAIT_S
+            while len(followers := [c for c in admin.client_list() if c["cmd"] == "xread"]) < 2:
+                assert time.monotonic() < deadline, "each replica follows the lobby's feed"
+                time.sleep(0.05)
             for c in followers:
                 admin.client_kill_filter(_id=c["id"])
             host = player(a, f"own{i}")
