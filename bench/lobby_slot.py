@@ -501,7 +501,9 @@ def print_opened(step: dict[str, Any]) -> None:
     print(
         f"{step['name']}: {step['tables']:,} tables, {step['tickets']:,} players in "
         f"{step['wall']:.1f} s ({step['tables'] / step['wall']:,.0f} tables/s), servers "
-        f"{percent(step['cpu'], 'servers'):.0f} % of a core"
+        f"{percent(step['cpu'], 'servers'):.0f} % of a core: "
+        f"{10 * percent(step['cpu'], 'servers') * step['wall'] / step['tables']:.1f} ms of "
+        "their CPU a table"
     )
     print_grid(header, rows)
     print("Commands per table on each primary (calls / µs of Redis's own time)")
